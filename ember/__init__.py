@@ -1,0 +1,42 @@
+"""ember: PyTorch's architecture rebuilt in Python. ``import ember as torch``."""
+from __future__ import annotations
+
+import builtins as _builtins
+
+from ._core.dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
+                          float64, complex64, complex128, promote_types, result_type, can_cast,
+                          get_default_dtype, set_default_dtype, finfo, iinfo)
+from ._core.device import device
+from ._core.tensor import Tensor, Size
+from ._core import dispatch as _dispatch
+from . import ops as ops
+from .ops.table import register_all as _register_all
+
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+cfloat, cdouble = complex64, complex128
+strided = "strided"
+
+_register_all()
+from .ops.registry import FUNCTIONS as _FUNCTIONS  # noqa: E402
+
+globals().update(_FUNCTIONS.get("", {}))
+from . import linalg, special, nn  # noqa: E402,F401
+from . import library  # noqa: E402,F401
+
+
+def is_tensor(obj) -> _builtins.bool:
+    """True for ember tensors (and subclasses such as nn.Parameter)."""
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t) -> _builtins.bool:
+    return t.is_floating_point()
+
+
+def is_complex(t) -> _builtins.bool:
+    return t.is_complex()
+
+
+def numel(t) -> _builtins.int:
+    return t.numel()

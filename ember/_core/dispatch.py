@@ -1,0 +1,219 @@
+"""The dispatcher: dispatch keys, key sets, thread-local include/exclude, kernel tables.
+
+As in c10 (seed 001 "Pytorch Eager Mode", seed 002): every operator has a table with one
+slot per dispatch key. A call computes a *key set* — the union of its tensor arguments' keys,
+plus the thread-local include set, minus the thread-local exclude set — and runs the kernel of
+the highest key in it. A key set is a plain int bitmask; a key's bit position is its priority.
+
+Two kinds of kernels:
+  * backend kernels (CPU, CUDA, Meta) take the op's arguments: ``kernel(*args)``;
+  * functionality kernels (Python, Profiler, Tracer, Autograd, ...) and boxed fallbacks take
+    ``kernel(op, key_set, *args)`` and usually end with ``op.redispatch(key_set, *args)``,
+    which continues with the keys *below* their own.
+
+A key with no kernel for an op either falls through (skipped) or runs the key's global boxed
+fallback, exactly like ``TORCH_LIBRARY_IMPL(_, Key, m) { m.fallback(...) }``.
+
+Adding a key is: one line in `DispatchKey`, and (if every op should pass it untouched until
+something registers) one line in `_FALLTHROUGH_BY_DEFAULT`.
+"""
+from __future__ import annotations
+
+import enum
+import threading
+
+
+class DispatchKey(enum.IntEnum):
+    """Dispatch keys; a larger value is dispatched to first."""
+    CPU = 0
+    CUDA = 1
+    Meta = 2
+    # --- functionality keys: above the backends -----------------------------------------
+    ADInplaceOrView = 5
+    Autograd = 6
+    Functionalize = 7
+    Tracer = 8
+    Profiler = 9
+    Python = 10
+
+
+NUM_KEYS = max(DispatchKey) + 1
+BACKEND_KEYS = (DispatchKey.CPU, DispatchKey.CUDA, DispatchKey.Meta)
+BACKEND_MASK = sum(1 << k for k in BACKEND_KEYS)
+CPU_BIT = 1 << DispatchKey.CPU
+CUDA_BIT = 1 << DispatchKey.CUDA
+META_BIT = 1 << DispatchKey.Meta
+AUTOGRAD_BIT = 1 << DispatchKey.Autograd
+
+# Keys every op passes through unless a kernel or a fallback is registered for it.
+_FALLTHROUGH_BY_DEFAULT = {DispatchKey.ADInplaceOrView, DispatchKey.Autograd, DispatchKey.Functionalize,
+                           DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python}
+
+
+def key_set(*keys: DispatchKey) -> int:
+    """The bitmask of the given keys: ``key_set(DispatchKey.CPU, DispatchKey.Autograd)``."""
+    mask = 0
+    for k in keys:
+        mask |= 1 << k
+    return mask
+
+
+def keys_of(mask: int) -> list:
+    """The keys in a key set, highest priority first (for printing and tests)."""
+    return [DispatchKey(k) for k in sorted(DispatchKey, reverse=True) if mask >> k & 1]
+
+
+def below(key: DispatchKey) -> int:
+    """The mask of every key strictly below `key`: ``key_set & below(k)`` redispatches past k."""
+    return (1 << key) - 1
+
+
+class _LocalDispatchState(threading.local):
+    """Thread-local include/exclude sets (c10's LocalDispatchKeySet)."""
+    include = 0
+    exclude = 0
+
+
+tls = _LocalDispatchState()
+
+
+class _KeyGuard:
+    __slots__ = ("mask", "saved", "attr", "on")
+
+    def __init__(self, keys, attr, on):
+        self.mask = keys if isinstance(keys, int) and not isinstance(keys, DispatchKey) else (
+            key_set(*keys) if isinstance(keys, (list, tuple, set, frozenset)) else 1 << keys)
+        self.attr, self.on = attr, on
+
+    def __enter__(self):
+        self.saved = getattr(tls, self.attr)
+        setattr(tls, self.attr, (self.saved | self.mask) if self.on else (self.saved & ~self.mask))
+        return self
+
+    def __exit__(self, *exc):
+        setattr(tls, self.attr, self.saved)
+
+
+def _ExcludeDispatchKeyGuard(keys):
+    """Context manager: the keys are skipped by every dispatch on this thread inside it."""
+    return _KeyGuard(keys, "exclude", True)
+
+
+def _IncludeDispatchKeyGuard(keys):
+    """Context manager: the keys are added to every dispatch on this thread inside it."""
+    return _KeyGuard(keys, "include", True)
+
+
+def _DisableIncludeGuard(keys):
+    """Context manager: temporarily drop keys from the include set (e.g. inside a mode)."""
+    return _KeyGuard(keys, "include", False)
+
+
+# ---------------------------------------------------------------------------------------
+# global (per key, all ops) registrations
+# ---------------------------------------------------------------------------------------
+FALLTHROUGH = "fallthrough"
+_global_fallbacks: dict = {}       # key -> boxed kernel(op, key_set, *args) or FALLTHROUGH
+_all_ops: list = []                # every OperatorHandle, so a new fallback refreshes tables
+
+
+def register_fallback(key: DispatchKey, kernel) -> None:
+    """Register a boxed kernel ``kernel(op, key_set, *args)`` for `key` on every operator
+    (or ``FALLTHROUGH``); ``None`` removes it."""
+    if kernel is None:
+        _global_fallbacks.pop(key, None)
+    else:
+        _global_fallbacks[key] = kernel
+    for op in _all_ops:
+        op._refresh()
+
+
+class NoKernelError(NotImplementedError):
+    """Raised when an operator has no kernel for the key a call dispatches to."""
+
+
+def _missing(op, key):
+    def kernel(*args):
+        raise NoKernelError(f"Could not run '{op.name}' with arguments from the '{key.name}' backend. "
+                            f"'{op.name}' is only available for these backends: "
+                            f"{[k.name for k in op.registered_keys()]}.")
+    return kernel
+
+
+class OperatorHandle:
+    """One operator overload's kernel table (c10's OperatorEntry).
+
+    ``table[k]`` is the kernel that runs when `k` is the highest key of a call, computed from
+    the op's own registrations, the global fallbacks and fallthrough (``None`` = fall through).
+    """
+
+    def __init__(self, name: str, schema):
+        self.name = name            # "aten::add.Tensor"
+        self.schema = schema
+        self.kernels: dict = {}     # DispatchKey -> kernel, as registered
+        self.table: list = [None] * NUM_KEYS
+        self.is_backend = [k in BACKEND_KEYS for k in range(NUM_KEYS)]
+        self.composite = None       # CompositeImplicitAutograd kernel: runs for Autograd and backends
+        _all_ops.append(self)
+        self._refresh()
+
+    def register(self, key: DispatchKey, kernel) -> None:
+        """Register `kernel` for `key` (``FALLTHROUGH`` to pass the key through)."""
+        self.kernels[DispatchKey(key)] = kernel
+        self._refresh()
+
+    def deregister(self, key: DispatchKey) -> None:
+        self.kernels.pop(DispatchKey(key), None)
+        self._refresh()
+
+    def registered_keys(self) -> list:
+        return [k for k, v in self.kernels.items() if v is not FALLTHROUGH] + (
+            list(BACKEND_KEYS) if self.composite else [])
+
+    def _refresh(self) -> None:
+        for k in DispatchKey:
+            kernel = self.kernels.get(k)
+            if kernel is None and self.composite is not None and (k in BACKEND_KEYS or k == DispatchKey.Autograd):
+                kernel = self.composite
+                if k == DispatchKey.Autograd:
+                    kernel = _composite_as_functionality(kernel)
+            if kernel is None:
+                kernel = _global_fallbacks.get(k)
+            if kernel is None:
+                kernel = FALLTHROUGH if k in _FALLTHROUGH_BY_DEFAULT else _missing(self, k)
+            self.table[k] = None if kernel is FALLTHROUGH else kernel
+
+    # -- calling --------------------------------------------------------------------------
+    def call(self, keys: int, *args):
+        """Dispatch with the key set computed from the arguments (before TLS is applied)."""
+        return self.redispatch((keys | tls.include) & ~tls.exclude, *args)
+
+    def redispatch(self, keys: int, *args):
+        """Run the kernel of the highest key in `keys` (already TLS-adjusted)."""
+        table = self.table
+        while keys:
+            k = keys.bit_length() - 1
+            kernel = table[k]
+            if kernel is not None:
+                if k <= 2:  # backend
+                    if keys & BACKEND_MASK & ~(1 << k):
+                        _device_mismatch(self, keys)
+                    return kernel(*args)
+                return kernel(self, keys & ((1 << k) - 1), *args)
+            keys &= ~(1 << k)
+        raise NoKernelError(f"'{self.name}': no kernel to dispatch to (no tensor arguments?)")
+
+    def __repr__(self):
+        return f"<OperatorHandle {self.name}>"
+
+
+def _composite_as_functionality(kernel):
+    def run(op, keys, *args):
+        return kernel(*args)
+    return run
+
+
+def _device_mismatch(op, keys):
+    names = [k.name.lower() for k in BACKEND_KEYS if keys >> k & 1]
+    raise RuntimeError(f"{op.name}: Expected all tensors to be on the same device, but found at least "
+                       f"two devices, {names[0]} and {names[1]}!")

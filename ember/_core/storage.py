@@ -1,0 +1,144 @@
+"""What sits under a Tensor: a NumPy array on CPU, a `MetaArray` (shape only) on Meta.
+
+A CPU tensor's ``_data`` is an ndarray that may be a view into a larger buffer; the buffer
+that owns the memory is the *storage*. Views made by ember are ndarrays built directly on that
+buffer with PyTorch's strides (`make_strided`), so ``stride()``, ``storage_offset()`` and
+aliasing are exactly PyTorch's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ndarray = np.ndarray
+
+
+def root_array(arr: np.ndarray) -> np.ndarray:
+    """The ndarray that owns `arr`'s memory (the storage), following ``.base``."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def data_address(arr) -> int:
+    return arr.__array_interface__["data"][0] if isinstance(arr, np.ndarray) else arr.data_ptr()
+
+
+def storage_offset_elements(arr) -> int:
+    """Element offset of `arr`'s first element inside its storage."""
+    if isinstance(arr, MetaArray):
+        return arr.offset
+    if not isinstance(arr, np.ndarray):  # CuPy
+        return (arr.data.ptr - arr.data.mem.ptr) // arr.itemsize
+    root = root_array(arr)
+    return (data_address(arr) - data_address(root)) // arr.itemsize
+
+
+def contiguous_strides(shape) -> tuple:
+    """Row-major element strides for `shape` (PyTorch's: size-1 dims get the next stride)."""
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def make_strided(arr, shape, strides, offset):
+    """A view of `arr`'s storage with element `strides` and element `offset` into the storage.
+
+    Works for NumPy (built on the owning buffer) and MetaArray; writes through the view alias.
+    """
+    if isinstance(arr, MetaArray):
+        return MetaArray(tuple(shape), tuple(strides), arr.dtype, offset)
+    item = arr.itemsize
+    byte_strides = tuple(s * item for s in strides)
+    if isinstance(arr, np.ndarray):
+        root = root_array(arr)
+        if root.flags.c_contiguous and root.dtype == arr.dtype:
+            try:
+                return np.ndarray(tuple(shape), arr.dtype, buffer=root, offset=offset * item,
+                                  strides=byte_strides)
+            except (TypeError, ValueError):
+                pass
+        # A foreign or unusual buffer: describe the view relative to this array's pointer.
+        iface = dict(arr.__array_interface__)
+        iface.update(data=(iface["data"][0] + (offset - storage_offset_elements(arr)) * item,
+                           not arr.flags.writeable),
+                     shape=tuple(shape), strides=byte_strides)
+        iface.pop("mask", None)
+        return np.asarray(_InterfaceHolder(iface, arr))
+    import cupy  # CUDA arrays
+    return cupy.lib.stride_tricks.as_strided(arr, shape=tuple(shape), strides=byte_strides)
+
+
+class _InterfaceHolder:
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, iface, owner):
+        self.__array_interface__ = iface
+        self.owner = owner
+
+
+class MetaArray:
+    """Shape, strides and dtype with no data: the `_data` of a tensor on the meta device.
+
+    It answers the attribute reads a Tensor makes of an ndarray (shape, strides in bytes,
+    dtype, ndim, size, itemsize, flags.c_contiguous).
+    """
+
+    __slots__ = ("shape", "elem_strides", "dtype", "offset")
+
+    def __init__(self, shape, elem_strides=None, dtype=np.dtype(np.float32), offset=0):
+        self.shape = tuple(shape)
+        self.elem_strides = contiguous_strides(self.shape) if elem_strides is None else tuple(elem_strides)
+        self.dtype = dtype
+        self.offset = offset
+
+    @property
+    def strides(self):
+        return tuple(s * self.dtype.itemsize for s in self.elem_strides)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    @property
+    def flags(self):
+        return _MetaFlags(is_contiguous(self.shape, self.elem_strides))
+
+    def __repr__(self):
+        return f"MetaArray(shape={self.shape}, strides={self.elem_strides}, dtype={self.dtype})"
+
+
+class _MetaFlags:
+    __slots__ = ("c_contiguous",)
+
+    def __init__(self, c):
+        self.c_contiguous = c
+
+
+def is_contiguous(shape, strides) -> bool:
+    """PyTorch's rule: strides are row-major, ignoring size-1 dims; empty tensors are contiguous."""
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size == 0:
+            return True
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True

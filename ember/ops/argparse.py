@@ -1,0 +1,149 @@
+"""Argument conversion used by the generated bindings: each helper either returns the value in
+the form kernels expect (Python int, tuple of ints, ember dtype...) or raises PyTorch's
+TypeError naming the op, the argument and what was expected. They only run when the
+fast ``__class__`` check in the binding fails.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._core import dtype as _dt
+from .._core.device import device as _device
+from .._core.tensor import Tensor
+
+NUMBER_TYPES = frozenset((int, float, bool, complex))
+
+
+def _type_name(x) -> str:
+    return type(x).__name__
+
+
+def arg_error(op: str, name: str, pos: int, expected: str, got) -> TypeError:
+    where = f"argument '{name}' (position {pos + 1})" if pos >= 0 else f"argument '{name}'"
+    return TypeError(f"{op}(): {where} must be {expected}, not {_type_name(got)}")
+
+
+def to_tensor_arg(x, op, name, pos):
+    raise arg_error(op, name, pos, "Tensor", x)
+
+
+def to_number(x, op, name, pos):
+    """A Python number from a number-like (NumPy scalar, one-element tensor)."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if isinstance(x, numbers.Complex):
+        return complex(x)
+    if isinstance(x, Tensor) and x.numel() == 1 and x.ndim == 0:
+        return x.item()
+    raise arg_error(op, name, pos, "Number", x)
+
+
+def to_int(x, op, name, pos):
+    if isinstance(x, (bool, np.bool_)):
+        raise arg_error(op, name, pos, "int", x)
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, Tensor) and x.numel() == 1 and not x.is_floating_point() and not x.is_complex():
+        return int(x.item())
+    raise arg_error(op, name, pos, "int", x)
+
+
+def to_float(x, op, name, pos):
+    if isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)):
+        return float(x)
+    if isinstance(x, Tensor) and x.numel() == 1:
+        return float(x.item())
+    raise arg_error(op, name, pos, "float", x)
+
+
+def to_bool(x, op, name, pos):
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    raise arg_error(op, name, pos, "bool", x)
+
+
+def to_int_list(x, op, name, pos, size=None):
+    """A tuple of ints; a single int is accepted (and repeated to `size` when given)."""
+    if x.__class__ is tuple or x.__class__ is list:
+        out = []
+        for v in x:
+            if v.__class__ is not int:
+                if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+                    v = int(v)
+                elif isinstance(v, Tensor) and v.numel() == 1 and v.dtype.category == _dt.INT:
+                    v = int(v.item())
+                else:
+                    raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of ints, "
+                                    f"but found element of type {_type_name(v)} at pos {len(out)}")
+            out.append(v)
+        return tuple(out)
+    if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
+        return (int(x),) * (size or 1)
+    if isinstance(x, Tensor) and x.ndim <= 1 and x.dtype.category == _dt.INT:
+        return tuple(int(v) for v in x.tolist()) if x.ndim else (int(x.item()),)
+    if isinstance(x, (np.ndarray,)) or hasattr(x, "__iter__") and not isinstance(x, (str, bytes, Tensor)):
+        return to_int_list(list(x), op, name, pos, size)
+    raise arg_error(op, name, pos, "tuple of ints", x)
+
+
+def to_float_list(x, op, name, pos, size=None):
+    if isinstance(x, numbers.Real):
+        return (float(x),) * (size or 1)
+    if isinstance(x, (list, tuple)):
+        return tuple(to_float(v, op, name, pos) for v in x)
+    raise arg_error(op, name, pos, "tuple of floats", x)
+
+
+def to_tensor_list(x, op, name, pos):
+    if isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of Tensors, "
+                                f"not {_type_name(v)}")
+        return x
+    raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of Tensors, not {_type_name(x)}")
+
+
+def to_dtype(x, op, name, pos):
+    if isinstance(x, _dt.dtype):
+        return x
+    if x is float:
+        return _dt.get_default_dtype()
+    if x is int:
+        return _dt.int64
+    if x is bool:
+        return _dt.bool_
+    if x is complex:
+        return _dt.default_complex_dtype()
+    if isinstance(x, str) and x in _dt._BY_NAME:
+        return _dt._BY_NAME[x]
+    try:
+        if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
+            return _dt.from_numpy_dtype(np.dtype(x))
+    except TypeError:
+        pass
+    raise arg_error(op, name, pos, "torch.dtype", x)
+
+
+def to_device(x, op, name, pos):
+    if isinstance(x, _device):
+        return x
+    if isinstance(x, (str, int)):
+        return _device(x)
+    raise arg_error(op, name, pos, "torch.device", x)
+
+
+def to_str(x, op, name, pos):
+    if isinstance(x, str):
+        return x
+    raise arg_error(op, name, pos, "str", x)
+
+
+def passthrough(x, op, name, pos):
+    return x

@@ -1,0 +1,127 @@
+"""Kernels that copy or convert a whole tensor: _to_copy (dtype/device), clone, contiguous, copy_."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._core import dtype as _dt
+from ..._core.tensor import Tensor, wrap, wrap_meta, _make
+from ..._core.dispatch import CUDA_BIT
+from ..._core.storage import MetaArray, contiguous_strides
+
+
+def _cast(arr, np_dtype):
+    if arr.dtype.kind == "c" and np_dtype.kind != "c":
+        arr = arr.real
+    return arr.astype(np_dtype)
+
+
+def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    """CPU (and CUDA) kernel of aten::_to_copy: a new tensor with another dtype and/or device."""
+    arr = self._data
+    if isinstance(arr, MetaArray):
+        if device is not None and device.type != "meta":
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+        return to_copy_meta(self, dtype, layout, device)
+    target = _dt.check_supported(dtype).np if dtype is not None else arr.dtype
+    kind = "cpu" if device is None else device.type
+    if kind == "meta":
+        return wrap_meta(self.shape, dtype or self.dtype, _layout_strides(self, memory_format))
+    if not isinstance(arr, np.ndarray):  # CUDA source
+        if kind == "cpu" and device is not None:
+            arr = arr.get()
+        else:
+            import cupy
+            return _make(cupy.array(_cast(arr, target), order="K"), CUDA_BIT)
+    if kind == "cuda":
+        import cupy
+        with cupy.cuda.Device(device.index or 0):
+            return _make(cupy.asarray(np.ascontiguousarray(_cast(arr, target))), CUDA_BIT)
+    out = np.array(_cast(arr, target) if arr.dtype is not target else arr, order="C" if memory_format == "contiguous_format" else "K", copy=True)
+    return wrap(out)
+
+
+def _layout_strides(self, memory_format):
+    if memory_format == "contiguous_format" or self.is_contiguous():
+        return None
+    return None
+
+
+def to_copy_meta(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    if device is not None and device.type not in ("meta",):
+        if self.is_meta:
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    return wrap_meta(self.shape, dtype or self.dtype)
+
+
+def clone(self, memory_format=None):
+    arr = self._data
+    if isinstance(arr, MetaArray):
+        return clone_meta(self, memory_format)
+    if isinstance(arr, np.ndarray):
+        return wrap(np.array(arr, order="C" if memory_format == "contiguous_format" else "K", copy=True))
+    return _make(arr.copy(order="K"), CUDA_BIT)
+
+
+def clone_meta(self, memory_format=None):
+    arr = self._data
+    strides = arr.elem_strides if memory_format is None and _non_overlapping_dense(arr) else None
+    return wrap_meta(arr.shape, self.dtype, strides)
+
+
+def _non_overlapping_dense(arr) -> bool:
+    order = sorted(range(len(arr.shape)), key=lambda i: arr.elem_strides[i])
+    expected = 1
+    for i in order:
+        if arr.shape[i] == 1:
+            continue
+        if arr.elem_strides[i] != expected:
+            return False
+        expected *= arr.shape[i]
+    return True
+
+
+def contiguous(self, memory_format="contiguous_format"):
+    """self when already contiguous (no copy), else a row-major copy."""
+    arr = self._data
+    if arr.flags.c_contiguous:
+        return self
+    if isinstance(arr, MetaArray):
+        return wrap_meta(arr.shape, self.dtype)
+    if isinstance(arr, np.ndarray):
+        return wrap(np.ascontiguousarray(arr))
+    return _make(arr.copy(order="C"), CUDA_BIT)
+
+
+def copy_(self, src, non_blocking=False):
+    """Write `src` (broadcast to self's shape, cast to self's dtype) into self."""
+    from .. import rules
+    shape = rules.broadcast_shapes(self.shape, src.shape, op="copy_")
+    if shape != tuple(self.shape):
+        raise RuntimeError(f"copy_(): output with shape {list(self.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
+    dst = self._data
+    if isinstance(dst, MetaArray):
+        return self
+    s = src._data
+    if isinstance(s, MetaArray):
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    if isinstance(dst, np.ndarray):
+        if not isinstance(s, np.ndarray):
+            s = s.get()
+        if np.shares_memory(dst, s):
+            s = s.copy()
+        if dst.dtype.kind != "c" and s.dtype.kind == "c":
+            s = s.real
+        np.copyto(dst, s, casting="unsafe")
+    else:
+        import cupy
+        cupy.copyto(dst, cupy.asarray(s).astype(dst.dtype))
+    return self
+
+
+def detach(self):
+    """The same storage and version counter, without autograd history."""
+    from ..._core.dispatch import BACKEND_MASK
+    out = _make(self._data, self._keys & BACKEND_MASK)
+    out._version_counter = self._shared_version_counter()
+    return out

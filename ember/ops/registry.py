@@ -1,0 +1,355 @@
+"""The operator table's machinery: `Op` entries become dispatcher operators and Python bindings.
+
+An entry (see ``ember/ops/table/*.py``) is one line of data, like native_functions.yaml:
+
+    Op("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+       cpu=pointwise.add, meta=meta.binary, inplace=True, out=True, numbers_as_tensors=True)
+
+`register(entry)` parses the schema, creates the ``OperatorHandle`` (``ember.ops.aten.add.Tensor``),
+derives the in-place (``add_.Tensor``) and out= (``add.out``) overloads and their kernels when
+asked, and generates the bindings ``ember.add``, ``Tensor.add`` and ``Tensor.add_``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from .._core import dtype as _dt
+from .._core.dispatch import DispatchKey, OperatorHandle
+from .._core.schema import parse_schema, Argument, FunctionSchema
+from .._core.tensor import Tensor
+from . import codegen
+
+
+@dataclasses.dataclass
+class Op:
+    """One row of the operator table."""
+    schema: str
+    cpu: Callable | None = None          # kernel(*args) on NumPy
+    meta: Callable | None = None         # kernel(*args) computing shape/dtype/strides only
+    cuda: Callable | None = None
+    composite: Callable | None = None    # written in ember ops: serves every backend and autograd
+    variants: str = "function method"   # which Python bindings to generate
+    inplace: bool = False               # derive `name_` that writes the result into self
+    out: bool = False                   # derive the out= overload
+    numbers_as_tensors: bool = False    # Tensor arguments accept Python numbers (wrapped numbers)
+    varargs: bool = False               # f(2, 3) for the one int[] positional parameter
+    nondeterministic: bool = False      # random: never CSE'd or constant-folded
+    python_name: str | None = None      # defaults to the schema's name
+    namespace: str = ""                 # "", "nn.functional", "linalg", "special", "fft"
+    method_name: str | None = None      # Tensor method name when it differs
+    tags: tuple = ()
+
+
+# ember.ops.aten.<name>.<overload> objects, and the Python bindings by namespace
+class _Packet:
+    """``ember.ops.aten.add``: the overloads of one op; calling it picks one like ``ember.add``."""
+
+    def __init__(self, name):
+        self.__name__ = name
+        self._overloads = {}
+        self._binding = None
+
+    def overloads(self):
+        return list(self._overloads)
+
+    def __getattr__(self, item):
+        try:
+            return self.__dict__["_overloads"][item]
+        except KeyError:
+            raise AttributeError(f"'aten.{self.__name__}' has no overload '{item}'") from None
+
+    def __call__(self, *args, **kwargs):
+        if self._binding is None:
+            return next(iter(self._overloads.values()))(*args, **kwargs)
+        return self._binding(*args, **kwargs)
+
+    def __repr__(self):
+        return f"aten.{self.__name__}"
+
+
+class _Namespace:
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, item):
+        raise AttributeError(f"'{self._name}' has no operator '{item}'")
+
+
+aten = _Namespace("aten")
+OPERATORS: dict = {}                   # "aten::add.Tensor" -> OperatorHandle
+ENTRIES: dict = {}                     # "aten::add.Tensor" -> Op
+FUNCTIONS: dict = {}                   # namespace -> {python name: binding}
+METHODS: dict = {}                     # Tensor method name -> binding
+_OVERLOADS_BY_NAME: dict = {}          # (namespace, python name) -> [(schema, binding)]
+
+
+def _overload_call(self, *args, **kwargs):
+    return self.entry(*args, **kwargs)
+
+
+OperatorHandle.__call__ = _overload_call
+
+
+def _make_handle(schema: FunctionSchema, ns: str = "aten") -> OperatorHandle:
+    name = f"{ns}::{schema.qualified_name}"
+    if name in OPERATORS:
+        raise RuntimeError(f"operator {name} is registered twice")
+    handle = OperatorHandle(name, schema)
+    handle.nondeterministic = False
+    OPERATORS[name] = handle
+    namespace = aten if ns == "aten" else _namespace_for(ns)
+    packet = namespace.__dict__.get(schema.name)
+    if packet is None:
+        packet = _Packet(schema.name)
+        setattr(namespace, schema.name, packet)
+    packet._overloads[schema.overload_name or "default"] = handle
+    handle.overloadpacket = packet
+    handle._schema = schema
+    handle.__name__ = f"{schema.name}.{schema.overload_name or 'default'}"
+    return handle
+
+
+_namespaces = {"aten": aten}
+
+
+def _namespace_for(ns):
+    if ns not in _namespaces:
+        _namespaces[ns] = _Namespace(ns)
+    return _namespaces[ns]
+
+
+def _install(handle, entry_kernels: dict, composite=None):
+    for key, kernel in entry_kernels.items():
+        if kernel is not None:
+            handle.kernels[key] = kernel
+    handle.composite = composite
+    handle._refresh()
+
+
+def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
+    args = list(schema.arguments)
+    ret = schema.returns
+    if kind == "inplace":
+        args[0] = dataclasses.replace(args[0], alias="a", is_write=True)
+        ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
+        name, overload = schema.name + "_", schema.overload_name
+    else:
+        args.append(Argument(name="out", type="Tensor", alias="a", is_write=True, kwarg_only=True))
+        ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
+        name = schema.name
+        overload = f"{schema.overload_name}_out" if schema.overload_name else "out"
+    return FunctionSchema(name=name, overload_name=overload, arguments=tuple(args), returns=ret,
+                          names=tuple(a.name for a in args))
+
+
+def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, out_fn=None):
+    schema = handle.schema
+    extra = (("requires_grad", False),) if any(a.name == "device" for a in schema.arguments) else ()
+    src = codegen.generate(schema, func_name=func_name, op_label=entry.python_name or schema.name,
+                           numbers_as_tensors=entry.numbers_as_tensors, varargs=varargs,
+                           out_target="_out_entry" if out_fn else None, extra_kwargs=extra)
+    return codegen.compile_binding(src, func_name, handle, {"_out_entry": out_fn} if out_fn else None)
+
+
+def register(entry: Op) -> OperatorHandle:
+    """Turn one table row into operators and bindings (see the module docstring)."""
+    schema = parse_schema(entry.schema)
+    handle = _make_handle(schema)
+    handle.nondeterministic = entry.nondeterministic
+    kernels = {DispatchKey.CPU: entry.cpu, DispatchKey.Meta: entry.meta, DispatchKey.CUDA: entry.cuda}
+    _install(handle, kernels, entry.composite)
+    ENTRIES[handle.name] = entry
+    py_name = entry.python_name or schema.name
+    label = py_name
+    handle.entry = _binding(handle, schema.name, entry)
+
+    out_fn = None
+    if entry.out:
+        out_handle = _make_handle(_derived_schema(schema, "out"))
+        out_handle.nondeterministic = entry.nondeterministic
+        _install(out_handle, {k: _out_of(v, label) for k, v in kernels.items() if v is not None},
+                 _out_of(entry.composite, label) if entry.composite else None)
+        out_handle.entry = out_fn = _binding(out_handle, schema.name + "_out", entry)
+    if entry.inplace:
+        ip_handle = _make_handle(_derived_schema(schema, "inplace"))
+        ip_handle.nondeterministic = entry.nondeterministic
+        _install(ip_handle, {k: _inplace_of(v, label + "_") for k, v in kernels.items() if v is not None},
+                 _inplace_of(entry.composite, label + "_") if entry.composite else None)
+        ip_handle.entry = _binding(ip_handle, schema.name + "_", entry)
+        if "method" in entry.variants:
+            _add_method((entry.method_name or py_name) + "_", ip_handle.schema, ip_handle.entry, entry)
+        if "function" in entry.variants and not entry.namespace:
+            _add_function("", py_name + "_", ip_handle.schema, ip_handle.entry)
+
+    is_factory = not any(a.type == "Tensor" for a in schema.arguments)
+    if "function" in entry.variants:
+        fn = handle.entry
+        if out_fn is not None or (entry.varargs and is_factory):
+            fn = _binding(handle, py_name, entry, varargs=entry.varargs and is_factory, out_fn=out_fn)
+        _add_function(entry.namespace, py_name, schema, fn)
+    if "method" in entry.variants:
+        meth = _binding(handle, py_name, entry, varargs=True) if entry.varargs else handle.entry
+        _add_method(entry.method_name or py_name, schema, meth, entry)
+    return handle
+
+
+def _add_function(namespace, name, schema, fn):
+    _OVERLOADS_BY_NAME.setdefault((namespace, name), []).append((schema, fn))
+    overloads = _OVERLOADS_BY_NAME[(namespace, name)]
+    FUNCTIONS.setdefault(namespace, {})[name] = fn if len(overloads) == 1 else _resolver(name, overloads)
+
+
+def _add_method(name, schema, fn, entry):
+    key = ("Tensor", name)
+    _OVERLOADS_BY_NAME.setdefault(key, []).append((schema, fn))
+    overloads = _OVERLOADS_BY_NAME[key]
+    METHODS[name] = fn if len(overloads) == 1 else _resolver(name, overloads)
+    setattr(Tensor, name, METHODS[name])
+
+
+# ---------------------------------------------------------------------------------------
+# several overloads under one Python name: pick the first whose signature and types match
+# ---------------------------------------------------------------------------------------
+def _type_ok(arg: Argument, v) -> bool:
+    if v is None:
+        return arg.optional or arg.default is None
+    t = arg.type
+    if arg.is_list:
+        if t == "int" and isinstance(v, int) and not isinstance(v, bool) and arg.list_size:
+            return True
+        return isinstance(v, (list, tuple)) and all(x is None or _type_ok(dataclasses.replace(arg, is_list=False), x) for x in v)
+    if t == "Tensor":
+        return isinstance(v, Tensor)
+    if t == "int":
+        return isinstance(v, int) and not isinstance(v, bool) or (isinstance(v, Tensor) and v.ndim == 0 and not v.is_floating_point())
+    if t == "float":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == "bool":
+        return isinstance(v, bool)
+    if t == "Scalar":
+        return isinstance(v, (int, float, complex, bool))
+    if t == "ScalarType":
+        return isinstance(v, _dt.dtype)
+    if t == "str":
+        return isinstance(v, str)
+    return True
+
+
+def _matches(schema: FunctionSchema, args, kwargs, numbers=False) -> bool:
+    params = list(schema.arguments)
+    positional = [a for a in params if not a.kwarg_only]
+    if len(args) > len(positional):
+        return False
+    names = {("input" if i == 0 and a.name == "self" else a.name): a for i, a in enumerate(params)}
+    bound = {}
+    for a, v in zip(positional, args):
+        bound[a.name] = (a, v)
+    for k, v in kwargs.items():
+        if k == "out":
+            continue
+        a = names.get(k)
+        if a is None or a.name in bound:
+            return False
+        bound[a.name] = (a, v)
+    for a in params:
+        if a.name not in bound and not a.has_default and a.name != "out":
+            return False
+    return all(_type_ok(a, v) or (a.type == "Tensor" and isinstance(v, (int, float, bool, complex)) and not a.is_list and i > 0)
+               for i, (a, v) in enumerate(bound.values()))
+
+
+def _resolver(name, overloads):
+    def resolve(*args, **kwargs):
+        for schema, fn in overloads:
+            if _matches(schema, args, kwargs):
+                return fn(*args, **kwargs)
+        got = ", ".join(type(a).__name__ for a in args)
+        expected = "\n".join(f" * ({', '.join(str(a) for a in s.arguments)})" for s, _ in overloads)
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected "
+                        f"one of:\n{expected}")
+    resolve.__name__ = name
+    resolve.overloads = overloads
+    return resolve
+
+
+# ---------------------------------------------------------------------------------------
+# derived kernels: in-place and out= from a functional kernel
+# ---------------------------------------------------------------------------------------
+def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool) -> None:
+    if not _dt.can_cast(result.dtype, dst.dtype):
+        raise RuntimeError(f"{op}(): result type {_c10_name(result.dtype)} can't be cast to the desired output "
+                           f"type {_c10_name(dst.dtype)}")
+    if dst.shape != result.shape:
+        if not resize:
+            raise RuntimeError(f"{op}(): output with shape {list(dst.shape)} doesn't match the broadcast shape "
+                               f"{list(result.shape)}")
+        from .._core.tensor import _make
+        import numpy as np
+        if dst.numel() != 0:
+            import warnings
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(dst.shape)}, "
+                          f"which does not match the required output shape {list(result.shape)}.")
+        dst._data = _empty_like_backend(dst, result.shape)
+    copy_into(dst, result)
+
+
+def _empty_like_backend(dst, shape):
+    import numpy as np
+    from .._core.storage import MetaArray
+    arr = dst._data
+    if isinstance(arr, MetaArray):
+        return MetaArray(tuple(shape), None, arr.dtype)
+    if isinstance(arr, np.ndarray):
+        return np.empty(tuple(shape), arr.dtype)
+    import cupy
+    return cupy.empty(tuple(shape), arr.dtype)
+
+
+def copy_into(dst: Tensor, src: Tensor) -> None:
+    """Write `src` into `dst` (same shape), casting; nothing to do on meta."""
+    import numpy as np
+    d = dst._data
+    if isinstance(d, np.ndarray):
+        s = src._data
+        if not isinstance(s, np.ndarray):
+            s = s.get() if hasattr(s, "get") else s
+        if d.dtype.kind != "c" and s.dtype.kind == "c":
+            s = s.real
+        np.copyto(d, s, casting="unsafe")
+    elif d.__class__.__module__.startswith("cupy"):
+        import cupy
+        cupy.copyto(d, cupy.asarray(src._data), casting="unsafe")
+
+
+_C10_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+              "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+              "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _c10_name(d) -> str:
+    return _C10_NAMES[d.name]
+
+
+def _inplace_of(kernel, op):
+    def inplace(self, *args):
+        result = kernel(self, *args)
+        _copy_result(op, self, result, resize=False)
+        return self
+    inplace.__name__ = op
+    return inplace
+
+
+def _out_of(kernel, op):
+    def out_kernel(*args):
+        *inputs, out = args
+        result = kernel(*inputs)
+        _copy_result(op, out, result, resize=True)
+        return out
+    out_kernel.__name__ = op + "_out"
+    return out_kernel
+
+
+def binding_source(name: str) -> str:
+    """The generated source of an operator's binding, e.g. ``binding_source('aten::add.Tensor')``."""
+    return OPERATORS[name].entry.__source__

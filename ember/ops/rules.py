@@ -1,0 +1,103 @@
+"""Shape and dtype rules shared by the CPU, CUDA and Meta kernels of a family.
+
+Everything here is device-agnostic: it reads ``shape``/``dtype``/``ndim`` of tensors (or takes
+Python numbers, which rank as *wrapped numbers* in promotion) and raises PyTorch's errors.
+"""
+from __future__ import annotations
+
+from .._core import dtype as _dt
+from .._core.tensor import Tensor
+
+_PROMOTE = _dt._PROMOTE
+
+
+def wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    """A dim in [0, ndim); 0-d tensors accept -1 and 0. IndexError like PyTorch's."""
+    n = ndim if ndim > 0 else 1
+    if dim < -n or dim >= n:
+        raise IndexError(f"{op + '(): ' if op else ''}Dimension out of range (expected to be in range of "
+                         f"[{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dims, ndim: int, op: str = "") -> tuple:
+    """Several dims, normalised; a repeated dim is a RuntimeError."""
+    out = tuple(wrap_dim(d, ndim, op) for d in dims)
+    if len(set(out)) != len(out):
+        dup = next(d for d in out if out.count(d) > 1)
+        raise RuntimeError(f"{op}(): dim {dup} appears multiple times in the list of dims")
+    return out
+
+
+def broadcast_shapes(*shapes, op: str = "") -> tuple:
+    """NumPy/PyTorch broadcasting; RuntimeError naming the mismatching sizes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        offset = ndim - len(s)
+        for i, size in enumerate(s):
+            j = offset + i
+            if out[j] == 1:
+                out[j] = size
+            elif size != 1 and size != out[j]:
+                raise RuntimeError(f"{op + '(): ' if op else ''}The size of tensor a ({out[j]}) must match the "
+                                   f"size of tensor b ({size}) at non-singleton dimension {i}")
+    return tuple(out)
+
+
+def dtype_of(x) -> _dt.dtype:
+    """The ember dtype of a tensor, or of a Python number as a wrapped number."""
+    if isinstance(x, Tensor):
+        return x.dtype
+    return _dt.scalar_dtype(x)
+
+
+def common_dtype(*operands) -> _dt.dtype:
+    """Result type of several tensors / numbers (fast when all are tensors of one dtype)."""
+    first = None
+    for x in operands:
+        if x.__class__ is not Tensor and not isinstance(x, Tensor):
+            return _dt.result_type(*[o for o in operands if o is not None])
+        if first is None:
+            first = x._data.dtype
+        elif x._data.dtype is not first:
+            return _dt.result_type(*[o for o in operands if o is not None])
+    return _dt._FROM_NP[first]
+
+
+def float_dtype(d: _dt.dtype) -> _dt.dtype:
+    """Integers and bool go to the default float dtype (e.g. sqrt, true division, mean)."""
+    return d if d.category >= _dt.FLOAT else _dt.get_default_dtype()
+
+
+def is_integral(d: _dt.dtype, include_bool: bool = True) -> bool:
+    return d.category == _dt.INT or (include_bool and d.category == _dt.BOOL)
+
+
+def reduced_shape(shape, dims, keepdim: bool) -> tuple:
+    """The shape after reducing `dims` (already wrapped)."""
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def reduction_dims(dim, ndim: int, op: str = "") -> tuple:
+    """dim=None or [] means all dims (PyTorch's sum/mean convention)."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    return wrap_dims(dim, ndim, op)
+
+
+def c10_name(d: _dt.dtype) -> str:
+    """The name c10 prints in messages: Float, Long, Bool..."""
+    from .registry import _c10_name
+    return _c10_name(d)
+
+
+def check_same_device(op: str, *tensors) -> None:
+    devices = {t.device.type for t in tensors if isinstance(t, Tensor)}
+    if len(devices) > 1:
+        raise RuntimeError(f"{op}(): Expected all tensors to be on the same device, but found at least two "
+                           f"devices, {sorted(devices)[0]} and {sorted(devices)[1]}!")

@@ -1,0 +1,30 @@
+"""The operator table: one `Op` row per operator, by family. `register_all()` turns every row
+into dispatcher operators and Python bindings (see ember/ops/registry.py).
+
+A family module has ``OPS`` (the rows) and may have ``PYTHON_FUNCTIONS`` ({namespace: {name: fn}})
+and ``PYTHON_METHODS`` ({name: fn}) for Python-level API that is not an operator, or that only
+parses arguments before calling operators (``ember.manual_seed``, ``Tensor.__getitem__`` ...).
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+FAMILIES = ("conversion", "pointwise", "activation", "comparison", "reduction", "shape", "indexing",
+            "creation", "linalg", "nn")
+
+
+def register_all() -> None:
+    from ..._core.tensor import Tensor
+    from ..registry import register, FUNCTIONS, METHODS
+    modules = [import_module(f"{__name__}.{family}") for family in FAMILIES]
+    for module in modules:
+        for entry in module.OPS:
+            register(entry)
+    for module in modules:
+        for namespace, fns in getattr(module, "PYTHON_FUNCTIONS", {}).items():
+            FUNCTIONS.setdefault(namespace, {}).update(fns)
+        for name, fn in getattr(module, "PYTHON_METHODS", {}).items():
+            METHODS[name] = fn
+            setattr(Tensor, name, fn)
+    from .dunders import install
+    install(Tensor, METHODS)

@@ -1,0 +1,81 @@
+"""Conversion operators: dtype/device copies, clone, contiguous, copy_, detach; and the Python
+``Tensor.to`` / ``.float()`` / ``.cpu()`` family that parses its arguments and calls them."""
+from __future__ import annotations
+
+from ..._core import dtype as _dt
+from ..._core.device import device as _device
+from ..._core.tensor import Tensor
+from ..registry import Op, aten
+from ..cpu import conversion as cpu
+
+OPS = [
+    Op("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+       "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+       cpu=cpu.to_copy, cuda=cpu.to_copy, meta=cpu.to_copy_meta, variants="function"),
+    Op("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", cpu=cpu.clone, cuda=cpu.clone,
+       meta=cpu.clone_meta),
+    Op("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+       cpu=cpu.contiguous, cuda=cpu.contiguous, meta=cpu.contiguous, variants="method"),
+    Op("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+       cpu=cpu.copy_, cuda=cpu.copy_, meta=cpu.copy_, variants="method"),
+    Op("detach(Tensor(a) self) -> Tensor(a)", composite=cpu.detach),
+]
+
+
+def _parse_to(args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    for a in args:
+        if isinstance(a, _dt.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device, int)) and not isinstance(a, bool):
+            device = _device(a)
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments - got ({type(a).__name__})")
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    memory_format = kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return (dtype, _device(device) if device is not None else None, copy, memory_format)
+
+
+def to(self, *args, **kwargs):
+    """``t.to(dtype)``, ``t.to(device)``, ``t.to(device, dtype)``, ``t.to(other)``; returns self
+    when nothing changes and ``copy=False``."""
+    dtype, device, copy, memory_format = _parse_to(args, kwargs)
+    same_dtype = dtype is None or dtype is self.dtype
+    same_device = device is None or device == self.device
+    if same_dtype and same_device and not copy:
+        return self
+    return aten._to_copy.default(self, dtype=dtype, device=device, memory_format=memory_format)
+
+
+def _typed(d):
+    def convert(self, memory_format=None):
+        return to(self, d)
+    convert.__name__ = d.name
+    return convert
+
+
+def _type(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return f"ember.{ {'float32': 'Float', 'float64': 'Double', 'int64': 'Long', 'int32': 'Int', 'bool': 'Bool', 'uint8': 'Byte', 'int8': 'Char', 'int16': 'Short', 'float16': 'Half', 'bfloat16': 'BFloat16', 'complex64': 'ComplexFloat', 'complex128': 'ComplexDouble'}[self.dtype.name]}Tensor"
+    return to(self, dtype)
+
+
+PYTHON_METHODS = {
+    "to": to, "type": _type,
+    "float": _typed(_dt.float32), "double": _typed(_dt.float64), "half": _typed(_dt.float16),
+    "bfloat16": _typed(_dt.bfloat16), "long": _typed(_dt.int64), "int": _typed(_dt.int32),
+    "short": _typed(_dt.int16), "char": _typed(_dt.int8), "byte": _typed(_dt.uint8), "bool": _typed(_dt.bool_),
+    "cfloat": _typed(_dt.complex64), "cdouble": _typed(_dt.complex128),
+    "cpu": lambda self, memory_format=None: to(self, "cpu"),
+    "cuda": lambda self, device=None, non_blocking=False, memory_format=None: to(
+        self, _device("cuda", device if isinstance(device, int) else None) if not isinstance(device, (str, _device)) else device),
+    "type_as": lambda self, other: to(self, other.dtype),
+    "detach_": None,
+}
+del PYTHON_METHODS["detach_"]

@@ -1,0 +1,4 @@
+"""reduction operators (table rows)."""
+from ..registry import Op  # noqa: F401
+
+OPS = []

@@ -1,0 +1,160 @@
+"""Helpers for oracle tests: run the same program in ember and PyTorch 2.13 and compare.
+
+    check(lambda lib, x, y: lib.add(x, y, alpha=2), a, b)
+
+`check` converts every NumPy array argument into an ember tensor and a torch tensor (same
+values, same dtype; ``noncontig=True`` gives both a non-contiguous view with the same values),
+runs the function with ``lib`` = ember and then torch, and asserts equal shapes, dtypes and
+values (within tolerance for floating types). If torch raises, ember must raise the same
+exception type, and the inputs must be unchanged afterwards.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import ember
+
+DTYPES = {  # ember dtype name -> torch dtype
+    "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+    "float64": torch.float64, "complex64": torch.complex64, "complex128": torch.complex128,
+}
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+INT_DTYPES = ("uint8", "int8", "int16", "int32", "int64")
+ALL_DTYPES = ("bool",) + INT_DTYPES + FLOAT_DTYPES + ("complex64",)
+TOL = {"float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2), "float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12),
+       "complex64": (1e-5, 1e-6), "complex128": (1e-10, 1e-12)}
+
+
+def make(shape, dtype="float32", *, low=-3, high=3, seed=None):
+    """A NumPy array of the given ember dtype name with values that suit it."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) > 0.5
+    if dtype in INT_DTYPES:
+        lo = 0 if dtype == "uint8" else low
+        return rng.integers(lo, high + 1, size=shape).astype(dtype)
+    arr = rng.uniform(low, high, size=shape)
+    if dtype.startswith("complex"):
+        arr = arr + 1j * rng.uniform(low, high, size=shape)
+    if dtype == "bfloat16":
+        return arr.astype(np.float32)  # converted on the way in
+    return arr.astype(dtype)
+
+
+def to_ember(x, dtype=None, noncontig=False):
+    if isinstance(x, np.ndarray):
+        if noncontig and x.ndim >= 1:
+            big = np.repeat(x, 2, axis=-1)[..., ::2] if x.ndim else x
+            x = big
+        t = ember.from_numpy(x) if not noncontig else ember.from_numpy(x)
+        if dtype:
+            t = t.to(getattr(ember, dtype))
+        return t
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_ember(v, dtype, noncontig) for v in x)
+    return x
+
+
+def to_torch(x, dtype=None, noncontig=False):
+    if isinstance(x, np.ndarray):
+        if noncontig and x.ndim >= 1:
+            x = np.repeat(x, 2, axis=-1)[..., ::2]
+        t = torch.from_numpy(x)
+        if dtype:
+            t = t.to(DTYPES[dtype])
+        return t
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_torch(v, dtype, noncontig) for v in x)
+    if isinstance(x, ember.dtype):
+        return DTYPES[x.name]
+    return x
+
+
+def as_numpy(x):
+    """NumPy copy of an ember or torch tensor (bfloat16 widened to float32)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        if x.dtype == torch.bfloat16:
+            x = x.float()
+        return x.numpy().copy()
+    if x.dtype is ember.bfloat16:
+        x = x.to(ember.float32)
+    return np.array(x.numpy(force=True))
+
+
+def assert_same(e, t, *, rtol=None, atol=None, check_dtype=True, check_stride=False, equal_nan=True):
+    """ember result `e` equals torch result `t`: same structure, shape, dtype, values."""
+    if isinstance(t, (tuple, list)):
+        assert isinstance(e, (tuple, list)), f"expected a sequence, got {type(e)}"
+        assert len(e) == len(t), f"length {len(e)} != {len(t)}"
+        for a, b in zip(e, t):
+            assert_same(a, b, rtol=rtol, atol=atol, check_dtype=check_dtype, check_stride=check_stride)
+        return
+    if isinstance(t, torch.Tensor):
+        assert isinstance(e, ember.Tensor), f"expected an ember Tensor, got {type(e).__name__}"
+        assert tuple(e.shape) == tuple(t.shape), f"shape {tuple(e.shape)} != torch {tuple(t.shape)}"
+        if check_dtype:
+            assert e.dtype.name == str(t.dtype).replace("torch.", ""), f"dtype {e.dtype} != torch {t.dtype}"
+        if check_stride:
+            assert e.stride() == t.stride(), f"stride {e.stride()} != torch {t.stride()}"
+        if t.device.type == "meta":
+            return
+        dflt = TOL.get(e.dtype.name, (0, 0))
+        rtol = dflt[0] if rtol is None else rtol
+        atol = dflt[1] if atol is None else atol
+        ev, tv = as_numpy(e), as_numpy(t)
+        if ev.dtype.kind in "biu" and tv.dtype.kind in "biu":
+            np.testing.assert_array_equal(ev, tv)
+        else:
+            np.testing.assert_allclose(ev, tv, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        return
+    if isinstance(t, torch.Size):
+        assert tuple(e) == tuple(t)
+        return
+    if isinstance(t, float) and np.isnan(t):
+        assert np.isnan(e)
+        return
+    assert e == t or (isinstance(t, float) and abs(e - t) <= 1e-6 * max(1, abs(t))), f"{e!r} != {t!r}"
+
+
+def check(fn, *args, dtype=None, noncontig=False, rtol=None, atol=None, check_dtype=True, check_stride=False,
+          **kwargs):
+    """Run fn(lib, *args) with lib=torch and lib=ember and compare (see module docstring).
+
+    Returns the ember result. If torch raises, asserts ember raises the same type and that
+    ember's inputs were not modified.
+    """
+    targs = to_torch(args, dtype, noncontig)
+    eargs = to_ember(args, dtype, noncontig)
+    before = [as_numpy(a).copy() if isinstance(a, ember.Tensor) else None for a in eargs]
+    try:
+        expected = fn(torch, *targs, **kwargs)
+    except Exception as texc:  # torch refuses: so must we, with the same type
+        try:
+            fn(ember, *eargs, **kwargs)
+        except type(texc) as eexc:
+            for a, b in zip(eargs, before):
+                if b is not None:
+                    np.testing.assert_array_equal(as_numpy(a), b, err_msg="input modified by a failing op")
+            return eexc
+        except Exception as other:
+            raise AssertionError(f"torch raised {type(texc).__name__}: {texc}; ember raised "
+                                 f"{type(other).__name__}: {other}") from other
+        raise AssertionError(f"torch raised {type(texc).__name__}: {texc}; ember did not raise")
+    got = fn(ember, *eargs, **kwargs)
+    assert_same(got, expected, rtol=rtol, atol=atol, check_dtype=check_dtype, check_stride=check_stride)
+    return got
+
+
+def check_raises(fn, *args, exc=None, match=None, **kwargs):
+    """Both libraries raise the same exception type (and ember's message matches `match`)."""
+    import re
+    err = check(fn, *args, **kwargs)
+    assert isinstance(err, Exception), "expected both libraries to raise"
+    if exc is not None:
+        assert isinstance(err, exc)
+    if match is not None:
+        assert re.search(match, str(err)), f"message {str(err)!r} does not match {match!r}"
+    return err
