@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 NO_DEFAULT = type("NoDefault", (), {"__repr__": lambda self: "NO_DEFAULT"})()
 
 _SIMPLE_TYPES = {"Tensor", "int", "float", "bool", "Scalar", "ScalarType", "str", "Generator",
-                 "Device", "Layout", "MemoryFormat", "Dimname", "Any"}
+                 "Device", "Layout", "MemoryFormat", "Dimname", "Any", "SymBool", "SymFloat"}
 _TYPE_RE = re.compile(r"^(?P<base>\w+)(?:\((?P<alias>[a-z]+)(?P<write>!?)\))?(?P<elem_opt>\?)?"
                       r"(?:\[(?P<size>\d*)\])?(?P<opt>\?)?$")
 
@@ -37,12 +37,16 @@ class Argument:
     is_write: bool = False
     default: object = NO_DEFAULT
     kwarg_only: bool = False
+    spelling: str = field(default="", compare=False)       # the type as written ("SymInt[]")
+    default_text: str = field(default="", compare=False)   # the default as written ("0.")
 
     @property
     def has_default(self) -> bool:
         return self.default is not NO_DEFAULT
 
     def type_str(self) -> str:
+        if self.spelling:
+            return self.spelling
         s = self.type
         if self.alias:
             s += f"({self.alias}{'!' if self.is_write else ''})"
@@ -59,7 +63,7 @@ class Argument:
         if self.name:
             s += " " + self.name
         if self.has_default:
-            s += "=" + _default_str(self.default)
+            s += "=" + (self.default_text or _default_str(self.default))
         return s
 
 
@@ -71,6 +75,7 @@ class FunctionSchema:
     arguments: tuple
     returns: tuple
     names: tuple = field(default=())  # argument names in order, for quick binding
+    _parenthesised_return: bool = field(default=False, compare=False)
 
     @property
     def qualified_name(self) -> str:
@@ -103,8 +108,8 @@ class FunctionSchema:
                 args.append("*")
                 star = True
             args.append(str(a))
-        if len(self.returns) == 1 and not self.returns[0].name:
-            ret = self.returns[0].type_str()
+        if len(self.returns) == 1 and not self._parenthesised_return:
+            ret = str(self.returns[0])
         else:
             ret = "(" + ", ".join(str(r) for r in self.returns) + ")"
         return f"{self.qualified_name}({', '.join(args)}) -> {ret}"
@@ -158,17 +163,18 @@ def _parse_default(text: str):
 
 
 def _parse_argument(text: str, kwarg_only: bool, schema_text: str) -> Argument:
-    default = NO_DEFAULT
+    default, dtext = NO_DEFAULT, ""
     if "=" in text:
         text, _, dtext = text.partition("=")
-        default = _parse_default(dtext.strip())
+        dtext = dtext.strip()
+        default = _parse_default(dtext)
     pieces = text.strip().rsplit(" ", 1)
     type_text, name = (pieces[0], pieces[1]) if len(pieces) == 2 else (pieces[0], "")
     m = _TYPE_RE.match(type_text.replace(" ", ""))
     if not m:
         raise ValueError(f"schema {schema_text!r}: cannot parse type {type_text!r}")
     base = m["base"]
-    base = {"SymInt": "int", "number": "Scalar"}.get(base, base)
+    base = {"SymInt": "int", "number": "Scalar", "SymBool": "bool", "SymFloat": "float"}.get(base, base)
     if base not in _SIMPLE_TYPES:
         raise ValueError(f"schema {schema_text!r}: unknown type {base!r}")
     is_list = m["size"] is not None
@@ -176,7 +182,8 @@ def _parse_argument(text: str, kwarg_only: bool, schema_text: str) -> Argument:
                     list_size=int(m["size"]) if m["size"] else None,
                     optional=bool(m["opt"]) or (bool(m["elem_opt"]) and not is_list),
                     elem_optional=bool(m["elem_opt"]) and is_list,
-                    alias=m["alias"], is_write=bool(m["write"]), default=default, kwarg_only=kwarg_only)
+                    alias=m["alias"], is_write=bool(m["write"]), default=default, kwarg_only=kwarg_only,
+                    spelling=type_text.strip(), default_text=dtext)
 
 
 _SCHEMA_RE = re.compile(r"^\s*(?P<name>[\w:]+)(?:\.(?P<overload>\w+))?\s*\((?P<args>.*)\)\s*->\s*(?P<ret>.+?)\s*$")
@@ -205,4 +212,5 @@ def parse_schema(text: str) -> FunctionSchema:
             raise ValueError(f"schema {text!r}: argument {a.name!r} appears twice")
         seen.add(a.name)
     return FunctionSchema(name=name, overload_name=m["overload"] or "", arguments=tuple(args),
-                          returns=returns, names=tuple(a.name for a in args))
+                          returns=returns, names=tuple(a.name for a in args),
+                          _parenthesised_return=ret.startswith("("))

@@ -13,6 +13,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap
 from .. import rules
+from .special_math import erf_array, erfc_array, erfinv_array
 
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
@@ -86,16 +87,6 @@ def _rsqrt(a):
     return 1.0 / np.sqrt(a)
 
 
-def _erf(a):
-    from math import erf
-    return np.vectorize(erf, otypes=[a.dtype])(a) if a.size else a.copy()
-
-
-def _erfc(a):
-    from math import erfc
-    return np.vectorize(erfc, otypes=[a.dtype])(a) if a.size else a.copy()
-
-
 def _round_half_even(a):
     return np.round(a)
 
@@ -105,8 +96,9 @@ exp = unary_float(np.exp, "exp")
 sqrt = unary_float(np.sqrt, "sqrt")
 tanh = unary_float(np.tanh, "tanh")
 rsqrt = unary_float(_rsqrt, "rsqrt")
-erf = unary_float(_erf, "erf")
-erfc = unary_float(_erfc, "erfc")
+erf = unary_float(erf_array, "erf")
+erfc = unary_float(erfc_array, "erfc")
+erfinv = unary_float(erfinv_array, "erfinv")
 
 
 def neg(x):
