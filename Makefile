@@ -1,30 +1,31 @@
-# Quickstart: `make demo` and `make test`, each sets up .venv first.
+# Quickstart: `make demo` and `make test`; each creates .venv and installs what it needs first.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 JOBS ?= 2
 
 .PHONY: demo test bench setup clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-
-$(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,demo]"
-	touch $(STAMP)
 
-setup: $(STAMP)
+# One stamp per extra, redone when pyproject.toml changes.
+$(VENV)/.installed-%: $(PY) pyproject.toml
+	$(PY) -m pip install -q -e ".[$*]"
+	touch $@
 
-demo: $(STAMP)
+setup: $(VENV)/.installed-test
+
+demo: $(VENV)/.installed-demo
 	$(PY) demo.py
 
-test: $(STAMP)
+test: $(VENV)/.installed-test
 	OMP_NUM_THREADS=1 $(PY) -m pytest -n $(JOBS) tests
 
-bench: $(STAMP)
+bench: $(VENV)/.installed-test
 	$(PY) bench/eager_overhead.py
+	$(PY) bench/import_time.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -22,6 +22,7 @@ from .ops.registry import FUNCTIONS as _FUNCTIONS  # noqa: E402
 
 globals().update(_FUNCTIONS.get("", {}))
 from . import linalg, special, nn  # noqa: E402,F401
+from . import return_types  # noqa: E402,F401
 from . import library  # noqa: E402,F401
 from .utils import _python_dispatch  # noqa: E402,F401
 

@@ -61,7 +61,8 @@ def to_torch(x, dtype=None, noncontig=False):
     if isinstance(x, np.ndarray):
         if noncontig and x.ndim >= 1:
             x = np.repeat(x, 2, axis=-1)[..., ::2]
-        t = torch.from_numpy(x)
+        # torch never shares ember's buffer: a failing torch op must not touch ember's input
+        t = torch.from_numpy(x if noncontig and x.ndim >= 1 else x.copy())
         if dtype:
             t = t.to(DTYPES[dtype])
         return t

@@ -209,7 +209,10 @@ def result_type(*operands) -> dtype:
     """
     dim_result = zero_result = wrapped_result = None
     for x in operands:
-        if hasattr(x, "_keys"):  # a Tensor (no import: tensor.py imports this module)
+        if hasattr(x, "_keys") and x._wrapped_number:  # `2 * t`: the number, as a 0-d tensor
+            dt = x.dtype
+            wrapped_result = dt if wrapped_result is None else _PROMOTE[wrapped_result, dt]
+        elif hasattr(x, "_keys"):  # a Tensor (no import: tensor.py imports this module)
             dt = x.dtype
             if x.ndim:
                 dim_result = dt if dim_result is None else _PROMOTE[dim_result, dt]
@@ -255,7 +258,7 @@ class finfo:
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
-        self.resolution = float(info.resolution)
+        self.resolution = 10.0 ** -int(info.precision)  # PyTorch's: an exact power of ten
         self.dtype = real.name
 
     def __repr__(self):

@@ -53,7 +53,7 @@ def make_strided(arr, shape, strides, offset):
     byte_strides = tuple(s * item for s in strides)
     if isinstance(arr, np.ndarray):
         root = root_array(arr)
-        if root.flags.c_contiguous and root.dtype == arr.dtype:
+        if root.flags.c_contiguous:  # the root may have another dtype (after view(dtype)): bytes are bytes
             try:
                 return np.ndarray(tuple(shape), arr.dtype, buffer=root, offset=offset * item,
                                   strides=byte_strides)
@@ -133,10 +133,10 @@ class _MetaFlags:
 
 def is_contiguous(shape, strides) -> bool:
     """PyTorch's rule: strides are row-major, ignoring size-1 dims; empty tensors are contiguous."""
+    if 0 in shape:
+        return True
     expected = 1
     for size, stride in zip(reversed(shape), reversed(strides)):
-        if size == 0:
-            return True
         if size != 1:
             if stride != expected:
                 return False

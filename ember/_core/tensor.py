@@ -15,11 +15,11 @@ import numpy as np
 from . import dtype as _dt
 from .device import device as _device, CPU, META
 from .dispatch import CPU_BIT, META_BIT, CUDA_BIT, AUTOGRAD_BIT, BACKEND_MASK
-from .storage import MetaArray, storage_offset_elements, data_address
+from .storage import MetaArray, storage_offset_elements, data_address, contiguous_strides
 
 _FROM_NP = _dt._FROM_NP
 _ndarray = np.ndarray
-_LAZY_NONE = frozenset(("_version_counter", "_autograd"))
+_LAZY_NONE = frozenset(("_version_counter", "_autograd", "_wrapped_number"))
 
 
 class Size(tuple):
@@ -109,6 +109,10 @@ class Tensor:
         arr = self._data
         if isinstance(arr, MetaArray):
             strides = arr.elem_strides
+        elif arr.size == 0 and not any(arr.strides):
+            # NumPy zeroes the strides of new empty arrays; PyTorch keeps row-major ones. (Views
+            # of empty tensors keep the strides their op computed, as in PyTorch.)
+            strides = contiguous_strides(arr.shape)
         else:
             item = arr.itemsize
             strides = tuple(s // item for s in arr.strides)
@@ -295,8 +299,14 @@ class Tensor:
 
     def _scalar(self, what):
         if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self.item()
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        v = self.item()
+        if what != "complex" and isinstance(v, complex):
+            if v.imag != 0:  # PyTorch's checked conversion of a complex value to a real type
+                raise RuntimeError(f"value cannot be converted to type {'int64_t' if what == 'int' else 'double'} "
+                                   "without overflow")
+            v = v.real
+        return v
 
     def __bool__(self):
         if self._data.size != 1:
@@ -349,24 +359,6 @@ class Tensor:
     @property
     def mT(self):
         return self.transpose(-2, -1)
-
-    @property
-    def H(self):
-        return self.T.conj() if self.is_complex() else self.T
-
-    @property
-    def mH(self):
-        return self.mT.conj() if self.is_complex() else self.mT
-
-    @property
-    def real(self):
-        return self.view_as_real_part(0) if self.is_complex() else self
-
-    @property
-    def imag(self):
-        if not self.is_complex():
-            raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-        return self.view_as_real_part(1)
 
 
 _BF16 = _dt.bfloat16.np

@@ -44,6 +44,14 @@ def to_number(x, op, name, pos):
     raise arg_error(op, name, pos, "Number", x)
 
 
+def to_tensor_or_number(x, op, name, pos):
+    """A Tensor argument that also takes Python numbers (add's `other`): NumPy scalars and
+    one-element arrays become numbers; anything else is "must be Tensor" like PyTorch."""
+    if isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor):
+        return to_number(x, op, name, pos)
+    raise arg_error(op, name, pos, "Tensor", x)
+
+
 def to_int(x, op, name, pos):
     if isinstance(x, (bool, np.bool_)):
         raise arg_error(op, name, pos, "int", x)

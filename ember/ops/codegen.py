@@ -15,7 +15,11 @@ save only that). The function
 """
 from __future__ import annotations
 
+import keyword
+import time
+
 from .._core.dispatch import tls, CPU_BIT, META_BIT, CUDA_BIT, BACKEND_MASK
+from .._core import dtype as _dt
 from .._core.schema import FunctionSchema
 from .._core.tensor import Tensor
 from . import argparse as ap
@@ -30,6 +34,10 @@ _CONVERTERS = {  # schema base type -> (fast class test, converter name)
     "str": ("{v}.__class__ is not str", "to_str"),
 }
 _LIST_CONVERTERS = {"int": "to_int_list", "float": "to_float_list"}
+_SCALAR_TYPE_CODES = {0: _dt.uint8, 1: _dt.int8, 2: _dt.int16, 3: _dt.int32, 4: _dt.int64, 5: _dt.float16,
+                      6: _dt.float32, 7: _dt.float64, 9: _dt.complex64, 10: _dt.complex128, 11: _dt.bool_,
+                      15: _dt.bfloat16}
+_NO_VA = type("NoVarargs", (), {"__repr__": lambda self: "<no size given>"})()  # f(size=...) not used
 
 
 def _device_bit(device) -> int:
@@ -39,12 +47,16 @@ def _device_bit(device) -> int:
 
 def _default_src(arg) -> str:
     d = arg.default
+    if arg.type == "ScalarType" and isinstance(d, int) and not isinstance(d, bool):
+        return f"_SCALAR_TYPE_CODES[{d}]"  # c10's enum value in a schema default (dtype=4: long)
     if isinstance(d, list):
         return repr(tuple(d))
     return repr(d)
 
 
 def _param_name(arg, index) -> str:
+    if keyword.iskeyword(arg.name):  # uniform_(from=...): Python spells it from_
+        return arg.name + "_"
     return "input" if index == 0 and arg.name == "self" else arg.name
 
 
@@ -65,8 +77,9 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     vararg_name = None
     if varargs:
         vararg_name = next(n for a, n in zip(args, names) if a.type == "int" and a.is_list and not a.kwarg_only)
-        pos_params = [p if not p.split("=")[0] == vararg_name else f"*{vararg_name}" for p in pos_params]
-        pos_params = [p for p in pos_params]
+        # f(2, 3) fills `*_va`; f(size=(2, 3)) still works through the keyword of the same name.
+        pos_params = [p if not p.split("=")[0] == vararg_name else "*_va" for p in pos_params]
+        kw_params.insert(0, f"{vararg_name}=_NO_VA")
     if out_target:
         kw_params.append("out=None")
     kw_params += [f"{k}={v!r}" for k, v in extra_kwargs]
@@ -74,8 +87,10 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
 
     body = []
     if vararg_name:
-        body.append(f"if len({vararg_name}) == 1 and {vararg_name}[0].__class__ is not int: "
-                    f"{vararg_name} = {vararg_name}[0]")
+        body.append(f"if _va:\n        if {vararg_name} is not _NO_VA: raise TypeError(\"{op_label}() got multiple "
+                    f"values for argument '{vararg_name}'\")\n        "
+                    f"{vararg_name} = _va[0] if len(_va) == 1 and _va[0].__class__ is not int else _va\n    "
+                    f"elif {vararg_name} is _NO_VA: {vararg_name} = ()")
     if out_target:
         call = ", ".join(n if not a.kwarg_only else f"{n}={n}" for a, n in zip(args, names))
         body.append(f"if out is not None: return {out_target}({call}, out=out)")
@@ -90,11 +105,11 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
             if number_ok:
                 line = (f"if {n}.__class__ in _NUMBER_TYPES: pass\n    "
                         f"elif {n}.__class__ is _Tensor or isinstance({n}, _Tensor): _ks |= {n}._keys\n    "
-                        f"else: {n} = _ap.to_number({n}, {label})")
+                        f"else: {n} = _ap.to_tensor_or_number({n}, {label})")
                 if a.optional:
                     line = (f"if {n} is None or {n}.__class__ in _NUMBER_TYPES: pass\n    "
                             f"elif {n}.__class__ is _Tensor or isinstance({n}, _Tensor): _ks |= {n}._keys\n    "
-                            f"else: {n} = _ap.to_number({n}, {label})")
+                            f"else: {n} = _ap.to_tensor_or_number({n}, {label})")
                 body.append(line)
             elif first_tensor and not a.optional:
                 body.append(f"try: _ks = {n}._keys\n    except AttributeError: _ap.to_tensor_arg({n}, {label})")
@@ -141,14 +156,18 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     return f"def {func_name}({params}):\n    " + "\n    ".join(body) + "\n"
 
 
+STATS = {"bindings": 0, "seconds": 0.0}  # read by bench/import_time.py
+
+
 def compile_binding(source: str, func_name: str, op, extra_globals=None):
     """exec the generated source with the names it uses; returns the function."""
+    start = time.perf_counter()
     namespace = {
         "_ap": ap, "_tls": tls, "_Tensor": Tensor, "_NUMBER_TYPES": ap.NUMBER_TYPES,
         "_dtype": __import__("ember._core.dtype", fromlist=["dtype"]).dtype,
         "_device_cls": __import__("ember._core.device", fromlist=["device"]).device,
         "_device_bit": _device_bit, "_BACKEND_MASK": BACKEND_MASK, "_CPU_BIT": CPU_BIT,
-        "_op": op, "_table": op.table,
+        "_op": op, "_table": op.table, "_NO_VA": _NO_VA, "_SCALAR_TYPE_CODES": _SCALAR_TYPE_CODES,
     }
     if extra_globals:
         namespace.update(extra_globals)
@@ -156,4 +175,6 @@ def compile_binding(source: str, func_name: str, op, extra_globals=None):
     exec(code, namespace)
     fn = namespace[func_name]
     fn.__source__ = source
+    STATS["bindings"] += 1
+    STATS["seconds"] += time.perf_counter() - start
     return fn

@@ -12,6 +12,7 @@ asked, and generates the bindings ``ember.add``, ``Tensor.add`` and ``Tensor.add
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Callable
 
 from .._core import dtype as _dt
@@ -131,14 +132,19 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
     args = list(schema.arguments)
     ret = schema.returns
     if kind == "inplace":
-        args[0] = dataclasses.replace(args[0], alias="a", is_write=True)
+        args[0] = dataclasses.replace(args[0], alias="a", is_write=True, spelling="")
         ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
         name, overload = schema.name + "_", schema.overload_name
     else:
         args.append(Argument(name="out", type="Tensor", alias="a", is_write=True, kwarg_only=True))
         ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
         name = schema.name
-        overload = f"{schema.overload_name}_out" if schema.overload_name else "out"
+        # PyTorch's naming: add.Tensor -> add.out, sum.dim_IntList -> sum.IntList_out
+        base = schema.overload_name
+        overload = "out" if base in ("", "Tensor", "default", "int") else (
+            base.split("_", 1)[1] + "_out" if base.startswith("dim_") else base + "_out")
+        if f"aten::{name}.{overload}" in OPERATORS:  # clamp.out is taken: clamp.Tensor -> clamp.Tensor_out
+            overload = f"{base}_out"
     return FunctionSchema(name=name, overload_name=overload, arguments=tuple(args), returns=ret,
                           names=tuple(a.name for a in args))
 
@@ -228,7 +234,7 @@ def _type_ok(arg: Argument, v) -> bool:
     if t == "bool":
         return isinstance(v, bool)
     if t == "Scalar":
-        return isinstance(v, (int, float, complex, bool))
+        return isinstance(v, (int, float, complex, bool)) or isinstance(v, numbers.Number)  # NumPy scalars
     if t == "ScalarType":
         return isinstance(v, _dt.dtype)
     if t == "str":
@@ -236,33 +242,58 @@ def _type_ok(arg: Argument, v) -> bool:
     return True
 
 
-def _matches(schema: FunctionSchema, args, kwargs, numbers=False) -> bool:
-    params = list(schema.arguments)
-    positional = [a for a in params if not a.kwarg_only]
-    if len(args) > len(positional):
-        return False
-    names = {("input" if i == 0 and a.name == "self" else a.name): a for i, a in enumerate(params)}
-    bound = {}
-    for a, v in zip(positional, args):
-        bound[a.name] = (a, v)
-    for k, v in kwargs.items():
-        if k == "out":
-            continue
-        a = names.get(k)
-        if a is None or a.name in bound:
+def _checker(arg: Argument, index: int):
+    """A fast one-argument type test for overload resolution, built once per schema."""
+    number_ok = arg.type == "Tensor" and not arg.is_list and index > 0
+
+    def check(v):
+        if number_ok and v.__class__ in _NUMBERS:
+            return True
+        return _type_ok(arg, v)
+    return check
+
+
+_NUMBERS = frozenset((int, float, bool, complex))
+
+
+class _Matcher:
+    """Does a call's (args, kwargs) fit a schema? Precomputed so resolution stays cheap."""
+
+    def __init__(self, schema: FunctionSchema):
+        params = [a for a in schema.arguments if not (a.name == "out" and a.kwarg_only)]
+        self.n_positional = sum(1 for a in params if not a.kwarg_only)
+        self.checks = [_checker(a, i) for i, a in enumerate(params)]
+        self.by_name = {("input" if i == 0 and a.name == "self" else a.name): i for i, a in enumerate(params)}
+        self.required = frozenset(i for i, a in enumerate(params) if not a.has_default)
+        self.min_positional = max(self.required, default=-1) + 1
+
+    def __call__(self, args, kwargs) -> bool:
+        n = len(args)
+        if n > self.n_positional:
             return False
-        bound[a.name] = (a, v)
-    for a in params:
-        if a.name not in bound and not a.has_default and a.name != "out":
-            return False
-    return all(_type_ok(a, v) or (a.type == "Tensor" and isinstance(v, (int, float, bool, complex)) and not a.is_list and i > 0)
-               for i, (a, v) in enumerate(bound.values()))
+        checks = self.checks
+        for i in range(n):
+            if not checks[i](args[i]):
+                return False
+        if not kwargs:
+            return n >= self.min_positional
+        given = set(range(n))
+        for k, v in kwargs.items():
+            if k == "out":
+                continue
+            i = self.by_name.get(k)
+            if i is None or i in given or not checks[i](v):
+                return False
+            given.add(i)
+        return self.required <= given
 
 
 def _resolver(name, overloads):
+    matchers = [(_Matcher(schema), fn) for schema, fn in overloads]
+
     def resolve(*args, **kwargs):
-        for schema, fn in overloads:
-            if _matches(schema, args, kwargs):
+        for matches, fn in matchers:
+            if matches(args, kwargs):
                 return fn(*args, **kwargs)
         got = ", ".join(type(a).__name__ for a in args)
         expected = "\n".join(f" * ({', '.join(str(a) for a in s.arguments)})" for s, _ in overloads)

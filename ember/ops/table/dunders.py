@@ -18,8 +18,9 @@ DUNDERS = {
     "__xor__": ("bitwise_xor", False), "__rxor__": ("bitwise_xor", True), "__ixor__": ("bitwise_xor_", False),
     "__lshift__": ("bitwise_left_shift", False), "__rlshift__": ("bitwise_left_shift", True),
     "__rshift__": ("bitwise_right_shift", False), "__rrshift__": ("bitwise_right_shift", True),
+    "__ilshift__": ("bitwise_left_shift_", False), "__irshift__": ("bitwise_right_shift_", False),
     "__neg__": ("neg", False), "__pos__": ("positive", False), "__abs__": ("abs", False),
-    "__invert__": ("bitwise_not", False),
+    "__invert__": ("__invert__", False),  # a Python method: TypeError for float, like torch
     "__eq__": ("eq", False), "__ne__": ("ne", False), "__lt__": ("lt", False), "__le__": ("le", False),
     "__gt__": ("gt", False), "__ge__": ("ge", False),
     "__getitem__": ("_getitem", False), "__setitem__": ("_setitem", False),
@@ -67,5 +68,6 @@ def _scalar_tensor(value, like):
     if isinstance(value, (np.number, np.bool_)):
         value = value.item()
     arr = np.array(value, dtype=_dt.scalar_dtype(value).np)
-    t = wrap(arr)
-    return t if like.is_cpu else t.to(like.device)
+    t = wrap(arr) if like.is_cpu else wrap(arr).to(like.device)
+    t._wrapped_number = True  # promotes like a Python number, not like a 0-d tensor
+    return t

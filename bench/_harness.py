@@ -1,0 +1,66 @@
+"""Shared benchmark harness: interleaved rounds, medians, ratios, and the machine it ran on."""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+
+
+def machine() -> str:
+    """One line naming the CPU, cores, Python and library versions."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import numpy
+    parts = [cpu, f"{os.cpu_count()} cpus", f"Python {platform.python_version()}", f"NumPy {numpy.__version__}"]
+    try:
+        import torch
+        parts.append(f"PyTorch {torch.__version__} ({torch.get_num_threads()} thread)")
+    except ImportError:
+        pass
+    return ", ".join(parts)
+
+
+def per_call_us(fn, number: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number * 1e6
+
+
+def interleaved(cases: dict, *, rounds: int = 15, number: int = 2000) -> dict:
+    """cases: {(row, column): fn}. Each round times every case once, in turn, so that noise
+    from other work on the machine lands on all of them alike. Returns medians in us."""
+    samples = {key: [] for key in cases}
+    for fn in cases.values():  # warm up
+        per_call_us(fn, max(1, number // 10))
+    for _ in range(rounds):
+        for key, fn in cases.items():
+            samples[key].append(per_call_us(fn, number))
+    return {key: statistics.median(v) for key, v in samples.items()}
+
+
+def table(rows, columns, medians, ratio=None) -> str:
+    """A text table of medians; `ratio=(a, b)` adds a column a/b."""
+    head = f"{'op':<16}" + "".join(f"{c:>14}" for c in columns) + (f"{ratio[0] + '/' + ratio[1]:>16}" if ratio else "")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        cells = "".join(f"{medians.get((r, c), float('nan')):>12.2f}us" for c in columns)
+        if ratio:
+            cells += f"{medians[(r, ratio[0])] / medians[(r, ratio[1])]:>15.2f}x"
+        lines.append(f"{r:<16}" + cells)
+    return "\n".join(lines)
+
+
+def header(title: str) -> None:
+    print(f"# {title}")
+    print(f"# machine: {machine()}")
+    print(f"# command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}")
