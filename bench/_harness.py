@@ -23,6 +23,7 @@ def machine() -> str:
     parts = [cpu, f"{os.cpu_count()} cpus", f"Python {platform.python_version()}", f"NumPy {numpy.__version__}"]
     try:
         import torch
+        torch.set_num_threads(1)  # the machines have 2 shared vCPUs: compare single-threaded
         parts.append(f"PyTorch {torch.__version__} ({torch.get_num_threads()} thread)")
     except ImportError:
         pass

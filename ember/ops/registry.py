@@ -242,56 +242,72 @@ def _type_ok(arg: Argument, v) -> bool:
     return True
 
 
-def _checker(arg: Argument, index: int):
-    """A fast one-argument type test for overload resolution, built once per schema."""
-    number_ok = arg.type == "Tensor" and not arg.is_list and index > 0
-
-    def check(v):
-        if number_ok and v.__class__ in _NUMBERS:
-            return True
-        return _type_ok(arg, v)
-    return check
-
-
 _NUMBERS = frozenset((int, float, bool, complex))
 
 
-class _Matcher:
-    """Does a call's (args, kwargs) fit a schema? Precomputed so resolution stays cheap."""
+def _checker(arg: Argument, index: int):
+    """A fast one-argument type test for overload resolution, built once per schema."""
+    simple = not arg.is_list and not (arg.optional or arg.default is None)
+    if simple and arg.type == "Tensor":
+        if index > 0:  # a Python number stands for a wrapped-number tensor
+            return lambda v: v.__class__ in _NUMBERS or isinstance(v, Tensor)
+        return lambda v: isinstance(v, Tensor)
+    if simple and arg.type == "bool":
+        return lambda v: v.__class__ is bool or _type_ok(arg, v)
+    if simple and arg.type == "int":
+        return lambda v: v.__class__ is int or _type_ok(arg, v)
+    number_ok = arg.type == "Tensor" and not arg.is_list and index > 0
+    return lambda v: (number_ok and v.__class__ in _NUMBERS) or _type_ok(arg, v)
 
-    def __init__(self, schema: FunctionSchema):
-        params = [a for a in schema.arguments if not (a.name == "out" and a.kwarg_only)]
-        self.n_positional = sum(1 for a in params if not a.kwarg_only)
-        self.checks = [_checker(a, i) for i, a in enumerate(params)]
-        self.by_name = {("input" if i == 0 and a.name == "self" else a.name): i for i, a in enumerate(params)}
-        self.required = frozenset(i for i, a in enumerate(params) if not a.has_default)
-        self.min_positional = max(self.required, default=-1) + 1
 
-    def __call__(self, args, kwargs) -> bool:
+def _matcher(schema: FunctionSchema):
+    """A function (args, kwargs) -> bool: does a call fit `schema`? Precomputed so that
+    choosing among overloads stays cheap."""
+    params = [a for a in schema.arguments if not (a.name == "out" and a.kwarg_only)]
+    n_positional = sum(1 for a in params if not a.kwarg_only)
+    checks = [_checker(a, i) for i, a in enumerate(params)]
+    by_name = {("input" if i == 0 and a.name == "self" else a.name): i for i, a in enumerate(params)}
+    required = frozenset(i for i, a in enumerate(params) if not a.has_default)
+    min_positional = max(required, default=-1) + 1
+
+    def matches(args, kwargs) -> bool:
         n = len(args)
-        if n > self.n_positional:
+        if n > n_positional:
             return False
-        checks = self.checks
         for i in range(n):
             if not checks[i](args[i]):
                 return False
         if not kwargs:
-            return n >= self.min_positional
+            return n >= min_positional
         given = set(range(n))
         for k, v in kwargs.items():
             if k == "out":
                 continue
-            i = self.by_name.get(k)
+            i = by_name.get(k)
             if i is None or i in given or not checks[i](v):
                 return False
             given.add(i)
-        return self.required <= given
+        return required <= given
+    return matches
 
 
 def _resolver(name, overloads):
-    matchers = [(_Matcher(schema), fn) for schema, fn in overloads]
+    matchers = [(_matcher(schema), fn) for schema, fn in overloads]
+    # Without keywords, an arity that only one overload accepts needs no type matching: that
+    # overload's own binding checks the types (x.sum(), x.max()).
+    only = {}
+    for n in range(8):
+        fits = [fn for (schema, fn) in overloads
+                if sum(1 for a in schema.arguments if not a.kwarg_only) >= n
+                >= sum(1 for a in schema.arguments if not a.kwarg_only and not a.has_default)]
+        if len(fits) == 1:
+            only[n] = fits[0]
 
     def resolve(*args, **kwargs):
+        if not kwargs:
+            fn = only.get(len(args))
+            if fn is not None:
+                return fn(*args)
         for matches, fn in matchers:
             if matches(args, kwargs):
                 return fn(*args, **kwargs)

@@ -25,7 +25,7 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
     target = _dt.check_supported(dtype).np if dtype is not None else arr.dtype
     kind = "cpu" if device is None else device.type
     if kind == "meta":
-        return wrap_meta(self.shape, dtype or self.dtype, _layout_strides(self, memory_format))
+        return to_copy_meta(self, dtype, layout, device, memory_format=memory_format)
     if not isinstance(arr, np.ndarray):  # CUDA source
         if kind == "cpu" and device is not None:
             arr = arr.get()
@@ -40,17 +40,12 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
     return wrap(out)
 
 
-def _layout_strides(self, memory_format):
-    if memory_format == "contiguous_format" or self.is_contiguous():
-        return None
-    return None
-
-
 def to_copy_meta(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
     if device is not None and device.type not in ("meta",):
         if self.is_meta:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-    return wrap_meta(self.shape, dtype or self.dtype)
+    from ..meta.creation import like_strides  # preserve_format: dense inputs keep their strides
+    return wrap_meta(self.shape, dtype or self.dtype, like_strides(self, memory_format))
 
 
 def clone(self, memory_format=None):

@@ -96,6 +96,9 @@ def sum_dim(self, dim, keepdim=False, dtype=None):
 
 
 def sum(self, dtype=None):
+    arr = self._data
+    if dtype is None and arr.dtype.kind == "f" and arr.dtype not in _HALF:  # hot path
+        return wrap(_add_reduce(arr, axis=None))
     return sum_dim(self, None, False, dtype)
 
 
@@ -121,6 +124,9 @@ def mean_dim(self, dim, keepdim=False, dtype=None):
 
 
 def mean(self, dtype=None):
+    arr = self._data
+    if dtype is None and arr.dtype.kind == "f" and arr.dtype not in _HALF and arr.size:  # hot path
+        return wrap(_add_reduce(arr, axis=None) / arr.size)
     return mean_dim(self, None, False, dtype)
 
 
@@ -148,17 +154,19 @@ def prod(self, dtype=None):
 # ---------------------------------------------------------------------------------------
 # max / min family (NaN propagates; ties give the first index)
 # ---------------------------------------------------------------------------------------
-def _all_kernel(op, reduce):
+def _all_kernel(op, reduce, ufunc):
     def kernel(self):
-        M.plan_max_all(self, op)
         arr = self._data
+        if arr.size and arr.dtype.kind in "fiub" and arr.dtype not in _HALF:  # hot path
+            return wrap(ufunc.reduce(arr, axis=None))
+        M.plan_max_all(self, op)
         return finish(reduce(acc(arr)), arr.dtype)
     kernel.__name__ = op
     return kernel
 
 
-max_all = _all_kernel("max", np.max)
-min_all = _all_kernel("min", np.min)
+max_all = _all_kernel("max", np.max, np.maximum)  # maximum.reduce propagates NaN, as PyTorch does
+min_all = _all_kernel("min", np.min, np.minimum)
 
 
 def arg_along(arr, d, keepdim, argfn):

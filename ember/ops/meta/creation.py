@@ -9,6 +9,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.storage import contiguous_strides, MetaArray
 from ..._core.tensor import Tensor, wrap_meta
+from ..rules import infer_dense_strides
 
 _C_TYPE = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
            "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
@@ -68,38 +69,6 @@ def is_non_overlapping_and_dense(shape, strides) -> bool:
             return False
         expected *= shape[i]
     return True
-
-
-def infer_dense_strides(shape, strides) -> tuple:
-    """Dense strides that keep the order of `strides` (ATen's infer_dense_strides): dims sorted by
-    stride with an insertion sort; 0 strides are ambiguous and keep their place."""
-    ndim = len(shape)
-    perm = list(range(ndim - 1, -1, -1))
-
-    def should_swap(d0, d1):
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
-
-    for i in range(1, ndim):
-        dim1 = i
-        for j in range(1, i + 1):
-            dim0 = i - j
-            c = should_swap(perm[dim0], perm[dim1])
-            if c > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif c < 0:
-                break
-    out, acc = [0] * ndim, 1
-    for idx in perm:
-        out[idx] = acc
-        if shape[idx] > 1:
-            acc *= shape[idx]
-    return tuple(out)
 
 
 def like_strides(x: Tensor, memory_format) -> tuple | None:

@@ -193,36 +193,12 @@ def diag_embed_rule(self, offset, dim1, dim2):
 
 def elementwise_strides(shape, strides):
     """The strides PyTorch's reference (Meta) kernels give an elementwise result: contiguous
-    when the input is, else the input's dim order (torch._prims_common's
+    (None) when the input is, else dense strides in the input's dim order (torch._prims_common's
     compute_elementwise_output_strides, for one input)."""
-    from ..._core.storage import is_contiguous, contiguous_strides
-    n = len(shape)
-    if n <= 1 or is_contiguous(shape, strides):
+    from ..._core.storage import is_contiguous
+    if len(shape) <= 1 or is_contiguous(shape, strides):
         return None
-    perm = list(range(n - 1, -1, -1))
-
-    def should_swap(a, b):
-        sa, sb = strides[a], strides[b]
-        if sa == 0 or sb == 0:
-            return 0
-        if sa != sb:
-            return -1 if sa < sb else 1
-        return 1 if shape[a] > shape[b] else 0
-    for i in range(1, n):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    perm = perm[::-1]  # logical dim of each physical position, outermost first
-    phys = contiguous_strides([shape[p] for p in perm])
-    out = [0] * n
-    for pos, d in enumerate(perm):
-        out[d] = phys[pos]
-    return tuple(out)
+    return rules.infer_dense_strides(shape, strides)
 
 
 def dense_strides(shape, strides):
