@@ -26,6 +26,7 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(PY) bench/eager_overhead.py
 	$(PY) bench/import_time.py
+	$(PY) bench/train_step.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

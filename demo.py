@@ -1,107 +1,120 @@
-"""A tour of eager ember: tensors, the dispatcher, meta tensors and user-defined operators.
+"""Train a small CNN on handwritten digits with ember, save a checkpoint, reload it.
 
-    make demo        (or: .venv/bin/python demo.py)
+    make demo        (or: .venv/bin/python demo.py [--epochs 6] [--torch])
 
-Every line below is also valid PyTorch: change the import to ``import torch`` and it runs.
+The data is scikit-learn's bundled `load_digits` (1797 8x8 images, works offline), split
+80/20 with a fixed seed. Everything below is PyTorch code: `--torch` runs the very same
+program with ``import torch`` instead of ``import ember as torch``.
 """
 from __future__ import annotations
 
+import argparse
+import os
+import sys
+import tempfile
 import time
 
 import numpy as np
 
-import ember as torch
-from ember._core.dispatch import keys_of
-from ember.utils._python_dispatch import TorchDispatchMode
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--epochs", type=int, default=6)
+parser.add_argument("--batch-size", type=int, default=32)
+parser.add_argument("--torch", action="store_true", help="run the same program with PyTorch")
+args = parser.parse_args()
+
+if args.torch:
+    import torch
+    torch.set_num_threads(1)
+else:
+    import ember as torch
+from tqdm import tqdm
+
+nn = torch.nn  # not `from torch import nn`: that would import the real torch by its module name
+DataLoader, TensorDataset = torch.utils.data.DataLoader, torch.utils.data.TensorDataset
 
 
-def section(title):
-    print(f"\n== {title} " + "=" * max(0, 70 - len(title)))
+def load_data(seed=0):
+    """Digits as (N, 1, 8, 8) float32 standardised with the training set's statistics; 80/20 split."""
+    from sklearn.datasets import load_digits
+    x, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(seed).permutation(len(x))
+    n_train = int(0.8 * len(x))
+    train_idx, test_idx = order[:n_train], order[n_train:]
+    mean, std = x[train_idx].mean(), x[train_idx].std()
+    x = ((x - mean) / std).astype(np.float32).reshape(-1, 1, 8, 8)
+    y = y.astype(np.int64)
+    as_tensors = lambda idx: (torch.from_numpy(x[idx]), torch.from_numpy(y[idx]))  # noqa: E731
+    return as_tensors(train_idx), as_tensors(test_idx)
 
 
-def tensors():
-    section("tensors, dtypes and promotion")
-    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    print(x)
-    print("x.t() is a view:", x.t().stride(), "shares memory:", x.t().data_ptr() == x.data_ptr())
-    i = torch.tensor([1, 2, 3], dtype=torch.int32)
-    print("int32 + 2.5 ->", (i + 2.5).dtype, "| uint8 + int8 ->", torch.promote_types(torch.uint8, torch.int8))
-    y = x[1:, ::2]
-    y.mul_(10)
-    print("writing through a slice changes the base:\n", x)
-    print("version counter after one in-place op on a view:", x._version)
-    print("softmax rows:", torch.softmax(torch.tensor([[1.0, 2.0, 3.0]]), dim=1))
+class DigitsCNN(nn.Module):
+    """conv(1->16) -> ReLU -> maxpool -> conv(16->32) -> BatchNorm -> ReLU -> maxpool -> linear(128->10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),           # 16 x 4 x 4
+            nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.MaxPool2d(2),                                                      # 32 x 2 x 2
+        )
+        self.classifier = nn.Linear(32 * 2 * 2, 10)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
 
 
-def dispatcher():
-    section("the dispatcher")
-    x = torch.randn(2, 3)
-    print("key set of a CPU tensor:", [k.name for k in keys_of(x._keys)])
-    x.requires_grad_(True)
-    print("after requires_grad_():  ", [k.name for k in keys_of(x._keys)])
-
-    class LogOps(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
-            print(f"  {func.name:<28} inputs {shapes}")
-            return out
-
-    print("a Python mode sees every operator a small MLP layer runs:")
-    w, b = torch.randn(4, 3), torch.zeros(4)
-    with LogOps():
-        torch.nn.functional.gelu(torch.nn.functional.linear(torch.randn(2, 3), w, b)).sum()
-    print("the generated binding behind torch.add:")
-    print("  " + torch.ops.registry.binding_source("aten::add.Tensor").replace("\n", "\n  "))
+def evaluate(model, x, y):
+    """Predicted classes and accuracy on (x, y), in eval mode without building a graph."""
+    model.eval()
+    with torch.no_grad():
+        pred = model(x).argmax(dim=1)
+    return pred, (pred == y).float().mean().item()
 
 
-def meta():
-    section("meta tensors: shapes without data")
-    images = torch.empty(64, 3, 224, 224, device="meta")
-    weight = torch.empty(16, 3, 3, 3, device="meta")
-    out = torch.nn.functional.conv2d(images, weight, stride=2, padding=1)
-    pooled = torch.nn.functional.max_pool2d(out, 2)
-    print("conv2d -> max_pool2d on meta:", tuple(out.shape), "->", tuple(pooled.shape), pooled.dtype)
-
-
-def user_ops():
-    section("a user-defined operator (ember.library)")
-
-    @torch.library.custom_op("demo::smooth_clip", mutates_args=())
-    def smooth_clip(x: torch.Tensor, limit: float) -> torch.Tensor:
-        return torch.tanh(x / limit) * limit
-
-    @smooth_clip.register_fake
-    def _(x, limit):
-        return torch.empty_like(x)
-
-    x = torch.linspace(-4, 4, 5)
-    print("ember.ops.demo.smooth_clip:", torch.ops.demo.smooth_clip(x, 2.0))
-    print("on meta:", torch.ops.demo.smooth_clip(x.to("meta"), 2.0).shape)
-
-
-def numerics():
-    section("a numerical program: least squares by gradient descent (no autograd yet)")
+def main():
     torch.manual_seed(0)
-    X = torch.randn(256, 3)
-    true_w = torch.tensor([[2.0], [-1.0], [0.5]])
-    y = X @ true_w + 0.01 * torch.randn(256, 1)
-    w = torch.zeros(3, 1)
-    t0 = time.perf_counter()
-    for step in range(200):
-        grad = 2 * X.t() @ (X @ w - y) / X.shape[0]
-        w -= 0.1 * grad
-    loss = torch.nn.functional.mse_loss(X @ w, y)
-    print(f"fitted w = {w.flatten().tolist()} (true [2, -1, 0.5]); mse {loss.item():.2e}; "
-          f"{(time.perf_counter() - t0) / 200 * 1e6:.0f} us per step")
-    reference = np.linalg.lstsq(X.numpy(), y.numpy(), rcond=None)[0]
-    print("NumPy lstsq agrees:", np.allclose(w.numpy(), reference, atol=1e-3))
+    (x_train, y_train), (x_test, y_test) = load_data()
+    print(f"{'PyTorch' if args.torch else 'ember'}: digits, {len(x_train)} train / {len(x_test)} test images of 8x8")
+    generator = torch.Generator().manual_seed(0)
+    loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch_size, shuffle=True,
+                        generator=generator)
+    model = DigitsCNN()
+    print(model)
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs * len(loader))
+
+    total = time.perf_counter()
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        losses, t0 = [], time.perf_counter()
+        bar = tqdm(loader, desc=f"epoch {epoch}/{args.epochs}", leave=False, file=sys.stdout)
+        for xb, yb in bar:
+            optimizer.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss.item())
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
+        ms_per_step = (time.perf_counter() - t0) / len(loader) * 1e3
+        _, acc = evaluate(model, x_test, y_test)
+        print(f"epoch {epoch}: loss {np.mean(losses):.4f}  test accuracy {acc:6.2%}  {ms_per_step:5.1f} ms/step")
+    print(f"trained in {time.perf_counter() - total:.1f} s")
+
+    # checkpoint: save the state dict, load it into a fresh model, compare predictions
+    path = os.path.join(tempfile.gettempdir(), "digits_cnn_torch.pt" if args.torch else "digits_cnn_ember.pt")
+    torch.save(model.state_dict(), path)
+    reloaded = DigitsCNN()
+    reloaded.load_state_dict(torch.load(path))
+    pred, acc = evaluate(model, x_test, y_test)
+    pred2, acc2 = evaluate(reloaded, x_test, y_test)
+    same = bool((pred == pred2).all())
+    print(f"saved {path} ({os.path.getsize(path) / 1024:.1f} KiB); reloaded model: test accuracy {acc2:.2%}, "
+          f"predictions identical to the trained model's: {same}")
+    if acc < 0.95 or not same:
+        sys.exit("the demo did not reach 95% test accuracy or the checkpoint did not round-trip")
 
 
 if __name__ == "__main__":
-    tensors()
-    dispatcher()
-    meta()
-    user_ops()
-    numerics()
-    print("\nNext: `make test` runs the oracle suite against PyTorch 2.13; bench/eager_overhead.py measures the dispatcher.")
+    main()

@@ -24,7 +24,14 @@ globals().update(_FUNCTIONS.get("", {}))
 from . import linalg, special, nn  # noqa: E402,F401
 from . import return_types  # noqa: E402,F401
 from . import library  # noqa: E402,F401
+from . import autograd  # noqa: E402
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled  # noqa: E402,F401
+from .autograd import is_inference_mode_enabled  # noqa: E402,F401
+
+autograd._install()
+from . import optim  # noqa: E402,F401
 from .utils import _python_dispatch  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401
 
 
 def is_tensor(obj) -> _builtins.bool:

@@ -29,7 +29,9 @@ TOL = {"float16": (1e-3, 1e-3), "bfloat16": (1e-2, 1e-2), "float32": (1e-5, 1e-6
 
 def make(shape, dtype="float32", *, low=-3, high=3, seed=None):
     """A NumPy array of the given ember dtype name with values that suit it."""
-    rng = np.random.default_rng(seed)
+    # Without a seed, draw one from NumPy's global state, which conftest seeds per test: every
+    # test sees the same inputs on every run.
+    rng = np.random.default_rng(seed if seed is not None else np.random.randint(2 ** 31))
     if dtype == "bool":
         return rng.random(shape) > 0.5
     if dtype in INT_DTYPES:

@@ -379,7 +379,12 @@ def _c10_name(d) -> str:
 
 
 def _inplace_of(kernel, op):
+    from .cpu.inplace import fast_path
+    fast = fast_path(op) if getattr(kernel, "__module__", "").startswith("ember.ops.cpu") else None
+
     def inplace(self, *args):
+        if fast is not None and fast(self, *args) is not None:
+            return self
         result = kernel(self, *args)
         _copy_result(op, self, result, resize=False)
         return self

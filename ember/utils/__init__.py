@@ -1,1 +1,3 @@
-"""ember.utils: Python dispatch modes (``_python_dispatch``); data loading arrives with the nn issue."""
+"""ember.utils: Python dispatch modes (``_python_dispatch``); datasets and loaders (``data``)."""
+from . import data  # noqa: F401
+

@@ -135,8 +135,7 @@ def arange_plan(start, end, step, dtype):
     if not ((xstep > 0 and xend >= xstart) or (xstep < 0 and xend <= xstart)):
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is _dt.int64:
-        sgn = 1 if xstep > 0 else -1
-        n = -((xend - xstart + xstep - sgn) // -xstep)  # exact ceil in integers
+        n = -((xstart - xend) // xstep)  # ceil((end - start) / step), exact in integers
     else:
         n = math.ceil((float(end) - float(start)) / float(step))
     return dtype, max(int(n), 0), xstart, xstep

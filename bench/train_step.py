@@ -1,0 +1,109 @@
+"""Milliseconds per training step (forward, backward, optimizer step), ember vs PyTorch eager.
+
+    .venv/bin/python bench/train_step.py [--rounds 7] [--number 10]
+
+Two models, the same weights in both libraries (copied from PyTorch), the same batch:
+  mlp  784-512-512-10, ReLU, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
+  cnn  conv(1->16,3)+ReLU+maxpool, conv(16->32,3)+ReLU+maxpool, linear(1568->10);
+       1x28x28 images, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
+Each model is timed in three phases: the forward with its graph ("forward"), forward and
+backward ("fwd+bwd"), and the whole step ("step"); the differences show where time goes.
+PyTorch runs with one thread (the harness sets it), and NumPy's BLAS is limited to one thread
+as well, so the comparison is single-core against single-core. Rounds are interleaved (each
+round times every case once, in turn) and the figures are medians. The README's figure comes
+from this script.
+"""
+from __future__ import annotations
+
+import os
+
+# one BLAS thread for NumPy, like torch.set_num_threads(1); must be set before NumPy loads
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from _harness import header, interleaved, table  # noqa: E402
+
+
+def mlp(nn):
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def cnn(nn):
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+
+
+MODELS = {"mlp": (mlp, (64, 784)), "cnn": (cnn, (64, 1, 28, 28))}
+
+
+PHASES = ("forward", "fwd+bwd", "step")
+
+
+def step_fns(lib, model, x, y):
+    """{phase: fn}: the forward (graph recorded), forward + backward, and the whole training
+    step (zero_grad, forward, backward, optimizer step), written once against the PyTorch API."""
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def forward():
+        return loss_fn(model(x), y)
+
+    def forward_backward():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    return dict(zip(PHASES, (forward, forward_backward, step)))
+
+
+def cases():
+    import torch
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, (build, shape) in MODELS.items():
+        torch.manual_seed(0)
+        tmodel, emodel = build(torch.nn), build(ember.nn)
+        emodel.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy()) for k, v in tmodel.state_dict().items()})
+        x = rng.standard_normal(shape, dtype=np.float32)
+        y = rng.integers(0, 10, shape[0])
+        e_fns = step_fns(ember, emodel, ember.from_numpy(x.copy()), ember.from_numpy(y.copy()))
+        t_fns = step_fns(torch, tmodel, torch.from_numpy(x.copy()), torch.from_numpy(y.copy()))
+        for phase in PHASES:
+            out[(f"{name} {phase}", "ember")] = e_fns[phase]
+            out[(f"{name} {phase}", "torch")] = t_fns[phase]
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--number", type=int, default=10, help="steps per timed sample")
+    args = parser.parse_args()
+    header("ms per training step (forward + backward + SGD-momentum step), batch 64")
+    medians = interleaved(cases(), rounds=args.rounds, number=args.number)
+    rows = [f"{m} {p}" for m in MODELS for p in PHASES]
+    print(table(rows, ["ember", "torch"], medians, ratio=("ember", "torch")))
+    print("\nms per training step (the 'step' rows):")
+    for m in MODELS:
+        e, t = medians[(f"{m} step", "ember")] / 1e3, medians[(f"{m} step", "torch")] / 1e3
+        print(f"  {m:<4} ember {e:7.2f} ms   torch {t:7.2f} ms   ember/torch {e / t:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""The backward engine: runs the graph's nodes in dependency order.
+
+From the roots it counts, for every reachable node, how many edges lead into it; a node runs
+once all of them have delivered their gradient (summed into its input buffer), highest
+sequence number first among the ready ones, as PyTorch's engine does on one thread. With
+``inputs`` (``autograd.grad``) only the nodes on a path to an input run, and the gradients
+arriving at the inputs are returned instead of accumulated into ``.grad`` (a captured node runs
+only when another input lies beyond it). Before a node runs, the tensor hooks of its inputs
+(a leaf's, for its AccumulateGrad), then retain_grad hooks, then its own prehooks see the grads;
+captured gradients are taken after the hooks, as in PyTorch. Without ``retain_graph`` each node
+frees its saved tensors once it has run.
+"""
+from __future__ import annotations
+
+import heapq
+
+from .graph import AccumulateGrad, gradient_edge
+from .grad_mode import set_grad_enabled, is_grad_enabled
+
+
+def _sum(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _collect(roots):
+    """Dependency counts of every node reachable from the root edges."""
+    deps, seen, stack = {}, set(), [node for node, _ in roots]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for edge in node.next_functions:
+            if edge is None or edge[0] is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            stack.append(nxt)
+    return deps
+
+
+def _needed(roots, targets):
+    """Nodes that must run to reach a target: those with an edge leading to a target. A target
+    itself runs only if another target lies beyond it (as PyTorch, which never computes more
+    than the requested gradients need)."""
+    reaches = {}   # id(node) -> node is a target or leads to one
+
+    def visit(node):
+        key = id(node)
+        if key in reaches:
+            return reaches[key]
+        reaches[key] = node in targets
+        hit = False
+        for edge in node.next_functions:
+            if edge[0] is not None and visit(edge[0]):
+                hit = True
+        run[key] = hit
+        reaches[key] = reaches[key] or hit
+        return reaches[key]
+    run = {}
+    for node, _ in roots:
+        visit(node)
+    return {k for k, v in run.items() if v}
+
+
+def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=False, inputs=None,
+                 allow_unused=False, accumulate=True):
+    """Backpropagate `grad_tensors` from `tensors`. Returns the input gradients when `inputs`
+    is given and ``accumulate`` is False (``autograd.grad``)."""
+    roots = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        edge = gradient_edge(t)
+        if edge is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        roots.append((edge, g))
+    root_edges = [e for e, _ in roots]
+    deps = _collect(root_edges)
+    buffers = {}
+    for (node, nr), g in roots:
+        buf = buffers.setdefault(node, {})
+        buf[nr] = _sum(buf.get(nr), g)
+
+    capture = {}        # (node, input_nr) -> position in inputs
+    needed = None
+    if inputs is not None:
+        targets = set()
+        for i, t in enumerate(inputs):
+            edge = gradient_edge(t)
+            if edge is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            capture[(edge[0], edge[1])] = i
+            targets.add(edge[0])
+        needed = _needed(root_edges, targets)
+    results = [None] * (len(inputs) if inputs is not None else 0)
+
+    ready = []
+    for node, _ in root_edges:
+        if deps.get(node, 0) == 0 and all(n is not node for _, _, n in ready):
+            heapq.heappush(ready, (-node.sequence_nr, id(node), node))
+    with set_grad_enabled(create_graph):
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            buf = buffers.pop(node, {})
+            grads = [buf.get(i) for i in range(max(buf.keys(), default=-1) + 1)]
+            grads = _run_pre_hooks(node, grads)
+            for (cnode, nr), pos in capture.items():
+                if cnode is node and nr < len(grads):
+                    results[pos] = _sum(results[pos], grads[nr])
+            run = needed is None or id(node) in needed
+            if isinstance(node, AccumulateGrad) and not accumulate:
+                run = False
+            if run:
+                outs = node.apply(grads) if any(g is not None for g in grads) else [None] * len(node.next_functions)
+                for hook in node.hooks:  # post hooks: hook(grad_inputs, grad_outputs) may replace grad_inputs
+                    new = hook(tuple(outs), tuple(grads))
+                    if new is not None:
+                        outs = list(new)
+                if not retain_graph:
+                    node.release()
+            else:
+                outs = [None] * len(node.next_functions)
+            for edge, g in zip(node.next_functions, outs):
+                if edge is None or edge[0] is None:
+                    continue
+                nxt, nr = edge
+                if g is not None:
+                    b = buffers.setdefault(nxt, {})
+                    b[nr] = _sum(b.get(nr), g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    heapq.heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+    if inputs is not None and not allow_unused:
+        for i, r in enumerate(results):
+            if r is None:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+    return results
+
+
+def _run_pre_hooks(node, grads):
+    """PyTorch's order: tensor hooks (a leaf's live on its tensor, a non-leaf's on its grad_fn),
+    then retain_grad hooks, then the node's own prehooks."""
+    if isinstance(node, AccumulateGrad):
+        meta = node.variable._autograd
+        if meta is not None and meta.hooks and grads and grads[0] is not None:
+            for fn in list(meta.hooks):
+                out = fn(grads[0])
+                if out is not None:
+                    grads[0] = out
+    hooks = node.pre_hooks
+    for nr, fns in hooks.items():
+        if nr >= 0 and nr < len(grads) and grads[nr] is not None:
+            for fn in list(fns):
+                out = fn(grads[nr])
+                if out is not None:
+                    grads[nr] = out
+    for nr, fn in node.retain_hooks.items():
+        if nr < len(grads) and grads[nr] is not None:
+            fn(grads[nr])
+    for fn in list(hooks.get(-1, ())):
+        out = fn(tuple(grads))
+        if out is not None:
+            grads = list(out)
+    return grads
+
+
+def _make_grads(tensors, grad_tensors, create_graph):
+    from .._core.tensor import Tensor
+    out = []
+    for t, g in zip(tensors, grad_tensors):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t.is_floating_point() and not t.is_complex():
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
+            from .. import ones_like
+            with set_grad_enabled(False):
+                g = ones_like(t)
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+        elif tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(g.shape)} and output[0] has "
+                               f"a shape of {list(t.shape)}.")
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """``ember.autograd.backward``: accumulate d(tensors)/d(leaves) into the leaves' ``.grad``."""
+    from .._core.tensor import Tensor
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    if grad_tensors is None:
+        grad_tensors = [None] * len(tensors)
+    elif isinstance(grad_tensors, Tensor):
+        grad_tensors = [grad_tensors]
+    grads = _make_grads(tensors, list(grad_tensors), create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        got = run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs,
+                           allow_unused=True, accumulate=False)
+        for t, g in zip(inputs, got):
+            if g is not None:
+                from .graph import meta_of
+                meta = meta_of(t)
+                with set_grad_enabled(create_graph):
+                    meta.grad = (g if create_graph else g.clone()) if meta.grad is None else meta.grad + g
+        return
+    run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+         is_grads_batched=False, materialize_grads=False):
+    """``ember.autograd.grad``: the gradients of `outputs` with respect to `inputs`, returned
+    (``.grad`` is left alone)."""
+    from .._core.tensor import Tensor
+    single = isinstance(inputs, Tensor)
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    inputs = [inputs] if single else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    grads = _make_grads(outputs, list(grad_outputs), create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    res = run_backward(outputs, grads, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs,
+                       allow_unused=bool(allow_unused or materialize_grads), accumulate=False)
+    if materialize_grads:
+        from .. import zeros_like
+        res = [zeros_like(i) if r is None else r for i, r in zip(inputs, res)]
+    return tuple(res)

@@ -1,0 +1,186 @@
+"""The autograd graph: per-tensor autograd metadata, nodes (``grad_fn``), edges, saved tensors.
+
+A tensor that requires grad carries ``_autograd``, an `AutogradMeta` holding its ``grad``,
+its ``grad_fn`` (the node that made it; None for leaves) and which output of that node it is.
+A node's ``next_functions`` are edges ``(node, input_nr)`` to the nodes that produced its
+inputs; a leaf that requires grad is reached through its `AccumulateGrad` node.
+"""
+from __future__ import annotations
+
+import weakref
+
+from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK
+
+
+class AutogradMeta:
+    """What autograd keeps on a tensor (c10's AutogradMeta)."""
+    __slots__ = ("grad", "grad_fn", "output_nr", "accumulator", "hooks", "retains_grad", "view_base",
+                 "__weakref__")
+    # hooks: a leaf's tensor hooks (run by the engine before its AccumulateGrad; a non-leaf's
+    # hooks live on its grad_fn's ``pre_hooks``). retains_grad: set by ``retain_grad()``.
+
+    def __init__(self, grad_fn=None, output_nr=0):
+        self.grad = None
+        self.grad_fn = grad_fn
+        self.output_nr = output_nr
+        self.accumulator = None     # weakref to the leaf's AccumulateGrad
+        self.hooks = None           # tensor hooks of a leaf (non-leaf hooks live on grad_fn)
+        self.retains_grad = False
+        self.view_base = None       # the tensor this one is a view of, when it is a view
+
+
+def meta_of(t) -> AutogradMeta:
+    meta = t._autograd
+    if meta is None:
+        meta = t._autograd = AutogradMeta()
+    return meta
+
+
+def gradient_edge(t):
+    """The edge gradients for `t` flow into: its grad_fn, or its leaf's AccumulateGrad."""
+    meta = t._autograd
+    if meta is not None and meta.grad_fn is not None:
+        return (meta.grad_fn, meta.output_nr)
+    if not t._keys & AUTOGRAD_BIT:
+        return None
+    meta = meta_of(t)
+    acc = meta.accumulator() if meta.accumulator is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        meta.accumulator = weakref.ref(acc)
+    return (acc, 0)
+
+
+class Node:
+    """A backward function. ``apply(grads)`` maps output grads to input grads."""
+
+    _sequence = 0
+
+    def __init__(self, next_edges=()):
+        # PyTorch shows an input that needs no gradient as the edge (None, 0).
+        self.next_functions = tuple((None, 0) if e is None else e for e in next_edges)
+        self.pre_hooks = {}         # output_nr -> [hook(grad) -> grad or None]; -1: whole-node prehooks
+        self.retain_hooks = {}      # output_nr -> retain_grad hook (always runs after the tensor hooks)
+        self.hooks = []             # hook(grad_inputs, grad_outputs)
+        self.metadata = {}
+        Node._sequence += 1
+        self.sequence_nr = Node._sequence
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def register_hook(self, fn):
+        self.hooks.append(fn)
+        return _Handle(self.hooks, fn)
+
+    def register_prehook(self, fn):
+        self.pre_hooks.setdefault(-1, []).append(fn)
+        return _Handle(self.pre_hooks[-1], fn)
+
+    def apply(self, grads):  # pragma: no cover - subclasses
+        raise NotImplementedError
+
+    def release(self):
+        """Free saved tensors (after a backward without retain_graph)."""
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class _Handle:
+    def __init__(self, container, item):
+        self.container, self.item = container, item
+
+    def remove(self):
+        try:
+            self.container.remove(self.item)
+        except ValueError:
+            pass
+
+
+class AccumulateGrad(Node):
+    """Adds the incoming gradient into a leaf's ``.grad``."""
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+
+    def apply(self, grads):
+        # The leaf's tensor hooks ran already (engine._run_pre_hooks), as in PyTorch.
+        g = grads[0] if grads else None
+        if g is None:
+            return []
+        meta = meta_of(self.variable)
+        from .grad_mode import is_grad_enabled, no_grad
+        if meta.grad is None:
+            # A copy: the same gradient object may reach several leaves (a + b), and users
+            # zero .grad in place. Under create_graph the grad keeps its history.
+            meta.grad = g if is_grad_enabled() else g.detach().clone()
+        elif is_grad_enabled():
+            meta.grad = meta.grad + g  # create_graph: out of place, so the sum has history
+        else:
+            with no_grad():  # in place, like PyTorch: `g = x.grad` stays x.grad after backward
+                meta.grad.add_(g)
+        return []
+
+
+class SavedTensor:
+    """A tensor saved for backward, checked against its version counter when unpacked."""
+    __slots__ = ("tensor", "version", "is_output", "node", "released", "producer", "output_nr")
+
+    def __init__(self, tensor, node=None, is_output=False, expected_bump=0, output_nr=0):
+        self.is_output = is_output
+        self.node = None
+        meta = tensor._autograd
+        # The node that produced the tensor, for the error message (PyTorch names it).
+        self.producer = None if is_output or meta is None or meta.grad_fn is None else meta.grad_fn.name()
+        self.output_nr = output_nr if is_output else (0 if meta is None else meta.output_nr)
+        if is_output:
+            # An alias without history, and a weak reference to the node that saves it: saving
+            # the output itself (or the node strongly) would make a reference cycle
+            # node -> saved -> output -> grad_fn -> node, which only gc could free.
+            from .._core.tensor import _make
+            alias = _make(tensor._data, tensor._keys & BACKEND_MASK)
+            alias._version_counter = tensor._shared_version_counter()
+            self.tensor = alias
+            self.node = weakref.ref(node) if node is not None else None
+            self.producer = node.name() if node is not None else None
+        else:
+            self.tensor = tensor
+            tensor._shared_version_counter()
+        self.version = tensor._version + expected_bump
+        self.released = False
+
+    def unpack(self, node_name: str):
+        if self.released:
+            raise RuntimeError("Trying to backward through the graph a second time (or directly access saved "
+                               "tensors after they have already been freed). Saved intermediate values of the graph "
+                               "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+                               "you need to backward through the graph a second time or if you need to access saved "
+                               "tensors after calling backward.")
+        t = self.tensor
+        if t._version != self.version:
+            which = f", which is output {self.output_nr} of {self.producer}," if self.producer else ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{t.dtype} {list(t.shape)}]{which} is at version {t._version}; expected version {self.version} "
+                f"instead (needed by {node_name}). Hint: the backtrace further above can show the operation that "
+                "failed to compute its gradient. The variable in question was changed in there or anywhere later.")
+        node = self.node() if self.node is not None else None
+        if self.is_output and node is not None:
+            from .grad_mode import is_grad_enabled
+            if is_grad_enabled():  # double backward: the output is connected to its node again
+                from .._core.tensor import _make
+                out = _make(t._data, t._keys | AUTOGRAD_BIT)
+                out._version_counter = t._version_counter
+                out._autograd = AutogradMeta(node, self.output_nr)
+                return out
+        return t
+
+    def release(self):
+        self.released = True
+        self.tensor = None
+        self.node = None

@@ -1,0 +1,386 @@
+"""The Autograd dispatch key: its kernel records a graph node and redispatches below itself.
+
+For an op with a derivative formula (``ember/ops/derivatives/*.py``), the kernel runs the op
+with Autograd excluded (so ops called inside kernels record nothing), then — if any tensor
+input requires grad — creates a `FormulaNode` whose name is PyTorch's (``AddBackward0``),
+saves exactly the inputs the formula names (checked against their version counters later),
+and marks the outputs as requiring grad with that node as their ``grad_fn``.
+
+A formula is a function whose parameter names say what it needs:
+  ``grad`` / ``grads``            the gradient of output 0 / of every output
+  an argument name (``self``)     that input (tensors are saved; other values kept as is)
+  ``<arg>_shape``                 the shape a tensor input had
+  ``<arg>_dtype_device``          the (device, dtype) a tensor input had
+  ``result`` / ``results``        output 0 / every output (saved without a reference cycle)
+It returns one gradient per Tensor argument of the schema (a list for ``Tensor[]``; None
+where there is none). Gradients are summed back to the input's shape when the op broadcast,
+and cast to the input's dtype.
+
+Ops with neither a formula nor a composite kernel get the global fallback: outputs that are
+not floating point need no gradient; otherwise it raises NotImplementedError naming the op,
+rather than ever returning a tensor with a silently missing gradient.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+
+from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, _ExcludeDispatchKeyGuard, register_fallback, FALLTHROUGH
+from .._core.tensor import Tensor
+from .graph import Node, SavedTensor, AutogradMeta, gradient_edge, meta_of
+
+_EXCLUDE = DispatchKey.Autograd
+
+
+class Formula:
+    """A derivative formula and what it asks for (read once from its parameter names)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.params = tuple(inspect.signature(fn).parameters)
+
+
+def _camel(name: str) -> str:
+    base = name.split("::")[-1].split(".")[0]
+    return "".join(p[:1].upper() + p[1:] for p in base.strip("_").split("_")) or "Unknown"
+
+
+# PyTorch numbers a node by the order of its op's overloads in derivatives.yaml, and names a
+# few after the op they decompose to; everything not listed is ``<CamelName>Backward0``.
+# In-place overloads share the functional name unless listed (``t_`` -> TBackward1).
+NODE_NAMES = {
+    "add.Scalar": "AddBackward1", "sub.Scalar": "SubBackward1", "mul.Scalar": "MulBackward1",
+    "rsub.Scalar": "RsubBackward1", "div.Scalar": "DivBackward1", "div.Tensor_mode": "DivBackward2",
+    "pow.Tensor_Tensor": "PowBackward1", "pow.Scalar": "PowBackward2",
+    "max": "MaxBackward1", "max.dim": "MaxBackward0", "min": "MinBackward1", "min.dim": "MinBackward0",
+    "median": "MedianBackward0", "median.dim": "MedianBackward1", "nanmedian": "NanmedianBackward0",
+    "nanmedian.dim": "NanmedianBackward1", "mean.dim": "MeanBackward1", "sum.dim_IntList": "SumBackward1",
+    "prod.dim_int": "ProdBackward1", "squeeze.dim": "SqueezeBackward1", "squeeze.dims": "SqueezeBackward2",
+    "squeeze_": "SqueezeBackward3", "squeeze_.dim": "SqueezeBackward4", "squeeze_.dims": "SqueezeBackward5",
+    "clamp": "ClampBackward1", "clamp.Tensor": "ClampBackward0", "clamp_min.Tensor": "ClampMinBackward1",
+    "clamp_max.Tensor": "ClampMaxBackward1", "transpose_": "TransposeBackward1", "t_": "TBackward1",
+    "unsqueeze_": "UnsqueezeBackward1", "fill.Tensor": "FillBackward1", "fill_.Tensor": "FillBackward3",
+    "fill_.Scalar": "FillBackward2", "masked_fill.Tensor": "MaskedFillBackward1",
+    "masked_fill_.Tensor": "MaskedFillBackward1", "remainder.Tensor": "RemainderBackward1",
+    "fmod.Tensor": "FmodBackward1", "lerp.Tensor": "LerpBackward1", "threshold_": "ThresholdBackward1",
+    "leaky_relu_": "LeakyReluBackward1", "elu_": "EluBackward1", "celu_": "CeluBackward1",
+    "round.decimals": "RoundBackward1", "scatter.value": "ScatterBackward1", "sort.stable": "SortBackward1",
+    "xlogy.Scalar_Self": "XlogyBackward1", "xlogy.Scalar_Other": "XlogyBackward2", "copysign.Scalar": "CopysignBackward1",
+    "index_fill.int_Tensor": "IndexFillBackward1", "norm.ScalarOpt_dim": "LinalgVectorNormBackward0",
+    "norm.Scalar": "LinalgVectorNormBackward0", "div.Scalar_mode": "DivBackward2",
+    "_softmax": "SoftmaxBackward0", "softmax.int": "SoftmaxBackward0", "_log_softmax": "LogSoftmaxBackward0",
+    "log_softmax.int": "LogSoftmaxBackward0", "reshape": "ViewBackward0", "_unsafe_view": "UnsafeViewBackward0",
+    "split.Tensor": "SplitBackward0", "split_with_sizes": "SplitWithSizesBackward0", "unbind.int": "UnbindBackward0",
+    "select.int": "SelectBackward0", "slice.Tensor": "SliceBackward0", "transpose.int": "TransposeBackward0",
+    "var.correction": "VarBackward0", "std.correction": "StdBackward0", "native_layer_norm": "NativeLayerNormBackward0",
+    "acosh_": "AcoshBackward1", "asinh_": "AsinhBackward1", "atanh_": "AtanhBackward1",
+}
+
+
+
+def _matmul_name(args):
+    """PyTorch's matmul decomposes; its grad_fn is named after the op it lowers to."""
+    a, b = args[0].ndim, args[1].ndim
+    if a <= 2 and b <= 2:
+        return {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (1, 2): "SqueezeBackward4"}.get((a, b), "MmBackward0")
+    return "CloneBackward0" if a == 2 else "UnsafeViewBackward0"
+
+
+# Ops whose PyTorch node name depends on the arguments of the call.
+NODE_NAME_BY_ARGS = {
+    "rsub.Tensor": lambda args: "RsubBackward1" if not isinstance(args[1], Tensor) or args[1]._wrapped_number
+    else None,   # `1 - x` is rsub.Scalar in PyTorch
+    "matmul": _matmul_name,
+    "pow.Tensor_Tensor": lambda args: "PowBackward0" if not isinstance(args[1], Tensor) or args[1]._wrapped_number
+    else "PowBackward2" if not isinstance(args[0], Tensor) or args[0]._wrapped_number else None,
+}
+
+_NODE_TYPES: dict = {}
+
+
+def node_name(op_name: str) -> str:
+    """The class name PyTorch gives the grad_fn of `op_name` (``aten::add.Tensor`` -> AddBackward0)."""
+    qual = op_name.split("::")[-1]
+    return NODE_NAMES.get(qual) or NODE_NAMES.get(qual.replace("_.", ".").rstrip("_") if "_" in qual else qual) \
+        or _camel(qual) + "Backward0"
+
+
+def _node_type(op_name: str, name: str = None):
+    key = (op_name, name)
+    cls = _NODE_TYPES.get(key)
+    if cls is None:
+        cls = _NODE_TYPES[key] = type(name or node_name(op_name), (FormulaNode,), {})
+    return cls
+
+
+class FormulaNode(Node):
+    """A backward node that evaluates a derivative formula."""
+
+    def __init__(self, formula, op, values, saved, shapes, dtypes, slots, out_meta, next_edges):
+        super().__init__(next_edges)
+        self.formula, self.op = formula, op
+        self.values = values      # non-tensor arguments by name
+        self.saved = saved        # name -> SavedTensor (or list of them)
+        self.shapes = shapes      # name -> shape (tensor args)
+        self.dtypes = dtypes      # edge index -> (shape, dtype) of the input it feeds
+        self.slots = slots        # per tensor arg: (name, is_list, n_edges)
+        self.out_meta = out_meta  # per output: (shape, dtype) or None (not differentiable)
+        self.devices = {}         # name -> (device, dtype) of tensor args, for formulas that ask
+
+    def _unpack(self, name):
+        s = self.saved[name]
+        if isinstance(s, list):
+            return [x.unpack(self.name()) if x is not None else None for x in s]
+        return None if s is None else s.unpack(self.name())
+
+    def apply(self, grads):
+        from .. import zeros
+        full = []
+        for i, meta in enumerate(self.out_meta):
+            g = grads[i] if i < len(grads) else None
+            if g is None and meta is not None:
+                g = zeros(meta[0], dtype=meta[1])
+            full.append(g)
+        kwargs = {}
+        for p in self.formula.params:
+            if p == "grad":
+                kwargs[p] = full[0]
+            elif p == "grads":
+                kwargs[p] = tuple(full)
+            elif p in self.saved:
+                kwargs[p] = self._unpack(p)
+            elif p in self.values:
+                kwargs[p] = self.values[p]
+            elif p.endswith("_shape") and p[:-6] in self.shapes:
+                kwargs[p] = self.shapes[p[:-6]]
+            elif p.endswith("_dtype_device") and p[:-13] in self.devices:
+                kwargs[p] = self.devices[p[:-13]]
+            else:
+                raise RuntimeError(f"derivative of {self.op.name}: unknown formula parameter '{p}'")
+        out = self.formula.fn(**kwargs)
+        if not isinstance(out, (tuple, list)) or (len(self.slots) == 1 and self.slots[0][1]):
+            out = (out,)
+        flat = []
+        for (name, is_list, n), g in zip(self.slots, out):
+            if is_list:
+                flat.extend(list(g) if g is not None else [None] * n)
+            else:
+                flat.append(g)
+        result = []
+        for i, g in enumerate(flat):
+            if g is not None and self.dtypes[i] is not None:
+                shape, dtype = self.dtypes[i]
+                if tuple(g.shape) != shape:
+                    g = sum_to(g, shape)
+                if g.dtype is not dtype:
+                    g = g.to(dtype)
+            result.append(g)
+        return result
+
+    def release(self):
+        for s in self.saved.values():
+            for x in (s if isinstance(s, list) else [s]):
+                if x is not None:
+                    x.release()
+
+
+def sum_to(g, shape):
+    """Sum a broadcast gradient back to `shape`."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    lead = g.ndim - len(shape)
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1]
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape) if g.numel() == _numel(shape) else g.sum(list(range(lead)))
+    return g.reshape(shape) if tuple(g.shape) != shape else g
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _requires_grad(x) -> bool:
+    return isinstance(x, Tensor) and bool(x._keys & AUTOGRAD_BIT)
+
+
+def _differentiable(t) -> bool:
+    return isinstance(t, Tensor) and t.dtype.category >= 2  # floating or complex
+
+
+def _any_requires_grad(args) -> bool:
+    for a in args:
+        if _requires_grad(a):
+            return True
+        if isinstance(a, (list, tuple)):
+            for x in a:
+                if _requires_grad(x):
+                    return True
+    return False
+
+
+def _check_inplace(op, target, args=()):
+    if not target._keys & AUTOGRAD_BIT and getattr(target._data, "base", None) is not None and \
+            any(_requires_grad(a) or (isinstance(a, (list, tuple)) and any(_requires_grad(x) for x in a))
+                for a in args[1:]):
+        # Writing a value that requires grad into a view (z[0] = x * 2): the base tensor would
+        # have to take on the history (PyTorch's CopySlices); refuse rather than lose the gradient.
+        raise NotImplementedError(f"{op.schema.name}(): writing a tensor that requires grad into a view of a tensor "
+                                  "that does not is not supported by ember's autograd yet; write into a tensor "
+                                  "that owns its memory (e.g. build the result with ember.stack/cat)")
+    meta = target._autograd
+    if target._keys & AUTOGRAD_BIT and (meta is None or meta.grad_fn is None):
+        raise RuntimeError(f"{op.schema.name}(): a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if meta is not None and meta.view_base is not None and _requires_grad(meta.view_base):
+        base = meta.view_base
+        while base._autograd is not None and base._autograd.view_base is not None:
+            base = base._autograd.view_base
+        if base._autograd is None or base._autograd.grad_fn is None:
+            raise RuntimeError(f"{op.schema.name}(): a view of a leaf Variable that requires grad is being used in "
+                               "an in-place operation.")
+        raise NotImplementedError(f"{op.schema.name}(): in-place operations on a view of a tensor that requires "
+                                  "grad are not supported by ember's autograd yet")
+
+
+def make_kernel(op, formula: Formula):
+    """The Autograd-key kernel of `op` for `formula` (see module docstring)."""
+    schema = op.schema
+    args_spec = [(i, a) for i, a in enumerate(schema.arguments) if a.type == "Tensor"]
+    names = [a.name for a in schema.arguments]
+    inplace = schema.is_inplace
+    is_out = schema.is_out
+    is_view = bool(schema.returns) and schema.returns[0].alias is not None and not schema.returns[0].is_write
+    wants = set(formula.params)
+    wants_device = [p[:-13] for p in formula.params if p.endswith("_dtype_device")]
+    node_type = _node_type(op.name)
+    name_by_args = NODE_NAME_BY_ARGS.get(op.name.split("::")[-1])
+
+    def kernel(op_, keys, *args):
+        if not _any_requires_grad(args):
+            with _ExcludeDispatchKeyGuard(_EXCLUDE):
+                return op.redispatch(keys, *args)
+        if is_out:
+            raise RuntimeError(f"{schema.name}(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
+        if inplace:
+            _check_inplace(op, args[0], args)
+        saved, values, shapes = {}, {}, {}
+        for (i, a) in enumerate(schema.arguments):
+            v = args[i]
+            if a.type == "Tensor" and not a.is_list:
+                if isinstance(v, Tensor):
+                    shapes[a.name] = tuple(v.shape)
+                    if a.name in wants:
+                        if inplace and i == 0:  # `self` is about to be overwritten: save its old value
+                            with _ExcludeDispatchKeyGuard(_EXCLUDE):
+                                v = v.clone()
+                        saved[a.name] = SavedTensor(v)
+                else:
+                    values[a.name] = v
+            elif a.type == "Tensor":
+                if a.name in wants:
+                    saved[a.name] = [SavedTensor(x) if isinstance(x, Tensor) else None for x in (v or [])]
+                shapes[a.name] = [tuple(x.shape) if isinstance(x, Tensor) else None for x in (v or [])]
+            else:
+                values[a.name] = v
+        edges, dtypes, slots = [], [], []
+        for i, a in args_spec:
+            v = args[i]
+            items = list(v or []) if a.is_list else [v]
+            for x in items:
+                if _requires_grad(x):
+                    edges.append(gradient_edge(x))
+                    dtypes.append((tuple(x.shape), x.dtype))
+                else:
+                    edges.append(None)
+                    dtypes.append(None)
+            slots.append((a.name, a.is_list, len(items)))
+        with _ExcludeDispatchKeyGuard(_EXCLUDE):
+            out = op.redispatch(keys, *args)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        out_meta = [(tuple(o.shape), o.dtype) if _differentiable(o) else None for o in outs]
+        node_cls = node_type
+        if name_by_args is not None:
+            special = name_by_args(args)
+            if special is not None:
+                node_cls = _node_type(op.name, special)
+        node = node_cls(formula, op, values, saved, shapes, dtypes, slots, out_meta, edges)
+        for name in wants_device:
+            v = args[names.index(name)]
+            node.devices[name] = (v.device, v.dtype)
+        if "result" in wants or "results" in wants:
+            bump = 1 if inplace else 0
+            res = [SavedTensor(o, node, is_output=True, expected_bump=bump, output_nr=nr)
+                   if isinstance(o, Tensor) else None for nr, o in enumerate(outs)]
+            saved["result"] = res[0]
+            saved["results"] = res
+        for nr, o in enumerate(outs):
+            if out_meta[nr] is None:
+                continue
+            o._keys |= AUTOGRAD_BIT
+            meta = o._autograd
+            if meta is None or inplace:
+                meta = meta_of(o)
+            meta.grad_fn, meta.output_nr = node, nr
+            if is_view and isinstance(args[0], Tensor):
+                meta.view_base = args[0]
+        return out
+    kernel.__name__ = f"autograd_{schema.name}"
+    return kernel
+
+
+def _fallback(op, keys, *args):
+    """Autograd for ops without a formula: fine when nothing requires grad or the outputs are
+    not differentiable; NotImplementedError otherwise (never a silently missing gradient)."""
+    if _any_requires_grad(args):
+        if op.schema.is_mutable:
+            raise NotImplementedError(f"the derivative for '{op.name}' is not implemented (an input requires grad)")
+        with _ExcludeDispatchKeyGuard(_EXCLUDE):
+            out = op.redispatch(keys, *args)
+        for o in (out if isinstance(out, (tuple, list)) else [out]):
+            if _differentiable(o):
+                raise NotImplementedError(f"the derivative for '{op.name}' is not implemented (an input requires "
+                                          "grad)")
+        return out
+    with _ExcludeDispatchKeyGuard(_EXCLUDE):
+        return op.redispatch(keys, *args)
+
+
+def _nondifferentiable(op, keys, *args):
+    """Ops whose outputs never need a gradient (creation, comparisons, argmax ...)."""
+    with _ExcludeDispatchKeyGuard(_EXCLUDE):
+        return op.redispatch(keys, *args)
+
+
+def install(operators: dict, formulas: dict, nondifferentiable) -> None:
+    """Register the Autograd kernels: a formula kernel per op in `formulas` (and for its
+    derived in-place overload), the pass-through kernel for `nondifferentiable` ops, and the
+    global fallback for the rest."""
+    register_fallback(DispatchKey.Autograd, _fallback)
+    for name, fn in formulas.items():
+        formula = Formula(fn)
+        for qual in _with_inplace(name):
+            op = operators.get("aten::" + qual)
+            if op is not None and DispatchKey.Autograd not in op.kernels:
+                op.register(DispatchKey.Autograd, make_kernel(op, formula))
+    for name in nondifferentiable:
+        for qual in _with_inplace(name) + _with_out(name):
+            op = operators.get("aten::" + qual)
+            if op is not None and DispatchKey.Autograd not in op.kernels:
+                op.register(DispatchKey.Autograd, _nondifferentiable)
+
+
+def _with_inplace(name):
+    base, _, overload = name.partition(".")
+    return [name, f"{base}_.{overload}" if overload else base + "_"]
+
+
+def _with_out(name):
+    base, _, overload = name.partition(".")
+    return [f"{base}.out", f"{base}.{overload}_out"] if overload else [f"{base}.out"]

@@ -1,0 +1,218 @@
+"""Derivatives of convolutions, pooling, im2col/col2im and pixel shuffle.
+
+Linear maps whose adjoint is another ember op are written with ember ops (so they are twice
+differentiable): conv_transpose's input gradient is a convolution, im2col's is col2im and
+back, pixel_shuffle's is pixel_unshuffle, max pooling scatters into the argmax positions
+and adaptive average pooling multiplies by its averaging matrices. The convolution and
+average-pooling gradients are computed in NumPy (im2col GEMMs and a col2im scatter-add,
+reusing the forward kernels' helpers) and wrapped by `numpy_backward`: taking the gradient
+of those gradients (double backward) raises NotImplementedError.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ..cpu import conv as _cpu
+from ..cpu import pool as _pool
+from ..meta import conv as _plan
+from ..registry import aten
+
+
+# ---------------------------------------------------------------------------------------
+# NumPy-computed gradients
+# ---------------------------------------------------------------------------------------
+def numpy_backward(name, fn, *tensors):
+    """fn(*ndarrays) -> tuple of ndarrays (or None), as ember tensors. When the graph of the
+    gradient itself is being built (create_graph=True), the results get a node whose backward
+    raises NotImplementedError, never a silently missing second derivative."""
+    from ... import from_numpy
+    from ...autograd.function import Function
+    from ...autograd.grad_mode import is_grad_enabled
+
+    arrays = [None if t is None else t.detach().numpy() for t in tensors]
+    outs = tuple(None if o is None else from_numpy(np.ascontiguousarray(o)) for o in fn(*arrays))
+    live = [t for t in tensors if t is not None and t.requires_grad]
+    if not (is_grad_enabled() and live):
+        return outs
+
+    class _DoubleBackward(Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            return tuple(o.clone() if o is not None else None for o in outs)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            raise NotImplementedError(f"double backward of {name} is not implemented in ember")
+    _DoubleBackward.__name__ = _DoubleBackward.__qualname__ = name.capitalize() + "Backward"
+    res = _DoubleBackward.apply(*[t for t in tensors if t is not None])
+    return res if isinstance(res, tuple) else (res,)
+
+
+def _batched(a, nd):
+    return a if a.ndim == nd + 2 else a[None]
+
+
+def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups):
+    """d(conv)/d(input): weight^T @ grad as columns, scatter-added back (col2im)."""
+    nd = len(stride)
+    n, o = g.shape[:2]
+    out = g.shape[2:]
+    cin_g, ks = w.shape[1], w.shape[2:]
+    wg = w.reshape(groups, o // groups, cin_g * prod(ks))
+    gg = g.swapaxes(0, 1).reshape(groups, o // groups, n * prod(out))
+    cols = np.matmul(wg.transpose(0, 2, 1), gg)                     # (g, Cin/g * K, N * L)
+    cols = cols.reshape((groups * cin_g,) + tuple(ks) + (n,) + tuple(out))
+    cols = np.moveaxis(cols, 1 + nd, 0)                             # (N, Cin, *K, *out)
+    full = tuple(L + lo + hi for L, (lo, hi) in zip(in_shape[2:], pads))
+    full = tuple(max(f, (b - 1) * s + d * (k - 1) + 1) for f, b, s, d, k in zip(full, out, stride, dilation, ks))
+    img = _cpu.col2im_add(cols, full, stride, dilation, out)
+    return img[(slice(None), slice(None)) + tuple(slice(lo, lo + L) for (lo, _), L in zip(pads, in_shape[2:]))]
+
+
+def _conv_weight_grad(x, g, ks, pads, stride, dilation, groups):
+    """d(conv)/d(weight): grad @ im2col(input)^T per group; shape (O, C/g, *ks)."""
+    n, o = g.shape[:2]
+    out = g.shape[2:]
+    cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, groups)   # (g, C/g * K, N * L)
+    gg = g.swapaxes(0, 1).reshape(groups, o // groups, n * prod(out))
+    gw = np.matmul(gg, cols.transpose(0, 2, 1))                           # (g, O/g, C/g * K)
+    return gw.reshape((o, x.shape[1] // groups) + tuple(ks))
+
+
+def _compute(a):
+    return a.astype(_cpu._cdt(a.dtype), copy=False)
+
+
+def _conv(nd):
+    def formula(grad, input, weight, bias, stride, padding, dilation, groups):
+        pads, st, dil, _ = _plan.conv_plan(input, weight, bias, stride, padding, dilation, groups, nd, "conv")
+
+        def fn(g, x, w):
+            batched = x.ndim == nd + 2
+            g, x = _compute(_batched(g, nd)), _compute(_batched(x, nd))
+            w = _compute(w)
+            gi = _conv_input_grad(g, w, x.shape, pads, st, dil, groups)
+            gw = _conv_weight_grad(x, g, w.shape[2:], pads, st, dil, groups)
+            return (gi if batched else gi[0]), gw
+        gi, gw = numpy_backward(f"conv{nd}d", fn, grad, input, weight)
+        gb = None if bias is None else grad.sum([0] + list(range(2, grad.ndim)) if input.ndim == nd + 2
+                                                  else list(range(1, grad.ndim)))
+        return gi, gw, gb
+    return formula
+
+
+def _conv_transpose(nd):
+    def formula(grad, input, weight, bias, stride, padding, output_padding, groups, dilation):
+        from ... import conv1d, conv2d
+        conv = (conv1d, conv2d)[nd - 1]
+        pads, st, dil, _ = _plan.conv_plan(input, weight, bias, stride, padding, dilation, groups, nd,
+                                           f"conv_transpose{nd}d", True, output_padding)
+        # the input gradient is the forward convolution of grad (an ember op: twice differentiable)
+        gi = conv(grad, weight, None, stride, padding, dilation, groups)
+
+        def fn(g, x):
+            # weight gradient: the convolution weight gradient with grad as input, input as grad
+            gw = _conv_weight_grad(_compute(_batched(g, nd)), _compute(_batched(x, nd)), weight.shape[2:], pads,
+                                   st, dil, groups)
+            return (gw,)
+        (gw,) = numpy_backward(f"conv_transpose{nd}d", fn, grad, input)
+        gb = None if bias is None else grad.sum([0] + list(range(2, grad.ndim)) if input.ndim == nd + 2
+                                                  else list(range(1, grad.ndim)))
+        return gi, gw, gb
+    return formula
+
+
+# ---------------------------------------------------------------------------------------
+# pooling
+# ---------------------------------------------------------------------------------------
+def _scatter_max(grad, self, indices, nd):
+    """Route grad to the argmax positions (flat indices into each input plane)."""
+    from ... import zeros
+    plane = prod(self.shape[-nd:])
+    lead = tuple(self.shape[:-nd])
+    g = grad.reshape(lead + (-1,))
+    gi = zeros(lead + (plane,), dtype=grad.dtype).scatter_add(-1, indices.reshape(lead + (-1,)), g)
+    return gi.reshape(self.shape)
+
+
+def _max_pool(nd, with_indices):
+    def formula(grads, self, kernel_size, stride, padding, dilation, ceil_mode, results):
+        if with_indices:
+            indices = results[1]
+        else:
+            op = getattr(aten, f"max_pool{nd}d_with_indices").default
+            indices = op(self.detach(), kernel_size, stride, padding, dilation, ceil_mode)[1]
+        return _scatter_max(grads[0], self, indices, nd)
+    return formula
+
+
+def _adaptive_max(nd):
+    return lambda grads, self, results: _scatter_max(grads[0], self, results[1], nd)
+
+
+def _avg_pool(nd):
+    def formula2d(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        return formula(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+    def formula1d(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad):
+        return formula(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+    def formula(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        ks, st, pad, _, shape = _plan.pool_plan(self, kernel_size, stride, padding, (1,), ceil_mode, nd,
+                                                f"avg_pool{nd}d")
+
+        def fn(g, x):
+            a = _batched(x, nd)
+            gb = _compute(_batched(g, nd))
+            out = gb.shape[2:]
+            div = divisor_override if divisor_override is not None else \
+                _pool._avg_divisor(a.shape[2:], ks, st, pad, out, count_include_pad)
+            gq = gb / np.asarray(div, gb.dtype)
+            cols = np.broadcast_to(gq.reshape(gq.shape[:2] + (1,) * nd + tuple(out)),
+                                   gq.shape[:2] + tuple(ks) + tuple(out))
+            full = tuple(max(L + 2 * p, (o - 1) * s + k) for L, p, o, s, k in zip(a.shape[2:], pad, out, st, ks))
+            img = _cpu.col2im_add(cols, full, st, (1,) * nd, out)
+            gi = img[(slice(None), slice(None)) + tuple(slice(p, p + L) for p, L in zip(pad, a.shape[2:]))]
+            return (gi.reshape(x.shape).astype(x.dtype),)
+        return numpy_backward(f"avg_pool{nd}d", fn, grad, self)[0]
+    return formula2d if nd == 2 else formula1d
+
+
+def _adaptive_avg(nd):
+    def formula(grad, self):
+        from ... import from_numpy
+        g = grad
+        for i in range(nd):  # the adjoint of averaging along a dim: multiply by the matrix's transpose
+            axis = self.ndim - nd + i
+            m = from_numpy(_pool._avg_matrix(self.shape[axis], grad.shape[axis], np.dtype(np.float64)))
+            m = m.to(grad.dtype)
+            g = (g.movedim(axis, -1) @ m).movedim(-1, axis)
+        return g
+    return formula
+
+
+FORMULAS = {
+    "conv1d": _conv(1), "conv1d.padding": _conv(1),
+    "conv2d": _conv(2), "conv2d.padding": _conv(2),
+    "conv3d": _conv(3), "conv3d.padding": _conv(3),
+    "conv_transpose1d": _conv_transpose(1),
+    "conv_transpose2d.input": _conv_transpose(2),
+    "max_pool1d": _max_pool(1, False),
+    "max_pool2d": _max_pool(2, False),
+    "max_pool1d_with_indices": _max_pool(1, True),
+    "max_pool2d_with_indices": _max_pool(2, True),
+    "avg_pool1d": _avg_pool(1),
+    "avg_pool2d": _avg_pool(2),
+    "adaptive_avg_pool1d": _adaptive_avg(1),
+    "adaptive_avg_pool2d": _adaptive_avg(2),
+    "adaptive_max_pool1d": _adaptive_max(1),
+    "adaptive_max_pool2d": _adaptive_max(2),
+    "im2col": lambda grad, self, kernel_size, dilation, padding, stride: aten.col2im.default(
+        grad, list(self.shape[-2:]), kernel_size, dilation, padding, stride),
+    "col2im": lambda grad, kernel_size, dilation, padding, stride: aten.im2col.default(
+        grad, kernel_size, dilation, padding, stride),
+    "pixel_shuffle": lambda grad, upscale_factor: aten.pixel_unshuffle.default(grad, upscale_factor),
+    "pixel_unshuffle": lambda grad, downscale_factor: aten.pixel_shuffle.default(grad, downscale_factor),
+}

@@ -1,0 +1,327 @@
+"""Derivatives of matrix products, einsum/tensordot, norms and the easy decompositions.
+
+Written with ember ops, so the product formulas are themselves differentiable (double
+backward). Broadcast batch dims are summed back by the engine. Decompositions without a
+formula here (qr, svd, eigh, eigvalsh, svdvals, pinv) fall back to NotImplementedError.
+"""
+from __future__ import annotations
+
+import string
+
+
+def _matmul_backward(grad, self, other):
+    a, b = self, other
+    if a.ndim == 1 and b.ndim == 1:
+        return grad * b, grad * a
+    if a.ndim == 1:
+        ga = (grad.unsqueeze(-2) @ b.mT).squeeze(-2)
+        gb = a.unsqueeze(-1) @ grad.unsqueeze(-2)
+        return ga, gb
+    if b.ndim == 1:
+        ga = grad.unsqueeze(-1) @ b.unsqueeze(-2)
+        gb = (a.mT @ grad.unsqueeze(-1)).squeeze(-1)
+        return ga, gb
+    if b.ndim == 2 and a.ndim > 2:  # fold the batch into one GEMM instead of a batched outer product
+        a2, g2 = a.reshape(-1, a.shape[-1]), grad.reshape(-1, grad.shape[-1])
+        return grad @ b.mT, a2.mT @ g2
+    return grad @ b.mT, a.mT @ grad
+
+
+def _scaled(t, s):
+    return t if s == 1 else t * s
+
+
+def _addmm(grad, mat1, mat2, beta, alpha):
+    return _scaled(grad, beta), _scaled(grad @ mat2.mT, alpha), _scaled(mat1.mT @ grad, alpha)
+
+
+def _addmv(grad, mat, vec, beta, alpha):
+    return _scaled(grad, beta), _scaled(grad.unsqueeze(-1) * vec, alpha), _scaled(mat.mT @ grad, alpha)
+
+
+def _addbmm(grad, batch1, batch2, beta, alpha):
+    g = grad.unsqueeze(0).expand(batch1.shape[0], grad.shape[0], grad.shape[1])
+    return _scaled(grad, beta), _scaled(g @ batch2.mT, alpha), _scaled(batch1.mT @ g, alpha)
+
+
+def _baddbmm(grad, batch1, batch2, beta, alpha):
+    return _scaled(grad, beta), _scaled(grad @ batch2.mT, alpha), _scaled(batch1.mT @ grad, alpha)
+
+
+def _addr(grad, vec1, vec2, beta, alpha):
+    return _scaled(grad, beta), _scaled(grad @ vec2, alpha), _scaled(grad.mT @ vec1, alpha)
+
+
+def _inner(grad, self, other):
+    if self.ndim == 0 or other.ndim == 0:
+        return grad * other, grad * self
+    k = self.shape[-1]
+    a2, b2 = self.reshape(-1, k), other.reshape(-1, k)
+    g2 = grad.reshape(a2.shape[0], b2.shape[0])
+    return (g2 @ b2).reshape(self.shape), (g2.mT @ a2).reshape(other.shape)
+
+
+# einsum ---------------------------------------------------------------------------------
+def _einsum_terms(equation, shapes):
+    """Explicit subscripts per operand and for the output (ellipses expanded to letters)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    used = set(c for c in eq if c.isalpha())
+    free = [c for c in string.ascii_letters if c not in used]
+    n_ell = max((len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes) if "..." in t), default=0)
+    ell = "".join(free[:n_ell])
+    out_terms = []
+    for t, s in zip(terms, shapes):
+        if "..." in t:
+            k = len(s) - len(t.replace("...", ""))
+            t = t.replace("...", ell[n_ell - k:])
+        out_terms.append(t)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {}
+        for t in terms:
+            for c in t.replace("...", ""):
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1))
+    return out_terms, out
+
+
+def _einsum(grad, equation, tensors):
+    from ... import einsum
+    shapes = [tuple(t.shape) for t in tensors]
+    terms, out = _einsum_terms(equation, shapes)
+    sizes = {}
+    for t, s in zip(terms, shapes):
+        for c, n in zip(t, s):
+            if n != 1 or c not in sizes:
+                sizes[c] = n
+    grads = []
+    for i, (t, s) in enumerate(zip(terms, shapes)):
+        if len(set(t)) != len(t):
+            raise NotImplementedError(f"einsum backward: repeated subscripts within one operand ('{equation}')")
+        others = [terms[j] for j in range(len(terms)) if j != i]
+        reach = set(out).union(*others) if others else set(out)
+        # letters of this operand reachable from the output/other operands; the rest are broadcast
+        keep = "".join(c for c in t if c in reach)
+        g = einsum(",".join([out] + others) + "->" + keep, grad, *[tensors[j] for j in range(len(terms)) if j != i])
+        for pos, c in enumerate(t):
+            if c not in reach:
+                g = g.unsqueeze(pos)
+        g = g.expand(*[sizes[c] for c in t])
+        dims = [d for d, (c, n) in enumerate(zip(t, s)) if n == 1 and sizes[c] != 1]
+        if dims:
+            g = g.sum(dims, keepdim=True)
+        grads.append(g)
+    return grads
+
+
+def _perm_inverse(order):
+    inv = [0] * len(order)
+    for k, d in enumerate(order):
+        inv[d] = k
+    return inv
+
+
+def _tensordot(grad, self, other, dims_self, dims_other):
+    from ... import tensordot
+    ds = [d % self.ndim for d in dims_self] if self.ndim else []
+    do = [d % other.ndim for d in dims_other] if other.ndim else []
+    free_a = [d for d in range(self.ndim) if d not in ds]
+    free_b = [d for d in range(other.ndim) if d not in do]
+    na = len(free_a)
+    ga = tensordot(grad, other, dims=(list(range(na, grad.ndim)), free_b))
+    src = free_a + [ds[do.index(d)] for d in sorted(do)]
+    gb = tensordot(self, grad, dims=(free_a, list(range(na))))
+    src_b = [do[ds.index(d)] for d in sorted(ds)] + free_b
+    return ga.permute(_perm_inverse(src)), gb.permute(_perm_inverse(src_b))
+
+
+def _kron(grad, self, other):
+    nd = max(self.ndim, other.ndim)
+    a = self.reshape((1,) * (nd - self.ndim) + tuple(self.shape))
+    b = other.reshape((1,) * (nd - other.ndim) + tuple(other.shape))
+    inter = []
+    for i in range(nd):
+        inter += [a.shape[i], b.shape[i]]
+    g = grad.reshape(inter)
+    a_sh, b_sh = [], []
+    for i in range(nd):
+        a_sh += [a.shape[i], 1]
+        b_sh += [1, b.shape[i]]
+    ga = (g * b.reshape(b_sh)).sum(list(range(1, 2 * nd, 2)))
+    gb = (g * a.reshape(a_sh)).sum(list(range(0, 2 * nd, 2)))
+    return ga.reshape(self.shape), gb.reshape(other.shape)
+
+
+def _cross_dim(shape_a, shape_b, dim):
+    if dim is not None:
+        return dim
+    nd = max(len(shape_a), len(shape_b))
+    sa = (1,) * (nd - len(shape_a)) + tuple(shape_a)
+    sb = (1,) * (nd - len(shape_b)) + tuple(shape_b)
+    return next(i for i in range(nd) if max(sa[i], sb[i]) == 3)
+
+
+def _cross(grad, self, other, dim):
+    from ... import linalg
+    d = _cross_dim(self.shape, other.shape, dim)
+    return linalg.cross(other, grad, dim=d), linalg.cross(grad, self, dim=d)
+
+
+def _trace(grad, self_shape, self_dtype_device):
+    from ... import eye
+    device, dtype = self_dtype_device
+    return eye(self_shape[0], self_shape[1], dtype=dtype, device=device) * grad
+
+
+# norms ----------------------------------------------------------------------------------
+def _restore(t, shape, dim, keepdim):
+    """Unsqueeze reduced dims of `t` so it broadcasts against an input of `shape`."""
+    if keepdim or len(shape) == 0:
+        return t
+    dims = range(len(shape)) if dim is None or (not isinstance(dim, int) and len(dim) == 0) else (
+        [dim] if isinstance(dim, int) else dim)
+    for d in sorted(d % len(shape) for d in dims):
+        t = t.unsqueeze(d)
+    return t
+
+
+def vector_norm_backward(grad, self, result, ord, dim, keepdim):
+    """Gradient of ||self||_ord over `dim` (PyTorch's norm_backward: zero where the norm is 0)."""
+    from ... import where, zeros_like
+    ord = float(ord)
+    g = _restore(grad, self.shape, dim, keepdim)
+    n = _restore(result, self.shape, dim, keepdim)
+    if ord == 0.0:
+        return zeros_like(self)
+    if ord == 1.0:
+        return self.sign() * g
+    if ord == 2.0:
+        return where(n == 0, zeros_like(n), g / n) * self
+    if ord in (float("inf"), float("-inf")):
+        a = self.abs()
+        hit = (a == n).to(self.dtype)
+        count = hit.sum(list(range(self.ndim)) if dim is None else dim, keepdim=True) if self.ndim else hit
+        return self.sign() * hit * g / count
+    if ord < 1.0:
+        raise NotImplementedError(f"linalg.vector_norm backward for ord={ord} < 1 is not implemented in ember")
+    a = self.abs()
+    scale = where(n == 0, zeros_like(n), g / n.pow(ord - 1))
+    return self.sign() * a.pow(ord - 1) * scale
+
+
+def _matrix_norm(grad, self, result, ord, dim, keepdim):
+    if ord == "fro":
+        return vector_norm_backward(grad, self, result, 2, dim, keepdim)
+    raise NotImplementedError(f"linalg.matrix_norm backward for ord={ord!r} is not implemented in ember")
+
+
+def _linalg_norm(grad, self, result, ord, dim, keepdim):
+    if ord is None or (dim is None and self.ndim == 1) or (dim is not None and len(dim) == 1):
+        return vector_norm_backward(grad, self, result, 2 if ord is None else ord, dim, keepdim)
+    return _matrix_norm(grad, self, result, ord, [-2, -1] if dim is None else dim, keepdim)
+
+
+# inverses, determinants, solve ------------------------------------------------------------
+def _inv(grad, result):
+    return -(result.mT @ grad @ result.mT)
+
+
+def _det(grad, self, result):
+    from ... import linalg
+    return (grad * result).unsqueeze(-1).unsqueeze(-1) * linalg.inv(self).mT
+
+
+def _logdet(grad, self):
+    from ... import linalg
+    return grad.unsqueeze(-1).unsqueeze(-1) * linalg.inv(self).mT
+
+
+def _slogdet(grads, A):
+    from ... import linalg
+    return grads[1].unsqueeze(-1).unsqueeze(-1) * linalg.inv(A).mT
+
+
+def _solve(grad, A, B, left, result):
+    from ... import linalg
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        gB = linalg.solve(A.mT, grad)
+        return -(gB.unsqueeze(-1) * result.unsqueeze(-2)), gB
+    if left:
+        gB = linalg.solve(A.mT, grad)
+        return -(gB @ result.mT), gB
+    gB = linalg.solve(A, grad.mT).mT
+    return -(result.mT @ gB), gB
+
+
+def _cholesky(grad, result, upper):
+    """PyTorch's cholesky_backward: gA = sym(L^-H phi(L^H gL) L^-1), phi = lower part with half diagonal."""
+    from ... import linalg
+    L, gL = (result.mT, grad.mT) if upper else (result, grad)
+    P = L.mT @ gL
+    P = P.tril() - 0.5 * P.diagonal(0, -2, -1).diag_embed()
+    Li = linalg.inv(L)
+    S = Li.mT @ P @ Li
+    return 0.5 * (S + S.mT)
+
+
+def _matrix_power(grad, self, n):
+    if n < 0:
+        raise NotImplementedError("matrix_power backward for negative powers is not implemented in ember")
+    if n == 0:
+        return grad * 0
+    powers = [None] * n
+    from ... import eye
+    powers[0] = eye(self.shape[-1], dtype=self.dtype).expand(*self.shape)
+    for k in range(1, n):
+        powers[k] = powers[k - 1] @ self
+    g = None
+    for k in range(n):  # d(A^n) = sum_k A^k dA A^(n-1-k)
+        term = powers[k].mT @ grad @ powers[n - 1 - k].mT
+        g = term if g is None else g + term
+    return g
+
+
+FORMULAS = {
+    "matmul": _matmul_backward,
+    "linalg_matmul": _matmul_backward,
+    "mm": lambda grad, self, mat2: (grad @ mat2.mT, self.mT @ grad),
+    "bmm": lambda grad, self, mat2: (grad @ mat2.mT, self.mT @ grad),
+    "addmm": _addmm,
+    "addmv": _addmv,
+    "addbmm": _addbmm,
+    "baddbmm": _baddbmm,
+    "addr": _addr,
+    "dot": lambda grad, self, tensor: (grad * tensor, grad * self),
+    "vdot": lambda grad, self, other: ((grad * other).conj(), grad * self),
+    "mv": lambda grad, self, vec: (grad.unsqueeze(-1) * vec, self.mT @ grad),
+    "outer": lambda grad, self, vec2: (grad @ vec2, grad.mT @ self),
+    "ger": lambda grad, self, vec2: (grad @ vec2, grad.mT @ self),
+    "inner": _inner,
+    "einsum": _einsum,
+    "tensordot": _tensordot,
+    "kron": _kron,
+    "cross": _cross,
+    "linalg_cross": _cross,
+    "trace": _trace,
+    "linalg_vector_norm": vector_norm_backward,
+    "linalg_matrix_norm": _matrix_norm,
+    "linalg_matrix_norm.str_ord": _matrix_norm,
+    "linalg_norm": _linalg_norm,
+    "linalg_norm.ord_str": _linalg_norm,
+    "linalg_inv": lambda grad, result: _inv(grad, result),
+    "inverse": lambda grad, result: _inv(grad, result),
+    "linalg_det": lambda grad, A, result: _det(grad, A, result),
+    "det": _det,
+    "logdet": _logdet,
+    "linalg_slogdet": _slogdet,
+    "slogdet": lambda grads, self: _slogdet(grads, self),
+    "linalg_solve": _solve,
+    "linalg_cholesky": _cholesky,
+    "cholesky": _cholesky,
+    "linalg_matrix_power": _matrix_power,
+    "matrix_power": _matrix_power,
+}

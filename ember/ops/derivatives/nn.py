@@ -1,0 +1,529 @@
+"""Derivatives of nn functional ops: linear layers, embedding, dropout, normalisation, padding,
+interpolation, distances, attention and losses.
+
+Formulas are written with ember ops (twice differentiable where their pieces are). Dropout is
+the exception: its mask is random and not recoverable from input and output, so its Autograd
+kernel (installed below) computes ``input * mask / (1 - p)`` with ember ops from the same
+random stream, and autograd differentiates that product.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .linalg import _matmul_backward, vector_norm_backward
+from ..registry import aten
+
+
+def _e():
+    import ember
+    return ember
+
+
+# ---------------------------------------------------------------------------------------
+# linear layers, embedding
+# ---------------------------------------------------------------------------------------
+def _linear(grad, input, weight, bias):
+    if weight.ndim == 2 and input.ndim > 2:  # one GEMM over the flattened batch
+        gi = grad @ weight
+        gw = grad.reshape(-1, grad.shape[-1]).mT @ input.reshape(-1, input.shape[-1])
+    else:
+        gi, gwt = _matmul_backward(grad, input, weight.mT)
+        gw = gwt.mT if gwt.ndim >= 2 else gwt
+    return gi, gw, (None if bias is None else grad)
+
+
+def _bilinear(grad, input1, input2, weight, bias):
+    o, i, j = weight.shape
+    x1, x2 = input1.reshape(-1, i), input2.reshape(-1, j)
+    g = grad.reshape(-1, o)
+    g1 = ((g @ weight.reshape(o, i * j)).reshape(-1, i, j) @ x2.unsqueeze(-1)).squeeze(-1)
+    g2 = (x1.unsqueeze(-2) @ (g @ weight.reshape(o, i * j)).reshape(-1, i, j)).squeeze(-2)
+    gw = (g.mT @ (x1.unsqueeze(-1) * x2.unsqueeze(-2)).reshape(-1, i * j)).reshape(o, i, j)
+    return g1.reshape(input1.shape), g2.reshape(input2.shape), gw, (None if bias is None else grad)
+
+
+def _embedding(grad, weight_shape, indices, padding_idx, scale_grad_by_freq, sparse):
+    if sparse or scale_grad_by_freq:
+        raise NotImplementedError("embedding backward with sparse=True or scale_grad_by_freq=True is not "
+                                  "implemented in ember")
+    e = _e()
+    idx = indices.reshape(-1)
+    g = grad.reshape(-1, weight_shape[-1])
+    if padding_idx is not None and padding_idx >= 0:  # the padding row gets no gradient
+        g = g * (idx != padding_idx).unsqueeze(-1).to(g.dtype)
+    return e.zeros(weight_shape, dtype=grad.dtype).index_add(0, idx, g), None
+
+
+# ---------------------------------------------------------------------------------------
+# normalisation
+# ---------------------------------------------------------------------------------------
+def _norm_backward(grad_xhat, xhat, rstd, dims):
+    """Input gradient of xhat = (x - mean) * rstd with mean and (biased) var over `dims`."""
+    m1 = grad_xhat.mean(dims, keepdim=True)
+    m2 = (grad_xhat * xhat).mean(dims, keepdim=True)
+    return rstd * (grad_xhat - m1 - xhat * m2)
+
+
+def _stats(x, dims, eps):
+    mean = x.mean(dims, keepdim=True)
+    xc = x - mean
+    var = (xc * xc).mean(dims, keepdim=True)
+    rstd = (var + eps).rsqrt()
+    return xc * rstd, rstd
+
+
+def _layer_norm(grad, input, normalized_shape, weight, bias, eps):
+    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
+    xhat, rstd = _stats(input, dims, eps)
+    gx = grad if weight is None else grad * weight
+    return (_norm_backward(gx, xhat, rstd, dims), None if weight is None else grad * xhat,
+            None if bias is None else grad)
+
+
+def _rms_norm(grad, input, normalized_shape, weight, eps):
+    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
+    if eps is None:
+        eps = float(np.finfo(np.float64 if input.dtype.itemsize >= 8 else np.float32).eps)
+    rstd = ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    gy = grad if weight is None else grad * weight
+    gx = rstd * (gy - input * (rstd * rstd) * (gy * input).mean(dims, keepdim=True))
+    return gx, (None if weight is None else grad * input * rstd)
+
+
+def _channel(t, ndim):
+    return t.reshape([1, -1] + [1] * (ndim - 2))
+
+
+def _reduce_channel(t):
+    return t.sum([0] + list(range(2, t.ndim)))
+
+
+def _batch_norm_train(grad, input, weight, bias, eps):
+    dims = [0] + list(range(2, input.ndim))
+    xhat, rstd = _stats(input, dims, eps)
+    gx = grad if weight is None else grad * _channel(weight, input.ndim)
+    return _norm_backward(gx, xhat, rstd, dims), *_affine_grads(grad, xhat, weight, bias), None, None
+
+
+def _batch_norm_eval(grad, input, weight, bias, running_mean, running_var, eps):
+    rstd = _channel((running_var + eps).rsqrt(), input.ndim)
+    xhat = (input - _channel(running_mean, input.ndim)) * rstd
+    gi = grad * rstd if weight is None else grad * (rstd * _channel(weight, input.ndim))
+    return gi, *_affine_grads(grad, xhat, weight, bias), None, None
+
+
+def _affine_grads(grad, xhat, weight, bias):
+    return (None if weight is None else _reduce_channel(grad * xhat),
+            None if bias is None else _reduce_channel(grad))
+
+
+def _instance_norm_train(grad, input, weight, bias, eps):
+    dims = list(range(2, input.ndim))
+    xhat, rstd = _stats(input, dims, eps)
+    gx = grad if weight is None else grad * _channel(weight, input.ndim)
+    return _norm_backward(gx, xhat, rstd, dims), *_affine_grads(grad, xhat, weight, bias), None, None
+
+
+def _install_norms():
+    """batch_norm / instance_norm update their running statistics in place while computing
+    batch statistics, so saving those tensors would trip the version check: the Autograd
+    kernel picks a formula that does not read them (training) or one that does (eval)."""
+    from ..._core.dispatch import DispatchKey
+    from ..registry import OPERATORS
+    from ...autograd.kernel import make_kernel, Formula
+    for name, flag, train, evaluate in (("batch_norm", 5, _batch_norm_train, _batch_norm_eval),
+                                        ("instance_norm", 5, _instance_norm_train, _batch_norm_eval)):
+        op = OPERATORS.get(f"aten::{name}")
+        if op is None or DispatchKey.Autograd in op.kernels:
+            continue
+        k_train, k_eval = make_kernel(op, Formula(train)), make_kernel(op, Formula(evaluate))
+
+        def kernel(op_, keys, *args, _t=k_train, _e=k_eval, _flag=flag):
+            return (_t if args[_flag] else _e)(op_, keys, *args)
+        kernel.__name__ = f"autograd_{name}"
+        op.register(DispatchKey.Autograd, kernel)
+
+
+def _group_norm(grad, input, num_groups, weight, bias, eps):
+    n = input.shape[0]
+    x = input.reshape(n, num_groups, -1)
+    xhat, rstd = _stats(x, [-1], eps)
+    xhat = xhat.reshape(input.shape)
+    gx = grad if weight is None else grad * _channel(weight, input.ndim)
+    gi = _norm_backward(gx.reshape(n, num_groups, -1), xhat.reshape(n, num_groups, -1), rstd, [-1])
+    gw = None if weight is None else _reduce_channel(grad * xhat)
+    gb = None if bias is None else _reduce_channel(grad)
+    return gi.reshape(input.shape), gw, gb
+
+
+def _normalize(grad, input, p, dim, eps):
+    e = _e()
+    d = dim % input.ndim if input.ndim else None
+    n = e.linalg.vector_norm(input, p, d, True)
+    big = (n > eps).to(input.dtype)
+    denom = n.clamp_min(eps)
+    gx = grad / denom
+    # d(denom)/dx only where the norm exceeds eps (clamp_min's gradient)
+    s = (grad * input).sum(d, keepdim=True) if d is not None else (grad * input)
+    gdenom = -s / (denom * denom) * big
+    return gx + vector_norm_backward(gdenom, input, n, p, d, True)
+
+
+# ---------------------------------------------------------------------------------------
+# distances
+# ---------------------------------------------------------------------------------------
+def _cosine_similarity(grad, x1, x2, dim, eps):
+    e = _e()
+    a, b = e.broadcast_tensors(x1, x2)
+    d = dim % a.ndim
+    na = e.linalg.vector_norm(a, 2, d, True)
+    nb = e.linalg.vector_norm(b, 2, d, True)
+    ca, cb = na.clamp_min(eps), nb.clamp_min(eps)
+    u, v = a / ca, b / cb
+    cos = (u * v).sum(d, keepdim=True)
+    g = grad.unsqueeze(d)
+    # u = a / max(|a|, eps): the norm term only where |a| > eps
+    ga = g * (v - u * cos * (na > eps).to(a.dtype)) / ca
+    gb = g * (u - v * cos * (nb > eps).to(b.dtype)) / cb
+    return ga, gb
+
+
+def _pairwise_distance(grad, x1, x2, p, eps, keepdim, result):
+    diff = x1 - x2 + eps
+    if diff.ndim == 0:
+        gd = vector_norm_backward(grad, diff, result, p, None, False)
+    else:
+        gd = vector_norm_backward(grad, diff, result, p, -1, keepdim)
+    return gd, -gd
+
+
+# ---------------------------------------------------------------------------------------
+# padding, interpolation (adjoint of gathers: index_add along each dim)
+# ---------------------------------------------------------------------------------------
+def _gather_adjoint(g, steps):
+    """Undo out = take(take(x, i0, d0), i1, d1)...: steps = [(dim, index ndarray, in_size)]."""
+    e = _e()
+    for d, idx, size in reversed(steps):
+        shape = list(g.shape)
+        shape[d] = size
+        g = e.zeros(shape, dtype=g.dtype).index_add(d, e.from_numpy(np.asarray(idx, np.int64)), g)
+    return g
+
+
+def _constant_pad(grad, pad):
+    return aten.constant_pad_nd.default(grad, [-p for p in pad], 0)
+
+
+def _pad(grad, self, pad, mode):
+    if mode == "constant":
+        return _constant_pad(grad, pad)
+    from ..cpu.nn import _pad_index
+    steps = []
+    for i in range(len(pad) // 2):
+        d = self.ndim - 1 - i
+        steps.append((d, _pad_index(mode, self.shape[d], pad[2 * i], grad.shape[d]), self.shape[d]))
+    return _gather_adjoint(grad, steps)
+
+
+def _upsample_nearest(name, nspatial, exact):
+    def formula(grad, input, output_size, scale_factors):
+        from ..meta.nn import upsample_rule
+        from ..cpu.nn import _nearest_index
+        shape, scales = upsample_rule(name, input, output_size, scale_factors, nspatial, False)
+        steps = [(2 + k, _nearest_index(input.shape[2 + k], shape[2 + k], scales[k], exact), input.shape[2 + k])
+                 for k in range(nspatial)]
+        return _gather_adjoint(grad, steps)
+    return formula
+
+
+def _upsample_interp(name, nspatial, cubic):
+    def formula(grad, input, output_size, align_corners, scale_factors):
+        from ..meta.nn import upsample_rule
+        from ..cpu.nn import _linear_taps
+        e = _e()
+        shape, scales = upsample_rule(name, input, output_size, scale_factors, nspatial, True)
+        cdt = np.dtype(np.float64) if input.dtype.itemsize >= 8 else np.dtype(np.float32)
+        g = grad
+        for k in reversed(range(nspatial)):
+            d = 2 + k
+            idx, wts = _linear_taps(cdt, input.shape[d], shape[d], align_corners, scales[k], cubic)
+            wshape = [1] * g.ndim
+            wshape[d] = shape[d]
+            out_shape = list(g.shape)
+            out_shape[d] = input.shape[d]
+            acc = e.zeros(out_shape, dtype=g.dtype)
+            for i, w in zip(idx, wts):
+                wt = e.from_numpy(np.ascontiguousarray(w).reshape(wshape)).to(g.dtype)
+                acc = acc.index_add(d, e.from_numpy(np.asarray(i, np.int64)), g * wt)
+            g = acc
+        return g
+    return formula
+
+
+# ---------------------------------------------------------------------------------------
+# attention
+# ---------------------------------------------------------------------------------------
+def _sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    e = _e()
+    if dropout_p > 0:
+        raise NotImplementedError("scaled_dot_product_attention backward with dropout_p > 0 is not implemented "
+                                  "in ember (the dropout mask is not kept)")
+    q, k, v = query, key, value
+    rep = 1
+    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and q.shape[-3] != k.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
+    sc = (1.0 / float(np.sqrt(q.shape[-1]))) if scale is None else scale
+    s = (q @ k.mT) * sc
+    L, S = q.shape[-2], k.shape[-2]
+    if is_causal:
+        keep = e.ones(L, S, dtype=e.bool).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == e.bool else s + attn_mask
+    m = s.amax(-1, keepdim=True)
+    dead = m == float("-inf")
+    ex = (s - m.masked_fill(dead, 0)).exp()
+    attn = ex / ex.sum(-1, keepdim=True).masked_fill(dead, 1)
+    attn = attn.masked_fill(dead, 0)
+    gv = attn.mT @ grad
+    ga = grad @ v.mT
+    gs = attn * (ga - (ga * attn).sum(-1, keepdim=True))
+    gq = (gs @ k) * sc
+    gk = (gs.mT @ q) * sc
+    if rep > 1:  # each key/value head served `rep` query heads
+        shp = list(gk.shape)
+        gk = gk.reshape(shp[:-3] + [shp[-3] // rep, rep] + shp[-2:]).sum(-3)
+        gv = gv.reshape(shp[:-3] + [shp[-3] // rep, rep] + list(gv.shape[-2:])).sum(-3)
+    gm = None if attn_mask is None or attn_mask.dtype == e.bool else gs
+    return gq, gk, gv, gm
+
+
+# ---------------------------------------------------------------------------------------
+# losses (reduction: 0 none, 1 mean, 2 sum)
+# ---------------------------------------------------------------------------------------
+def _expand(grad, shape, reduction, n=None):
+    """The per-element upstream gradient of a reduced pointwise loss."""
+    if reduction == 0:
+        return grad
+    g = grad.expand(shape)
+    if reduction == 1:
+        count = n if n is not None else int(np.prod(shape)) if len(shape) else 1
+        g = g / count
+    return g
+
+
+def _pair_loss(dfn):
+    def formula(grad, self, target, reduction, **kw):
+        e = _e()
+        a, b = e.broadcast_tensors(self, target)
+        d = dfn(a - b, **kw) * _expand(grad, a.shape, reduction)
+        return d, -d
+    return formula
+
+
+def _mse(grad, self, target, reduction):
+    return _pair_loss(lambda d: 2 * d)(grad, self, target, reduction)
+
+
+def _l1(grad, self, target, reduction):
+    return _pair_loss(lambda d: d.sign())(grad, self, target, reduction)
+
+
+def _smooth_l1(grad, self, target, reduction, beta):
+    def d(x):
+        return (x / beta).clamp(-1, 1)
+    return _pair_loss(d)(grad, self, target, reduction)
+
+
+def _huber(grad, self, target, reduction, delta):
+    return _pair_loss(lambda x: x.clamp(-delta, delta))(grad, self, target, reduction)
+
+
+def _bce(grad, self, target, weight, reduction):
+    _no_weight_grad("binary_cross_entropy", weight)
+    g = _expand(grad, self.shape, reduction)
+    if weight is not None:
+        g = g * weight
+    gx = g * (self - target) / ((1 - self) * self).clamp_min(1e-12)
+    gt = g * ((1 - self).log().clamp_min(-100) - self.log().clamp_min(-100))
+    return gx, gt, None
+
+
+def _bce_logits(grad, self, target, weight, pos_weight, reduction):
+    e = _e()
+    _no_weight_grad("binary_cross_entropy_with_logits", weight)
+    _no_weight_grad("binary_cross_entropy_with_logits", pos_weight)
+    g = _expand(grad, e.broadcast_shapes(self.shape, target.shape), reduction)
+    w = g if weight is None else g * weight
+    if pos_weight is None:
+        return w * (self.sigmoid() - target), w * -self, None, None
+    lw = 1 + (pos_weight - 1) * target
+    sp = e.nn.functional.softplus(-self)
+    return w * (lw * self.sigmoid() - pos_weight * target), w * (-self + (pos_weight - 1) * sp), None, None
+
+
+def _kl_div(grad, self, target, reduction, log_target):
+    e = _e()
+    g = _expand(grad, e.broadcast_shapes(self.shape, target.shape), reduction)
+    if log_target:
+        et = target.exp()
+        return -et * g, et * (target - self + 1) * g
+    pos = target > 0
+    lt = e.where(pos, target, e.ones_like(target)).log()
+    return -target * g, e.where(pos, (lt + 1 - self) * g, e.zeros_like(g))
+
+
+def _no_weight_grad(op, weight):
+    """PyTorch has no derivative for these class/element weights either: raise, never drop it."""
+    if weight is not None and weight.requires_grad:
+        raise NotImplementedError(f"the derivative of {op} for 'weight' is not implemented")
+
+
+def _nll_grad_logp(grad, self, target, weight, reduction, ignore_index):
+    """d loss / d logp for nll over class dim (0 for [C], 1 for [N, C, ...])."""
+    e = _e()
+    _no_weight_grad("nll_loss", weight)
+    axis = 0 if self.ndim == 1 else 1
+    c = self.shape[axis]
+    t = target.to(e.int64)
+    ignored = t == ignore_index
+    safe = e.where(ignored, e.zeros_like(t), t)
+    wt = e.ones(t.shape, dtype=self.dtype) if weight is None else weight[safe]
+    wt = e.where(ignored, e.zeros_like(wt), wt)
+    g = grad if reduction == 0 else grad.expand(t.shape)
+    if reduction == 1:
+        g = g / wt.sum()
+    coef = -(wt * g)
+    hot = e.nn.functional.one_hot(safe, c).to(self.dtype)  # [..., C]
+    out = hot * coef.unsqueeze(-1)
+    return out if self.ndim == 1 else out.movedim(-1, 1), wt, ignored, safe
+
+
+def _nll(grad, self, target, weight, reduction, ignore_index):
+    glp, *_ = _nll_grad_logp(grad, self, target, weight, reduction, ignore_index)
+    return glp, None, None
+
+
+def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
+    e = _e()
+    axis = 0 if self.ndim == 1 else 1
+    c = self.shape[axis]
+    lp = self.log_softmax(axis)
+    wshape = [1] * self.ndim
+    wshape[axis] = c
+    _no_weight_grad("cross_entropy", weight)
+    if target.dtype.category >= 2:  # class probabilities
+        t = target
+        if label_smoothing > 0:
+            t = t * (1 - label_smoothing) + label_smoothing / c
+        tw = t if weight is None else t * weight.reshape(wshape)
+        g = grad if reduction == 0 else grad.expand(lp.sum(axis).shape)
+        if reduction == 1:
+            g = g / (self.numel() // c if c else 1)
+        g = g.unsqueeze(axis)
+        glp = -tw * g
+        gt = -(lp if weight is None else lp * weight.reshape(wshape)) * g
+        if label_smoothing > 0:
+            gt = gt * (1 - label_smoothing)
+        gx = glp - lp.exp() * glp.sum(axis, keepdim=True)
+        return gx, gt, None
+    glp, wt, ignored, safe = _nll_grad_logp(grad, self, target, weight, reduction, ignore_index)
+    if label_smoothing > 0:
+        glp = glp * (1 - label_smoothing)
+        # smooth term: -sum_c w_c lp_c per sample (0 where ignored), mean over target weights/count
+        g = grad if reduction == 0 else grad.expand(target.shape)
+        if reduction == 1:
+            g = g / (wt.sum() if weight is not None else (~ignored).sum().to(self.dtype))
+        g = e.where(ignored, e.zeros_like(g), g) * (label_smoothing / c)
+        per = -g.unsqueeze(axis) * (e.ones(wshape, dtype=self.dtype) if weight is None else weight.reshape(wshape))
+        glp = glp + per
+    gx = glp - lp.exp() * glp.sum(axis, keepdim=True)
+    return gx, None, None
+
+
+# ---------------------------------------------------------------------------------------
+# dropout: an Autograd kernel computing input * mask with ember ops
+# ---------------------------------------------------------------------------------------
+_ALPHA = 1.7580993408473766
+
+
+def _dropout_kernel(name, feature, alpha, inplace):
+    from ..._core.dispatch import _ExcludeDispatchKeyGuard, DispatchKey
+    from ...autograd.kernel import _requires_grad, _check_inplace
+    from ..meta.nn import dropout_rule
+    from ..cpu.nn import _uniform
+
+    def kernel(op, keys, input, p, train):
+        if not _requires_grad(input):
+            with _ExcludeDispatchKeyGuard(DispatchKey.Autograd):
+                return op.redispatch(keys, input, p, train)
+        if inplace:
+            _check_inplace(op, input)
+        e = _e()
+        if not dropout_rule(name, input, p, train):
+            if not train or p == 0 or input.numel() == 0:
+                return input
+            return input.mul_(0) if inplace else input * 0
+        shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else tuple(input.shape)
+        keep = _uniform(shape) < (1 - p)
+        np_dt = input.dtype.np  # the CPU kernel builds the noise in the input's dtype too
+        if alpha:
+            a = 1.0 / np.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+            scale = e.from_numpy((keep * a).astype(np_dt)).to(input.dtype)
+            shift = e.from_numpy(((keep.astype(np_dt) - 1) * (_ALPHA * a) + _ALPHA * a * p).astype(np_dt))
+            shift = shift.to(input.dtype)
+            return input.mul_(scale).add_(shift) if inplace else input * scale + shift
+        noise = (keep.astype(np_dt) / np_dt.type(1 - p)).astype(np_dt)
+        noise = e.from_numpy(noise).to(input.dtype)
+        return input.mul_(noise) if inplace else input * noise
+    kernel.__name__ = f"autograd_{name}{'_' if inplace else ''}"
+    return kernel
+
+
+def _install_dropout():
+    from ..._core.dispatch import DispatchKey
+    from ..registry import OPERATORS
+    for name, feature, alpha in (("dropout", False, False), ("feature_dropout", True, False),
+                                 ("alpha_dropout", False, True), ("feature_alpha_dropout", True, True)):
+        for inplace in (False, True):
+            op = OPERATORS.get(f"aten::{name}{'_' if inplace else ''}")
+            if op is not None and DispatchKey.Autograd not in op.kernels:
+                op.register(DispatchKey.Autograd, _dropout_kernel(name, feature, alpha, inplace))
+
+
+_install_dropout()
+_install_norms()
+
+
+FORMULAS = {
+    "linear": _linear,
+    "bilinear": _bilinear,
+    "embedding": _embedding,
+    "layer_norm": _layer_norm,
+    "rms_norm": _rms_norm,
+    "group_norm": _group_norm,
+    "_ember_normalize": _normalize,
+    "cosine_similarity": _cosine_similarity,
+    "pairwise_distance": _pairwise_distance,
+    "pad": _pad,
+    "constant_pad_nd": lambda grad, pad: _constant_pad(grad, pad),
+    "scaled_dot_product_attention": _sdpa,
+    "cross_entropy_loss": _cross_entropy,
+    "nll_loss_nd": _nll,
+    "mse_loss": _mse,
+    "l1_loss": _l1,
+    "smooth_l1_loss": _smooth_l1,
+    "huber_loss": _huber,
+    "binary_cross_entropy": _bce,
+    "binary_cross_entropy_with_logits": _bce_logits,
+    "kl_div": _kl_div,
+}
+for _name, _n in (("upsample_nearest", 1), ("upsample_nearest", 2), ("upsample_nearest", 3)):
+    FORMULAS[f"{_name}{_n}d.vec"] = _upsample_nearest(f"{_name}{_n}d", _n, False)
+    FORMULAS[f"_upsample_nearest_exact{_n}d.vec"] = _upsample_nearest(f"_upsample_nearest_exact{_n}d", _n, True)
+for _name, _n, _cubic in (("upsample_linear1d", 1, False), ("upsample_bilinear2d", 2, False),
+                          ("upsample_trilinear3d", 3, False), ("upsample_bicubic2d", 2, True)):
+    FORMULAS[f"{_name}.vec"] = _upsample_interp(_name, _n, _cubic)
+
+NONDIFFERENTIABLE = {"one_hot", "embedding_renorm_"}

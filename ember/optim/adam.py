@@ -1,0 +1,86 @@
+"""Adam and AdamW (Adam with decoupled weight decay): torch.optim.Adam's single-tensor algorithm."""
+from __future__ import annotations
+
+import ember
+from ember._core.tensor import Tensor
+
+from .optimizer import Optimizer, _step_counter, at_least_zero, in_unit_interval
+
+__all__ = ["Adam", "AdamW"]
+
+
+def adam_update(param, grad, state, group) -> None:
+    """Moving averages m (of g) and v (of g*g, or its running maximum under AMSGrad), bias-corrected
+    by the step count t: p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)."""
+    if not state:
+        state["step"] = _step_counter()
+        state["exp_avg"] = ember.zeros_like(param, memory_format=ember.preserve_format)
+        state["exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
+    lr, decay, eps = group["lr"], group["weight_decay"], group["eps"]
+    beta1, beta2 = group["betas"]
+    counter = state["step"]
+    counter += 1
+    t = counter.item()
+    if decay != 0:
+        if group["decoupled_weight_decay"]:
+            param.mul_(1 - lr * decay)
+        else:
+            grad = grad.add(param, alpha=decay)
+    mean, second = state["exp_avg"], state["exp_avg_sq"]
+    mean.lerp_(grad, 1 - beta1)
+    second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    if group["amsgrad"]:
+        peak = state["max_exp_avg_sq"]
+        ember.maximum(peak, second, out=peak)
+        second = peak
+    # the operations and their order follow torch's so that float32 results round identically
+    denom = (second.sqrt() / (1 - beta2 ** t) ** 0.5).add_(eps)
+    param.addcdiv_(mean, denom, value=-(lr / (1 - beta1 ** t)))
+
+
+def _float_or_tensor_pair(betas) -> bool:
+    return all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, Tensor) for b in betas[:2])
+
+
+class Adam(Optimizer):
+    """Implements the Adam algorithm (optionally AMSGrad, maximize and decoupled weight decay)."""
+
+    KEYS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
+            "differentiable", "fused", "decoupled_weight_decay")
+    RULES = (
+        ("lr", at_least_zero, "Invalid learning rate: {}"),
+        ("eps", at_least_zero, "Invalid epsilon value: {}"),
+        (("betas", 0), in_unit_interval, "Invalid beta parameter at index 0: {}"),
+        (("betas", 1), in_unit_interval, "Invalid beta parameter at index 1: {}"),
+        ("weight_decay", at_least_zero, "Invalid weight_decay value: {}"),
+        ("betas", _float_or_tensor_pair, "betas must be either both floats or both Tensors"),
+        (("betas", 0), lambda b: not isinstance(b, Tensor), "Tensor betas are not supported by ember; pass floats",
+         NotImplementedError),
+    )
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False) -> None:
+        betas = tuple(betas)  # torch stores the pair as a tuple whatever sequence was passed
+        self._setup(params, locals())
+
+    def step(self, closure=None):
+        """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        return self._step_with(closure, adam_update, RuntimeError(
+            "Adam does not support sparse gradients, please consider SparseAdam instead"))
+
+
+class AdamW(Adam):
+    """Implements AdamW: Adam with decoupled weight decay (default ``weight_decay=1e-2``)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None) -> None:
+        betas = tuple(betas)
+        self._setup(params, dict(locals(), decoupled_weight_decay=True))
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:  # whatever was loaded, AdamW stays decoupled (as torch)
+            group["decoupled_weight_decay"] = True

@@ -1,0 +1,44 @@
+"""Stochastic gradient descent, optionally with (Nesterov) momentum: torch.optim.SGD's algorithm."""
+from __future__ import annotations
+
+from .optimizer import Optimizer, not_below_zero
+
+__all__ = ["SGD"]
+
+
+def sgd_update(param, grad, state, group) -> None:
+    """p -= lr * d, where d is the (weight-decayed) gradient, or its momentum buffer
+    b = momentum * b + (1 - dampening) * g (b starts as the first g), or g + momentum * b (Nesterov)."""
+    decay, momentum = group["weight_decay"], group["momentum"]
+    if decay != 0:
+        grad = grad.add(param, alpha=decay)
+    if momentum != 0:
+        buffer = state.get("momentum_buffer")
+        if buffer is None:
+            buffer = state["momentum_buffer"] = grad.detach().clone()
+        else:
+            buffer.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
+        grad = grad.add(buffer, alpha=momentum) if group["nesterov"] else buffer
+    param.add_(grad, alpha=-group["lr"])
+
+
+class SGD(Optimizer):
+    """Implements stochastic gradient descent (optionally with momentum and Nesterov momentum)."""
+
+    KEYS = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "foreach", "differentiable",
+            "fused")
+    RULES = (
+        ("lr", not_below_zero, "Invalid learning rate: {}"),
+        ("momentum", not_below_zero, "Invalid momentum value: {}"),
+        ("weight_decay", not_below_zero, "Invalid weight_decay value: {}"),
+        (None, lambda o: not o["nesterov"] or (o["momentum"] > 0 and o["dampening"] == 0),
+         "Nesterov momentum requires a momentum and zero dampening"),
+    )
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None) -> None:
+        self._setup(params, locals())
+
+    def step(self, closure=None):
+        """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""
+        return self._step_with(closure, sgd_update)

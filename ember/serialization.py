@@ -1,0 +1,545 @@
+"""``ember.save`` / ``ember.load``: checkpoints in a format that cannot run code when loaded.
+
+A checkpoint is one binary blob::
+
+    header   32 bytes  MAGIC (8) | version u32 | flags u32 | manifest length u64 | data length u64
+    manifest JSON (UTF-8): the object tree, the tensor table and the storage table
+    data     the storages' raw little-endian bytes, back to back
+    digest   SHA-256 of everything above (32 bytes)
+
+Nothing is unpickled: the manifest is a tree of tagged nodes (``{"k": kind, "v": value}``)
+from a fixed list (`_DECODERS`); a node of any other kind is refused. Every byte is covered by
+the digest, so a truncated or corrupted file raises ``RuntimeError("ember.load: <file>: ...")``
+before anything is built.
+
+What can be saved: tensors (every dtype, 0-d, views; ``nn.Parameter`` comes back as a
+Parameter; ``requires_grad`` round-trips, tensors load as leaves), ``None``, bools, ints,
+floats (bit-exact, NaN/inf included), complex numbers, str, bytes, lists, tuples, dicts and
+OrderedDicts (any saveable hashable keys; a state dict's ``_metadata`` is kept), ``ember.Size``,
+``ember.dtype``, ``ember.device``, NumPy arrays and scalars. Anything else (namedtuples,
+sets, custom classes, dict subclasses...) raises TypeError when saving — it is never
+silently converted.
+
+Storage: the same Tensor object saved twice loads as one object. Distinct tensors viewing
+one storage (tied weights, a tensor and its views) keep sharing memory and one version
+counter after loading: the span of the storage they cover is saved once. A tensor that is
+the only one saved from its storage is saved compactly (just its elements, contiguous
+unless its strides already cover a dense block), not its whole storage as PyTorch does.
+"""
+from __future__ import annotations
+
+import base64
+import collections
+import hashlib
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+from ._core import dtype as _dt
+from ._core.device import device as _device
+from ._core.storage import root_array, data_address
+from ._core.tensor import Tensor, Size, wrap, _VersionCounter
+
+__all__ = ["save", "load"]
+
+MAGIC = b"\x89EMBER\r\n"
+VERSION = 1
+_HEADER = struct.Struct("<8sIIQQ")
+_DIGEST_LEN = 32
+_CHUNK = 1 << 24  # read in 16 MiB pieces so a corrupt length cannot make us allocate terabytes
+
+
+# ---------------------------------------------------------------------------------------
+# saving
+# ---------------------------------------------------------------------------------------
+def _param_class():
+    """nn.Parameter, imported lazily (serialization must not depend on nn at import time)."""
+    from .nn.parameter import Parameter
+    return Parameter
+
+
+def _tensor_kind(t) -> str:
+    cls = type(t)
+    if cls is Tensor:
+        return "tensor"
+    if cls.__module__ == "ember.nn.parameter":
+        return "parameter" if cls.__name__ == "Parameter" else "tensor"  # nn.Buffer is only a marker
+    raise TypeError(f"ember.save: cannot save a tensor subclass {cls.__module__}.{cls.__qualname__}")
+
+
+def _le(arr: np.ndarray) -> np.ndarray:
+    """`arr` with little-endian bytes (a no-op on little-endian hosts)."""
+    if sys.byteorder == "big" and arr.dtype.itemsize > 1:
+        return arr.byteswap()
+    return arr
+
+
+class _Writer:
+    """Walks the object, building the manifest and the list of storages to write."""
+
+    def __init__(self):
+        self.tensors = []          # manifest entries
+        self.tensor_ids = {}       # id(Tensor) -> index (same object saved twice -> one entry)
+        self.keep_alive = []       # the tensors, so ids stay unique while we walk
+        self.storages = []         # (offset, uint8 ndarray)
+        self.nbytes = 0
+        self.path = set()          # ids of containers being walked (cycle detection)
+
+    def node(self, obj):
+        t = type(obj)
+        if obj is None:
+            return {"k": "none"}
+        if t is bool:
+            return {"k": "bool", "v": obj}
+        if t is int:
+            return {"k": "int", "v": obj}
+        if t is float:
+            return {"k": "float", "v": obj.hex()}
+        if t is complex:
+            return {"k": "complex", "v": [obj.real.hex(), obj.imag.hex()]}
+        if t is str:
+            return {"k": "str", "v": obj}
+        if t is bytes:
+            return {"k": "bytes", "v": base64.b64encode(obj).decode("ascii")}
+        if t is _dt.dtype:
+            return {"k": "dtype", "v": obj.name}
+        if t is _device:
+            return {"k": "device", "v": str(obj)}
+        if isinstance(obj, Tensor):
+            return {"k": "tensor", "v": self.tensor(obj)}
+        if t is np.ndarray or isinstance(obj, np.generic):
+            if obj.dtype.hasobject or obj.dtype.kind in "SUVMm":
+                raise TypeError(f"ember.save: cannot save a NumPy array of dtype {obj.dtype}")
+            kind = "ndarray" if t is np.ndarray else "npscalar"
+            return {"k": kind, "v": self.tensor(wrap(np.asarray(obj)))}
+        if t is Size:
+            return {"k": "size", "v": [int(s) for s in obj]}
+        if t in (list, tuple, dict, collections.OrderedDict):
+            if id(obj) in self.path:
+                raise ValueError("ember.save: the object contains a reference cycle")
+            self.path.add(id(obj))
+            try:
+                if t is list or t is tuple:
+                    return {"k": t.__name__, "v": [self.node(x) for x in obj]}
+                out = {"k": "dict" if t is dict else "odict",
+                       "v": [[self.key(k), self.node(v)] for k, v in obj.items()]}
+                meta = getattr(obj, "_metadata", None)
+                if meta is not None:
+                    out["meta"] = self.node(meta)
+                return out
+            finally:
+                self.path.discard(id(obj))
+        raise TypeError(f"ember.save: cannot save an object of type {t.__module__}.{t.__qualname__} "
+                        "(the checkpoint format holds tensors, numbers, strings, None, dtypes, devices, "
+                        "NumPy arrays, and lists/tuples/dicts/OrderedDicts of them)")
+
+    def key(self, k):
+        if isinstance(k, (Tensor, np.ndarray)):
+            raise TypeError("ember.save: tensors cannot be dictionary keys in a checkpoint")
+        return self.node(k)
+
+    def tensor(self, t: Tensor) -> int:
+        idx = self.tensor_ids.get(id(t))
+        if idx is not None:
+            return idx
+        kind = _tensor_kind(t)
+        entry = {"dtype": t.dtype.name, "shape": list(t.shape), "requires_grad": t.requires_grad,
+                 "device": str(t.device)}
+        if kind == "parameter":
+            entry["parameter"] = True
+        if t.device.type != "meta":
+            entry["storage"], entry["offset"], entry["strides"] = None, 0, None  # filled by _layout
+        idx = len(self.tensors)
+        self.tensors.append(entry)
+        self.tensor_ids[id(t)] = idx
+        self.keep_alive.append(t)
+        return idx
+
+    def layout(self):
+        """Assign storages: tensors viewing one CPU storage share a saved span of it."""
+        groups = {}
+        for i, t in enumerate(self.keep_alive):
+            if "storage" not in self.tensors[i]:
+                continue  # meta: no data
+            arr = t._data
+            if isinstance(arr, np.ndarray) and arr.size:
+                root = root_array(arr)
+                groups.setdefault(id(root), (root, []))[1].append(i)
+            else:
+                groups[("solo", i)] = (None, [i])
+        for root, members in groups.values():
+            if root is not None:
+                span = self._span(root, [self.keep_alive[i]._data for i in members])
+                if span is not None:
+                    lo, hi = span
+                    dense = sum(self.keep_alive[i]._data.nbytes for i in members) >= hi - lo
+                    if len(members) > 1 or dense:
+                        buf = root.reshape(-1).view(np.uint8)[lo:hi]
+                        sid = self._add_storage(buf)
+                        for i in members:
+                            arr = self.keep_alive[i]._data
+                            e = self.tensors[i]
+                            e["storage"], e["offset"] = sid, data_address(arr) - data_address(root) - lo
+                            e["strides"] = list(arr.strides)
+                        continue
+            for i in members:  # compact: the tensor's elements, contiguous
+                arr = self.keep_alive[i].numpy(force=True)
+                arr = _le(np.ascontiguousarray(arr))
+                e = self.tensors[i]
+                e["storage"] = self._add_storage(arr.reshape(-1).view(np.uint8))
+                e["offset"], e["strides"] = 0, list(arr.strides)
+
+    @staticmethod
+    def _span(root, arrays):
+        """The byte range [lo, hi) of `root` that `arrays` (views of it) touch, or None when
+        `root` is not a plain contiguous buffer we can slice."""
+        if not root.flags.c_contiguous or sys.byteorder == "big":
+            return None
+        base, lo, hi = data_address(root), None, None
+        for a in arrays:
+            start = data_address(a) - base
+            a_lo = a_hi = start
+            for n, s in zip(a.shape, a.strides):
+                if s > 0:
+                    a_hi += (n - 1) * s
+                else:
+                    a_lo += (n - 1) * s
+            a_hi += a.itemsize
+            lo = a_lo if lo is None else min(lo, a_lo)
+            hi = a_hi if hi is None else max(hi, a_hi)
+        if lo < 0 or hi > root.nbytes:
+            return None
+        return lo, hi
+
+    def _add_storage(self, buf: np.ndarray) -> int:
+        self.storages.append((self.nbytes, buf))
+        self.nbytes += buf.nbytes
+        return len(self.storages) - 1
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True) -> None:
+    """Save `obj` (tensors, numbers, strings, containers — see the module doc) to `f`, a path
+    or a binary file object. ``pickle_module``/``pickle_protocol`` are accepted for PyTorch
+    compatibility and ignored: nothing is pickled."""
+    w = _Writer()
+    root = w.node(obj)
+    w.layout()
+    manifest = {"root": root, "tensors": w.tensors,
+                "storages": [[off, buf.nbytes] for off, buf in w.storages]}
+    mbytes = json.dumps(manifest, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    header = _HEADER.pack(MAGIC, VERSION, 0, len(mbytes), w.nbytes)
+    h = hashlib.sha256()
+
+    def write_all(out):
+        for piece in (header, mbytes):
+            h.update(piece)
+            out.write(piece)
+        for _, buf in w.storages:
+            mv = memoryview(np.ascontiguousarray(buf))
+            h.update(mv)
+            out.write(mv)
+        out.write(h.digest())
+
+    if hasattr(f, "write"):
+        write_all(f)
+    else:
+        with open(os.fspath(f), "wb") as out:
+            write_all(out)
+
+
+# ---------------------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------------------
+class _Corrupt(Exception):
+    """Internal: what is wrong with the file (turned into a RuntimeError naming it)."""
+
+
+def _read_exact(f, n: int, what: str) -> bytes:
+    if n <= _CHUNK:
+        data = f.read(n)
+    else:
+        parts, left = [], n
+        while left:
+            piece = f.read(min(left, _CHUNK))
+            if not piece:
+                break
+            parts.append(piece)
+            left -= len(piece)
+        data = b"".join(parts)
+    if data is None or len(data) != n:
+        got = 0 if data is None else len(data)
+        raise _Corrupt(f"truncated checkpoint: expected {n} bytes of {what}, found {got}")
+    return data
+
+
+def _check(cond, what):
+    if not cond:
+        raise _Corrupt(f"malformed manifest: {what}")
+
+
+def _int(v, what, lo=0):
+    _check(type(v) is int and v >= lo, f"{what} must be an integer >= {lo}")
+    return v
+
+
+def _float(s):
+    _check(type(s) is str, "float value must be a hex string")
+    try:
+        return float.fromhex(s)
+    except ValueError:
+        raise _Corrupt(f"malformed manifest: bad float {s[:40]!r}") from None
+
+
+def _bytes(r, v, n):
+    _check(type(v) is str, "a bytes node needs a str value")
+    try:
+        return base64.b64decode(v, validate=True)
+    except ValueError:
+        raise _Corrupt("malformed manifest: bad base64 in a bytes node") from None
+
+
+class _Reader:
+    """Rebuilds the object from a verified manifest and data blob."""
+
+    def __init__(self, manifest, data: bytes, map_location):
+        _check(type(manifest) is dict, "top level must be an object")
+        self.data = data
+        self.map_location = map_location
+        self.storages = self._storages(manifest.get("storages"))
+        entries = manifest.get("tensors")
+        _check(type(entries) is list, "'tensors' must be a list")
+        self.entries = entries
+        self.built = {}
+        self.counters = {}
+        self.root = manifest.get("root")
+
+    def _storages(self, table):
+        _check(type(table) is list, "'storages' must be a list")
+        out, expect = [], 0
+        for item in table:
+            _check(type(item) is list and len(item) == 2, "storage entries are [offset, nbytes]")
+            off, n = _int(item[0], "storage offset"), _int(item[1], "storage size")
+            _check(off == expect, "storages must be laid out back to back")
+            expect += n
+            out.append(np.frombuffer(self.data, np.uint8, n, off).copy())
+        _check(expect == len(self.data), "storages do not cover the data section")
+        return out
+
+    def node(self, n):
+        _check(type(n) is dict and type(n.get("k")) is str, "a node must be an object with a kind 'k'")
+        decode = _DECODERS.get(n["k"])
+        if decode is None:
+            raise _Corrupt(f"unknown node kind {n['k']!r} (refusing to load it)")
+        return decode(self, n.get("v"), n)
+
+    def tensor(self, idx):
+        _check(type(idx) is int and 0 <= idx < len(self.entries), "tensor reference out of range")
+        t = self.built.get(idx)
+        if t is None:
+            t = self.built[idx] = self._build(self.entries[idx])
+        return t
+
+    def _build(self, e):
+        import ember
+        _check(type(e) is dict, "tensor entries must be objects")
+        dt = _dt._BY_NAME.get(e.get("dtype"))
+        _check(dt is not None, f"unknown dtype {e.get('dtype')!r}")
+        _dt.check_supported(dt)
+        shape = e.get("shape")
+        _check(type(shape) is list, "tensor shape must be a list")
+        shape = tuple(_int(s, "tensor size") for s in shape)
+        try:
+            saved_device = _device(e.get("device"))
+        except (TypeError, RuntimeError):
+            raise _Corrupt(f"malformed manifest: bad device {e.get('device')!r}") from None
+        if saved_device.type == "meta":
+            t = ember.empty(shape, dtype=dt, device="meta")
+        else:
+            sid = e.get("storage")
+            _check(type(sid) is int and 0 <= sid < len(self.storages), "tensor storage index out of range")
+            storage = self.storages[sid]
+            offset = _int(e.get("offset"), "tensor offset")
+            strides = e.get("strides")
+            _check(type(strides) is list and len(strides) == len(shape), "tensor strides must match its shape")
+            item = dt.itemsize
+            _check(all(type(s) is int and s % item == 0 for s in strides), "strides must be whole elements")
+            lo = hi = offset
+            if all(shape):
+                for n, s in zip(shape, strides):
+                    hi, lo = (hi + (n - 1) * s, lo) if s > 0 else (hi, lo + (n - 1) * s)
+                _check(lo >= 0 and hi + item <= storage.nbytes, "tensor lies outside its storage")
+            np_dt = dt.np if sys.byteorder == "little" else dt.np.newbyteorder("<")
+            arr = np.ndarray(shape, np_dt, buffer=storage, offset=offset if all(shape) else 0,
+                             strides=strides) if all(shape) else np.empty(shape, np_dt)
+            t = wrap(arr)
+            if all(shape):  # tensors of one storage share memory, so they share a version counter too
+                t._version_counter = self.counters.setdefault(sid, _VersionCounter())
+            t = self._place(t, str(saved_device))
+        _check(not e.get("requires_grad") or dt.category in (_dt.FLOAT, _dt.COMPLEX),
+               "only floating point and complex tensors can require grad")
+        if e.get("parameter"):
+            t = _param_class()(t, bool(e.get("requires_grad")))
+        elif e.get("requires_grad"):
+            t.requires_grad_(True)
+        return t
+
+    def _place(self, t, location):
+        ml = self.map_location
+        if ml is None:
+            target = location
+        elif isinstance(ml, dict):
+            target = ml.get(location, location)
+        elif isinstance(ml, (str, _device)):
+            target = ml
+        elif callable(ml):
+            out = ml(t, location)
+            if not isinstance(out, Tensor):
+                raise TypeError("ember.load: a callable map_location must return a Tensor "
+                                f"(got {type(out).__name__})")
+            return out
+        else:
+            raise TypeError(f"ember.load: map_location should be None, a str, an ember.device, a dict or a "
+                            f"callable, got {type(ml).__name__}")
+        target = _device(target)
+        if target.type == "cpu":
+            return t
+        try:
+            return t.to(target)
+        except Exception as exc:
+            raise RuntimeError(f"Attempting to deserialize object on device {target} which is not available "
+                               f"({exc}). Use map_location='cpu' to load the checkpoint on the CPU.") from exc
+
+
+def _pairs(r, v, n):
+    _check(type(v) is list and all(type(p) is list and len(p) == 2 for p in v), "dict items are [key, value]")
+    pairs = [(r.node(k), r.node(x)) for k, x in v]
+    for k, _ in pairs:
+        try:
+            hash(k)
+        except TypeError:
+            raise _Corrupt(f"malformed manifest: unhashable dict key of type {type(k).__name__}") from None
+    return pairs
+
+
+def _odict(r, v, n):
+    out = collections.OrderedDict(_pairs(r, v, n))
+    if "meta" in n:
+        out._metadata = r.node(n["meta"])
+    return out
+
+
+def _typed(t, what):
+    def dec(r, v, n):
+        _check(type(v) is t, f"a {what} node needs a {t.__name__} value")
+        return v
+    return dec
+
+
+def _nodes(r, v):
+    _check(type(v) is list, "a container node needs a list value")
+    return [r.node(x) for x in v]
+
+
+def _dtype_node(r, v, n):
+    d = _dt._BY_NAME.get(v) if type(v) is str else None
+    _check(d is not None, f"unknown dtype {v!r}")
+    return d
+
+
+def _device_node(r, v, n):
+    try:
+        return _device(v)
+    except (TypeError, RuntimeError):
+        raise _Corrupt(f"malformed manifest: bad device {v!r}") from None
+
+
+def _array_node(r, v, n):
+    t = r.tensor(v)
+    arr = np.array(t.detach().numpy(force=True))
+    return arr if n["k"] == "ndarray" else arr[()]
+
+
+_DECODERS = {
+    "none": lambda r, v, n: None,
+    "bool": _typed(bool, "bool"),
+    "int": _typed(int, "int"),
+    "float": lambda r, v, n: _float(v),
+    "complex": lambda r, v, n: (_check(type(v) is list and len(v) == 2, "complex is [re, im]"),
+                                complex(_float(v[0]), _float(v[1])))[1],
+    "str": _typed(str, "str"),
+    "bytes": _bytes,
+    "dtype": _dtype_node,
+    "device": _device_node,
+    "size": lambda r, v, n: Size(_int(x, "size") for x in _typed(list, "size")(r, v, n)),
+    "list": lambda r, v, n: _nodes(r, v),
+    "tuple": lambda r, v, n: tuple(_nodes(r, v)),
+    "dict": lambda r, v, n: dict(_pairs(r, v, n)),
+    "odict": _odict,
+    "tensor": lambda r, v, n: r.tensor(v),
+    "ndarray": _array_node,
+    "npscalar": _array_node,
+}
+
+
+def _describe(head: bytes) -> str:
+    if head.startswith(b"PK"):
+        return " (it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save files)"
+    if head[:1] == b"\x80":
+        return " (it is a pickle; ember.load never unpickles)"
+    return ""
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+    """Load an object saved by ``ember.save`` from `f` (a path or a binary file object).
+
+    `map_location` moves tensors: a device or string, a dict mapping saved locations
+    (``"cuda:0"``) to new ones, or a callable ``(tensor, location) -> tensor`` (PyTorch passes
+    a storage; ember passes the loaded tensor). `weights_only` is accepted for compatibility:
+    the format never runs code, whatever its value. Raises RuntimeError naming the file for a
+    file that is not an ember checkpoint, is truncated, or is corrupted.
+    """
+    if mmap:
+        raise NotImplementedError("ember.load: mmap=True is not supported")
+    if hasattr(f, "read"):
+        name = getattr(f, "name", None) or type(f).__name__
+        return _load(f, str(name), map_location)
+    name = os.fspath(f)
+    with open(name, "rb") as fh:
+        return _load(fh, str(name), map_location)
+
+
+def _load(fh, name, map_location):
+    try:
+        head = fh.read(_HEADER.size) or b""
+        if len(head) < len(MAGIC) or not head.startswith(MAGIC):
+            if len(head) < len(MAGIC) and MAGIC.startswith(head) and head:
+                raise _Corrupt("truncated checkpoint: the header is incomplete")
+            raise _Corrupt("not an ember checkpoint (bad magic number)" + _describe(head))
+        if len(head) < _HEADER.size:
+            raise _Corrupt("truncated checkpoint: the header is incomplete")
+        _, version, flags, mlen, dlen = _HEADER.unpack(head)
+        if version != VERSION or flags != 0:
+            raise _Corrupt(f"unsupported checkpoint version {version} (flags {flags}); this ember reads "
+                           f"version {VERSION} — or the header is corrupted")
+        mbytes = _read_exact(fh, mlen, "manifest")
+        data = _read_exact(fh, dlen, "tensor data")
+        digest = _read_exact(fh, _DIGEST_LEN, "checksum")
+        h = hashlib.sha256(head)
+        h.update(mbytes)
+        h.update(data)
+        if h.digest() != digest:
+            raise _Corrupt("corrupted checkpoint: checksum mismatch")
+        try:
+            manifest = json.loads(mbytes.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise _Corrupt(f"malformed manifest: {exc}") from None
+        reader = _Reader(manifest, data, map_location)
+        try:
+            return reader.node(reader.root)
+        except RecursionError:
+            raise _Corrupt("malformed manifest: nested too deeply") from None
+    except _Corrupt as exc:
+        raise RuntimeError(f"ember.load: {name}: {exc}") from None

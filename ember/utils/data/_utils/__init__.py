@@ -1,0 +1,2 @@
+"""Internals of ember.utils.data, laid out as torch.utils.data._utils."""
+from . import collate  # noqa: F401
