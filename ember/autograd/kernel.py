@@ -8,6 +8,7 @@ and marks the outputs as requiring grad with that node as their ``grad_fn``.
 
 A formula is a function whose parameter names say what it needs:
   ``grad`` / ``grads``            the gradient of output 0 / of every output
+  ``needs_grad``                  per Tensor argument, whether it wants a gradient (skip work)
   an argument name (``self``)     that input (tensors are saved; other values kept as is)
   ``<arg>_shape``                 the shape a tensor input had
   ``<arg>_dtype_device``          the (device, dtype) a tensor input had
@@ -147,6 +148,8 @@ class FormulaNode(Node):
                 kwargs[p] = full[0]
             elif p == "grads":
                 kwargs[p] = tuple(full)
+            elif p == "needs_grad":
+                kwargs[p] = self._needs_grad()
             elif p in self.saved:
                 kwargs[p] = self._unpack(p)
             elif p in self.values:
@@ -176,6 +179,14 @@ class FormulaNode(Node):
                     g = g.to(dtype)
             result.append(g)
         return result
+
+    def _needs_grad(self):
+        """Per Tensor argument: does any of its elements want a gradient (an edge)?"""
+        out, i = [], 0
+        for _, _, n in self.slots:
+            out.append(any(e is not None for e in self.next_functions[i:i + n]))
+            i += n
+        return tuple(out)
 
     def release(self):
         for s in self.saved.values():

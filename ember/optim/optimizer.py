@@ -182,16 +182,16 @@ class Optimizer:
         state_of = self.state
         with ember.no_grad():
             for group in self.param_groups:
-                negate = group.get("maximize", False)
-                for param in group["params"]:
-                    grad = param.grad
-                    if grad is None:
-                        continue
+                # check the whole group before touching any parameter, so an error leaves it unchanged
+                pairs = [(p, p.grad) for p in group["params"] if p.grad is not None]
+                for param, grad in pairs:
                     if sparse_error is not None and grad.layout is not ember.strided:
                         raise sparse_error
                     if param.is_complex():
                         raise NotImplementedError(f"{type(self).__name__}: complex parameters are not "
                                                   "supported by ember (it has no view_as_real)")
+                negate = group.get("maximize", False)
+                for param, grad in pairs:
                     state = state_of.get(param)
                     fresh = state is None
                     if fresh:

@@ -354,3 +354,76 @@ def test_loader_trains_with_autograd_tensors():
     (batch,) = next(iter(edata.DataLoader(ds, batch_size=4)))
     batch.sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), np.ones((4, 2), np.float32))
+
+
+class _Batched:
+    """A dataset that reads whole batches itself (``__getitems__``)."""
+
+    def __init__(self, xs):
+        self.xs = xs
+
+    def __getitem__(self, i):
+        return self.xs[i]
+
+    def __getitems__(self, indices):
+        return [self.xs[i] * 10 for i in indices]
+
+    def __len__(self):
+        return len(self.xs)
+
+
+def test_stack_dataset_getitems_and_loader_match_torch():
+    a, b = list(range(6)), [float(x) / 2 for x in range(6)]
+    for args, kwargs in (((a, _Batched(b)), {}), ((), dict(p=_Batched(a), q=b))):
+        e, t = edata.StackDataset(*args, **kwargs), tdata.StackDataset(*args, **kwargs)
+        assert e.__getitems__([4, 1]) == t.__getitems__([4, 1])
+        assert e[2] == t[2]
+        for x, y in zip(edata.DataLoader(e, batch_size=4), tdata.DataLoader(t, batch_size=4)):
+            assert_same(x, y)
+
+    class Short:
+        def __len__(self):
+            return 6
+
+        def __getitems__(self, indices):
+            return indices[:1]
+
+    for lib in (edata, tdata):
+        with pytest.raises(ValueError, match="Nested dataset's output size mismatch. Expected 2, got 1"):
+            lib.StackDataset(a, Short()).__getitems__([0, 1])
+
+
+def test_collate_keeps_mapping_types_and_custom_maps_like_torch():
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    def collate_box(batch, *, collate_fn_map=None):
+        return sum(b.v for b in batch)
+
+    samples = [collections.defaultdict(list, a=i, b=(i, 2.0)) for i in range(3)]
+    out_e, out_t = edata.default_collate(samples), tdata.default_collate(samples)
+    assert type(out_e) is type(out_t) and out_e.default_factory is out_t.default_factory
+    assert_same(dict(out_e), dict(out_t))
+    from ember.utils.data._utils.collate import collate as e_collate, default_collate_fn_map as e_map
+    from torch.utils.data._utils.collate import collate as t_collate, default_collate_fn_map as t_map
+    batch = [{"box": Box(i), "x": [i, i + 1]} for i in range(4)]
+    assert_same(e_collate(batch, collate_fn_map={**e_map, Box: collate_box}),
+                t_collate(batch, collate_fn_map={**t_map, Box: collate_box}))
+    with pytest.raises(TypeError) as te:
+        t_collate(batch, collate_fn_map=t_map)
+    with pytest.raises(TypeError) as ee:
+        e_collate(batch, collate_fn_map=e_map)
+    assert str(ee.value).split("'")[0] == str(te.value).split("'")[0]
+
+
+def test_loader_with_getitems_dataset_and_iterable_without_batching():
+    data = _Batched(list(range(7)))
+    for kw in (dict(batch_size=3), dict(batch_size=None), dict(batch_size=2, drop_last=True)):
+        be, bt = list(edata.DataLoader(data, **kw)), list(tdata.DataLoader(data, **kw))
+        assert len(be) == len(bt)
+        for x, y in zip(be, bt):
+            assert_same(x, y)
+    le = edata.DataLoader(_Stream(5), batch_size=None, collate_fn=lambda x: x * 2)
+    lt = tdata.DataLoader(_TStream(5), batch_size=None, collate_fn=lambda x: x * 2)
+    assert list(le) == list(lt) and len(le) == len(lt)

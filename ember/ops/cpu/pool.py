@@ -48,11 +48,22 @@ def _max_pool(nd, op, kernel_name, with_indices, allowed):
         d = a.dtype
         out = shape[-nd:]
         win = _padded_windows(a, ks, st, pad, dil, out, _lowest(d) if d.kind != "V" else -np.inf)
-        flat = win.reshape(win.shape[:2 + nd] + (prod(ks),))
+        # One pass per kernel tap over output-sized strided views (no window copy). PyTorch's rule:
+        # a tap replaces the running max when it is larger or NaN, so ties keep the first tap.
+        taps = list(np.ndindex(*ks))
+        vals = np.array(win[(...,) + taps[0]])
+        k = np.zeros(vals.shape, np.int64) if with_indices else None
+        floating = d.kind in "fV"
+        for t, tap in enumerate(taps[1:], 1):
+            v = win[(...,) + tap]
+            better = np.greater(v, vals)
+            if floating:
+                better |= np.isnan(v)
+            np.copyto(vals, v, where=better)
+            if with_indices:
+                np.copyto(k, t, where=better)
         if not with_indices:
-            return wrap(np.ascontiguousarray(flat.max(axis=-1)).reshape(shape))
-        k = flat.argmax(axis=-1)
-        vals = np.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
+            return wrap(vals.reshape(shape))
         # kernel offset -> input coordinate per dim -> flat index into the plane
         offs = np.unravel_index(k, ks)
         coords, firsts, outside = [], [], np.zeros(k.shape, bool)

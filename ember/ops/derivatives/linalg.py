@@ -31,8 +31,10 @@ def _scaled(t, s):
     return t if s == 1 else t * s
 
 
-def _addmm(grad, mat1, mat2, beta, alpha):
-    return _scaled(grad, beta), _scaled(grad @ mat2.mT, alpha), _scaled(mat1.mT @ grad, alpha)
+def _addmm(grad, mat1, mat2, beta, alpha, needs_grad):
+    return (_scaled(grad, beta) if needs_grad[0] else None,
+            _scaled(grad @ mat2.mT, alpha) if needs_grad[1] else None,
+            _scaled(mat1.mT @ grad, alpha) if needs_grad[2] else None)
 
 
 def _addmv(grad, mat, vec, beta, alpha):
@@ -288,7 +290,8 @@ def _matrix_power(grad, self, n):
 FORMULAS = {
     "matmul": _matmul_backward,
     "linalg_matmul": _matmul_backward,
-    "mm": lambda grad, self, mat2: (grad @ mat2.mT, self.mT @ grad),
+    "mm": lambda grad, self, mat2, needs_grad: (grad @ mat2.mT if needs_grad[0] else None,
+                                                self.mT @ grad if needs_grad[1] else None),
     "bmm": lambda grad, self, mat2: (grad @ mat2.mT, self.mT @ grad),
     "addmm": _addmm,
     "addmv": _addmv,

@@ -22,14 +22,14 @@ def _e():
 # ---------------------------------------------------------------------------------------
 # linear layers, embedding
 # ---------------------------------------------------------------------------------------
-def _linear(grad, input, weight, bias):
-    if weight.ndim == 2 and input.ndim > 2:  # one GEMM over the flattened batch
-        gi = grad @ weight
-        gw = grad.reshape(-1, grad.shape[-1]).mT @ input.reshape(-1, input.shape[-1])
+def _linear(grad, input, weight, bias, needs_grad):
+    if weight.ndim == 2 and input.ndim >= 2:  # one GEMM each, over the flattened batch
+        gi = grad @ weight if needs_grad[0] else None  # e.g. not for the network's input
+        gw = grad.reshape(-1, grad.shape[-1]).mT @ input.reshape(-1, input.shape[-1]) if needs_grad[1] else None
     else:
         gi, gwt = _matmul_backward(grad, input, weight.mT)
         gw = gwt.mT if gwt.ndim >= 2 else gwt
-    return gi, gw, (None if bias is None else grad)
+    return gi, gw, (None if bias is None or not needs_grad[2] else grad)
 
 
 def _bilinear(grad, input1, input2, weight, bias):
