@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 
 from .graph import AccumulateGrad, gradient_edge
-from .grad_mode import set_grad_enabled, is_grad_enabled
+from .grad_mode import set_grad_enabled
 
 
 def _sum(a, b):

@@ -24,11 +24,10 @@ rather than ever returning a tensor with a silently missing gradient.
 from __future__ import annotations
 
 import inspect
-import re
 
-from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, _ExcludeDispatchKeyGuard, register_fallback, FALLTHROUGH
+from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, _ExcludeDispatchKeyGuard, register_fallback
 from .._core.tensor import Tensor
-from .graph import Node, SavedTensor, AutogradMeta, gradient_edge, meta_of
+from .graph import Node, SavedTensor, gradient_edge, meta_of
 
 _EXCLUDE = DispatchKey.Autograd
 

@@ -331,8 +331,6 @@ def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool) -> None:
         if not resize:
             raise RuntimeError(f"{op}(): output with shape {list(dst.shape)} doesn't match the broadcast shape "
                                f"{list(result.shape)}")
-        from .._core.tensor import _make
-        import numpy as np
         if dst.numel() != 0:
             import warnings
             warnings.warn(f"An output with one or more elements was resized since it had shape {list(dst.shape)}, "

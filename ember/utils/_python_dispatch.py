@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 
-from .._core.dispatch import DispatchKey, register_fallback, tls, FALLTHROUGH
+from .._core.dispatch import DispatchKey, register_fallback, tls
 
 _PYTHON_BIT = 1 << DispatchKey.Python
 

@@ -114,3 +114,27 @@ def _parse_to(*args, **kwargs):
     if device is not None:
         device = _device(device)
     return device, dtype, non_blocking
+
+
+def weight_and_bias(module, weight_shape, bias_shape, *, weight: bool = True, bias: bool = True,
+                    device=None, dtype=None) -> None:
+    """Register ``module.weight`` / ``module.bias`` as uninitialised Parameters of the given
+    shapes, or as None (still listed, as PyTorch does) when switched off."""
+    from ..parameter import Parameter
+    for name, shape, on in (("weight", weight_shape, weight), ("bias", bias_shape, weight and bias)):
+        if on:
+            setattr(module, name, Parameter(empty(shape, device=device, dtype=dtype)))
+        else:
+            module.register_parameter(name, None)
+
+
+def reset_kaiming(weight, bias) -> None:
+    """PyTorch's default init of Linear and Conv: kaiming_uniform_(a=sqrt(5)) for the weight,
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias."""
+    import math
+    from .. import init
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)

@@ -1,11 +1,8 @@
 """Convolutions: Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d (torch/nn/modules/conv.py)."""
 from __future__ import annotations
 
-import math
-
-from .. import functional as F, init
-from ..parameter import Parameter
-from ._common import _single, _pair, _triple, _reverse_repeat_tuple, empty
+from .. import functional as F
+from ._common import _single, _pair, _triple, _reverse_repeat_tuple, weight_and_bias, reset_kaiming
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -53,20 +50,12 @@ class _ConvNd(Module):
         else:
             self._reversed_padding_repeated_twice = _reverse_repeat_tuple(padding, 2)
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
-        self.weight = Parameter(empty((*shape, *kernel_size), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        weight_and_bias(self, (*shape, *kernel_size), out_channels, bias=bias, device=device, dtype=dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """PyTorch's default: kaiming_uniform_(a=sqrt(5)) weight, U(+-1/sqrt(fan_in)) bias."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_kaiming(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core import dtype as _dt
-from ..._core.tensor import Tensor, wrap, wrap_meta, _make
+from ..._core.tensor import wrap, wrap_meta, _make
 from ..._core.dispatch import CUDA_BIT
-from ..._core.storage import MetaArray, contiguous_strides
+from ..._core.storage import MetaArray
 
 
 def _cast(arr, np_dtype):

@@ -14,7 +14,6 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap
-from .. import rules
 from ..meta import indexing as R
 
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
