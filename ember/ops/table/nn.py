@@ -422,6 +422,30 @@ def _torch_bce_with_logits(input, target, weight=None, pos_weight=None, reductio
     return aten.binary_cross_entropy_with_logits.default(input, target, weight, pos_weight, reduction)
 
 
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """F.scaled_dot_product_attention. With dropout in a graph that needs gradients it is written
+    with ops (softmax, dropout, matmul), so the dropout mask is kept for backward by dropout's own
+    autograd; otherwise it is the one fused operator."""
+    import ember
+    op = aten.scaled_dot_product_attention.default
+    if not (dropout_p > 0 and ember.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))):
+        return op(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+    q, k, v = query, key, value
+    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
+    factor = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ k.mT) * factor
+    if is_causal:
+        keep = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype is ember.bool else scores + attn_mask
+    weights = ember.nn.functional.dropout(ember.softmax(scores, dim=-1), dropout_p, training=True)
+    return weights @ v
+
+
 PYTHON_FUNCTIONS = {"": {"kl_div": _torch_kl_div, "binary_cross_entropy_with_logits": _torch_bce_with_logits},
                     NN: {
     "dropout": dropout, "alpha_dropout": alpha_dropout, "feature_alpha_dropout": feature_alpha_dropout,
@@ -432,4 +456,5 @@ PYTHON_FUNCTIONS = {"": {"kl_div": _torch_kl_div, "binary_cross_entropy_with_log
     "nll_loss": nll_loss, "mse_loss": mse_loss, "l1_loss": l1_loss, "smooth_l1_loss": smooth_l1_loss,
     "huber_loss": huber_loss, "binary_cross_entropy": binary_cross_entropy,
     "binary_cross_entropy_with_logits": binary_cross_entropy_with_logits, "kl_div": kl_div,
+    "scaled_dot_product_attention": scaled_dot_product_attention,
 }}
