@@ -31,6 +31,7 @@ from .autograd import is_inference_mode_enabled  # noqa: E402,F401
 autograd._install()
 from . import optim  # noqa: E402,F401
 from .utils import _python_dispatch  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 
 

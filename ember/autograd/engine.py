@@ -16,6 +16,9 @@ import heapq
 
 from .graph import AccumulateGrad, gradient_edge
 from .grad_mode import set_grad_enabled
+from .._core.dispatch import tls, DispatchKey
+
+_PROFILER_BIT = 1 << DispatchKey.Profiler
 
 
 def _sum(a, b):
@@ -114,7 +117,13 @@ def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=Fals
             if isinstance(node, AccumulateGrad) and not accumulate:
                 run = False
             if run:
-                outs = node.apply(grads) if any(g is not None for g in grads) else [None] * len(node.next_functions)
+                if not any(g is not None for g in grads):
+                    outs = [None] * len(node.next_functions)
+                elif tls.include & _PROFILER_BIT:  # a profiler records: the node runs inside its ranges
+                    from ..profiler.profiler import _evaluate_node
+                    outs = _evaluate_node(node, grads)
+                else:
+                    outs = node.apply(grads)
                 for hook in node.hooks:  # post hooks: hook(grad_inputs, grad_outputs) may replace grad_inputs
                     new = hook(tuple(outs), tuple(grads))
                     if new is not None:

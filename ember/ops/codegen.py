@@ -7,8 +7,11 @@ save only that). The function
   1. converts each non-tensor argument only when its ``__class__`` is not already right,
   2. computes the dispatch key set from the tensor arguments (and the ``device`` argument of
      factory functions: PyTorch's BackendSelect),
-  3. takes the fast path — the CPU kernel straight from the op's table — when that set is just
-     {CPU} and no thread-local key is included, else calls the dispatcher,
+  3. calls the dispatcher, ``op.call(key_set, *args)``; or, for ops whose table row says
+     ``direct_binding=True`` (a handful of hot ops, ``registry.direct_ops()`` lists them), first
+     takes the fast path — the CPU kernel straight from the op's table — when that set is just
+     {CPU} and no thread-local key is included (nothing else needs to see the call: no autograd,
+     profiler, tracer or Python mode), which saves the dispatcher's cost (bench/dispatch_overhead.py),
   4. bumps the version counter of every argument the schema marks as written (``Tensor(a!)``).
 
 ``print(binding_source(op))`` shows what was generated for an op.
@@ -61,9 +64,10 @@ def _param_name(arg, index) -> str:
 
 
 def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_as_tensors=False,
-             varargs=False, out_target=None, extra_kwargs=()) -> str:
+             varargs=False, out_target=None, extra_kwargs=(), direct=False) -> str:
     """The source of a binding for `schema` (see the module docstring).
 
+    direct: add the fast path (CPU kernel called straight when the key set is just {CPU}).
     varargs: the one int-list positional parameter also accepts ``f(2, 3)``.
     out_target: name of the out= overload's entry to call when ``out`` is given.
     extra_kwargs: Python-only keyword arguments (``requires_grad`` of factory functions).
@@ -145,8 +149,11 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     elif not any(a.type == "Tensor" for a in args):
         body.append("_ks |= _CPU_BIT")
     call_args = ", ".join(names)
-    body.append(f"if _ks == {CPU_BIT} and not _tls.include: _r = _table[0]({call_args})")
-    body.append(f"else: _r = _op.call(_ks, {call_args})")
+    if direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
+        body.append(f"if _ks == {CPU_BIT} and not _tls.include: _r = _table[0]({call_args})  # direct binding")
+        body.append(f"else: _r = _op.call(_ks, {call_args})")
+    else:
+        body.append(f"_r = _op.call(_ks, {call_args})  # through the dispatcher")
     for a, n in zip(args, names):
         if a.is_write and a.type == "Tensor":
             body.append(f"{n}._bump_version()" if not a.optional else f"if {n} is not None: {n}._bump_version()")

@@ -8,6 +8,11 @@ An entry (see ``ember/ops/table/*.py``) is one line of data, like native_functio
 `register(entry)` parses the schema, creates the ``OperatorHandle`` (``ember.ops.aten.add.Tensor``),
 derives the in-place (``add_.Tensor``) and out= (``add.out``) overloads and their kernels when
 asked, and generates the bindings ``ember.add``, ``Tensor.add`` and ``Tensor.add_``.
+
+Every binding calls the dispatcher (``op.call``), except those of rows marked
+``direct_binding=True``: they call the CPU kernel straight when nothing but the CPU backend
+needs to see the call (see ``Op``). ``direct_ops()`` lists them; ``binding_source(name)`` shows
+either kind.
 """
 from __future__ import annotations
 
@@ -24,7 +29,18 @@ from . import codegen
 
 @dataclasses.dataclass
 class Op:
-    """One row of the operator table."""
+    """One row of the operator table.
+
+    direct_binding: the generated bindings (functional, in-place and out= overloads of the row)
+    get the *fast path*: when the key set computed from the arguments is just {CPU} and no
+    thread-local key is included, they call the CPU kernel straight from the op's table instead
+    of ``op.call`` (like ``manual_cpp_bindings`` ops in PyTorch, which skip the generic binding
+    code). Any other key — a tensor that requires grad, a profiler, tracer or Python mode that
+    includes its key in TLS, another device — turns it off, so nothing that needs to see the op
+    misses it. It saves the dispatcher's share of a tiny op (bench/dispatch_overhead.py);
+    reserve it for hot ops (add, mul, relu, sum, matmul ...): every other op goes through the
+    dispatcher, which is the path the functionality keys are tested on.
+    """
     schema: str
     cpu: Callable | None = None          # kernel(*args) on NumPy
     meta: Callable | None = None         # kernel(*args) computing shape/dtype/strides only
@@ -40,6 +56,7 @@ class Op:
     namespace: str = ""                 # "", "nn.functional", "linalg", "special", "fft"
     method_name: str | None = None      # Tensor method name when it differs
     tags: tuple = ()
+    direct_binding: bool = False         # fast path to the CPU kernel in the bindings (see above)
 
 
 # ember.ops.aten.<name>.<overload> objects, and the Python bindings by namespace
@@ -98,6 +115,8 @@ def _make_handle(schema: FunctionSchema, ns: str = "aten") -> OperatorHandle:
         raise RuntimeError(f"operator {name} is registered twice")
     handle = OperatorHandle(name, schema)
     handle.nondeterministic = False
+    handle.direct_binding = False       # set by register() from the row
+    handle.row = None                   # the Op row it comes from (derived overloads: their row's)
     OPERATORS[name] = handle
     namespace = aten if ns == "aten" else _namespace_for(ns)
     packet = namespace.__dict__.get(schema.name)
@@ -149,12 +168,13 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
                           names=tuple(a.name for a in args))
 
 
-def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, out_fn=None):
+def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, out_fn=None, direct=None):
     schema = handle.schema
     extra = (("requires_grad", False),) if any(a.name == "device" for a in schema.arguments) else ()
+    direct = entry.direct_binding if direct is None else direct
     src = codegen.generate(schema, func_name=func_name, op_label=entry.python_name or schema.name,
                            numbers_as_tensors=entry.numbers_as_tensors, varargs=varargs,
-                           out_target="_out_entry" if out_fn else None, extra_kwargs=extra)
+                           out_target="_out_entry" if out_fn else None, extra_kwargs=extra, direct=direct)
     return codegen.compile_binding(src, func_name, handle, {"_out_entry": out_fn} if out_fn else None)
 
 
@@ -166,6 +186,7 @@ def register(entry: Op) -> OperatorHandle:
     kernels = {DispatchKey.CPU: entry.cpu, DispatchKey.Meta: entry.meta, DispatchKey.CUDA: entry.cuda}
     _install(handle, kernels, entry.composite)
     ENTRIES[handle.name] = entry
+    handle.row, handle.direct_binding = entry, entry.direct_binding
     py_name = entry.python_name or schema.name
     label = py_name
     handle.entry = _binding(handle, schema.name, entry)
@@ -174,12 +195,14 @@ def register(entry: Op) -> OperatorHandle:
     if entry.out:
         out_handle = _make_handle(_derived_schema(schema, "out"))
         out_handle.nondeterministic = entry.nondeterministic
+        out_handle.row, out_handle.direct_binding = entry, entry.direct_binding
         _install(out_handle, {k: _out_of(v, label) for k, v in kernels.items() if v is not None},
                  _out_of(entry.composite, label) if entry.composite else None)
         out_handle.entry = out_fn = _binding(out_handle, schema.name + "_out", entry)
     if entry.inplace:
         ip_handle = _make_handle(_derived_schema(schema, "inplace"))
         ip_handle.nondeterministic = entry.nondeterministic
+        ip_handle.row, ip_handle.direct_binding = entry, entry.direct_binding
         _install(ip_handle, {k: _inplace_of(v, label + "_") for k, v in kernels.items() if v is not None},
                  _inplace_of(entry.composite, label + "_") if entry.composite else None)
         ip_handle.entry = _binding(ip_handle, schema.name + "_", entry)
@@ -401,5 +424,21 @@ def _out_of(kernel, op):
 
 
 def binding_source(name: str) -> str:
-    """The generated source of an operator's binding, e.g. ``binding_source('aten::add.Tensor')``."""
+    """The generated source of an operator's binding, e.g. ``binding_source('aten::add.Tensor')``.
+    A direct binding's source has the fast-path line marked ``# direct binding``."""
     return OPERATORS[name].entry.__source__
+
+
+def direct_ops() -> list:
+    """Names of the operators whose bindings have the fast path (``direct_binding=True`` rows
+    and their derived in-place / out= overloads), sorted."""
+    return sorted(name for name, op in OPERATORS.items() if op.direct_binding)
+
+
+def binding(name: str, *, direct: bool | None = None):
+    """A freshly generated binding of operator `name` (same signature as ``op.entry``);
+    `direct` overrides the table's choice: ``binding('aten::add.Tensor', direct=False)`` is
+    ``ember.add`` without the fast path (for benchmarks and tests)."""
+    handle = OPERATORS[name]
+    entry = handle.row or ENTRIES[name]  # ember.library ops have an entry but no table row
+    return _binding(handle, handle.schema.name, entry, direct=direct)

@@ -13,7 +13,8 @@ FN = dict(namespace=F, variants="function")
 BOTH = dict(inplace=True, out=True)
 
 OPS = [
-    Op("relu(Tensor self) -> Tensor", cpu=cpu.relu, meta=meta.relu, inplace=True),  # torch.relu: no out=
+    Op("relu(Tensor self) -> Tensor", cpu=cpu.relu, meta=meta.relu, inplace=True,  # torch.relu: no out=
+       direct_binding=True),
     Op("relu6(Tensor self) -> Tensor", cpu=cpu.relu6, meta=meta.relu6, **FN),
     Op("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", cpu=cpu.leaky_relu,
        meta=meta.float_unary("leaky_relu_cpu"), **FN, **BOTH),

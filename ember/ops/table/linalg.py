@@ -12,8 +12,9 @@ LA = dict(namespace="linalg", variants="function")
 
 OPS = [
     # products
-    Op("matmul(Tensor self, Tensor other) -> Tensor", cpu=cpu.matmul, meta=meta.matmul, out=True),
-    Op("mm(Tensor self, Tensor mat2) -> Tensor", cpu=cpu.mm, meta=meta.mm, out=True),
+    Op("matmul(Tensor self, Tensor other) -> Tensor", cpu=cpu.matmul, meta=meta.matmul, out=True,
+       direct_binding=True),
+    Op("mm(Tensor self, Tensor mat2) -> Tensor", cpu=cpu.mm, meta=meta.mm, out=True, direct_binding=True),
     Op("bmm(Tensor self, Tensor mat2) -> Tensor", cpu=cpu.bmm, meta=meta.bmm, out=True),
     Op("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
        cpu=cpu.addmm, meta=meta.addmm, **ADD),

@@ -55,8 +55,11 @@ _BINARY = {
 _ALPHA = "(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
 _MODE = "(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor"
 
+# hot ops whose bindings call the CPU kernel straight when only the CPU key is set (see Op)
+_DIRECT = {"neg", "exp"}
+
 OPS = [
-    *[Op(name + T, cpu=c, meta=m, **UNARY) for name, (c, m) in _UNARY.items()],
+    *[Op(name + T, cpu=c, meta=m, direct_binding=name in _DIRECT, **UNARY) for name, (c, m) in _UNARY.items()],
     *[Op(f"{name}(Tensor self, Tensor other) -> Tensor", cpu=c, meta=m, inplace=ip, out=True,
          numbers_as_tensors=numbers) for name, (c, m, numbers, ip) in _BINARY.items()],
     Op("abs" + T, cpu=cpu.abs, meta=meta.unary_real, out=True),
@@ -73,13 +76,15 @@ OPS = [
     Op("real(Tensor(a) self) -> Tensor(a)", cpu=cpu.real, meta=meta.real, variants="function"),
     Op("imag(Tensor(a) self) -> Tensor(a)", cpu=cpu.imag, meta=meta.imag, variants="function"),
 
-    Op("add.Tensor" + _ALPHA, cpu=cpub.add, meta=meta.add, **BINARY),
-    Op("sub.Tensor" + _ALPHA, cpu=cpub.sub, meta=meta.sub, **BINARY),
+    Op("add.Tensor" + _ALPHA, cpu=cpub.add, meta=meta.add, direct_binding=True, **BINARY),
+    Op("sub.Tensor" + _ALPHA, cpu=cpub.sub, meta=meta.sub, direct_binding=True, **BINARY),
     Op("subtract.Tensor" + _ALPHA, cpu=cpub.sub, meta=meta.sub, **BINARY),
     Op("rsub.Tensor" + _ALPHA, cpu=cpub.rsub, meta=meta.rsub, numbers_as_tensors=True),
-    Op("mul.Tensor(Tensor self, Tensor other) -> Tensor", cpu=cpub.mul, meta=meta.binary, **BINARY),
+    Op("mul.Tensor(Tensor self, Tensor other) -> Tensor", cpu=cpub.mul, meta=meta.binary, direct_binding=True,
+       **BINARY),
     Op("multiply.Tensor(Tensor self, Tensor other) -> Tensor", cpu=cpub.mul, meta=meta.binary, **BINARY),
-    Op("div.Tensor(Tensor self, Tensor other) -> Tensor", cpu=cpub.div, meta=meta.binary_float, **BINARY),
+    Op("div.Tensor(Tensor self, Tensor other) -> Tensor", cpu=cpub.div, meta=meta.binary_float,
+       direct_binding=True, **BINARY),
     Op("div.Tensor_mode" + _MODE, cpu=cpub.div_mode, meta=meta.div_mode, **BINARY),
     Op("divide.Tensor(Tensor self, Tensor other) -> Tensor", cpu=cpub.div, meta=meta.binary_float, **BINARY),
     Op("divide.Tensor_mode" + _MODE, cpu=cpub.div_mode, meta=meta.div_mode, **BINARY),

@@ -20,12 +20,12 @@ OUT = dict(out=True)
 
 OPS = [
     # -- sum / mean / prod --------------------------------------------------------------
-    Op("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", cpu=cpu.sum, meta=meta.sum),
+    Op("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", cpu=cpu.sum, meta=meta.sum, direct_binding=True),
     Op("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-       cpu=cpu.sum_dim, meta=meta.sum_dim, **OUT),
+       cpu=cpu.sum_dim, meta=meta.sum_dim, direct_binding=True, **OUT),
     Op("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
        cpu=cpu.nansum, meta=meta.nansum, **OUT),
-    Op("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", cpu=cpu.mean, meta=meta.mean),
+    Op("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", cpu=cpu.mean, meta=meta.mean, direct_binding=True),
     Op("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
        cpu=cpu.mean_dim, meta=meta.mean_dim, **OUT),
     Op("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
