@@ -187,26 +187,14 @@ class OperatorHandle:
     def call(self, keys: int, *args):
         """Dispatch with the key set computed from the arguments (before TLS is applied).
 
-        The same as ``redispatch((keys | tls.include) & ~tls.exclude, *args)``, written out so
-        that a call costs one Python frame, with the common {CPU} set answered before the loop
-        (bench/dispatch_overhead.py measures it)."""
+        The common {CPU} set is answered here, in one Python frame (bench/dispatch_overhead.py
+        measures it); any other set goes through `redispatch`."""
         keys = (keys | tls.include) & ~tls.exclude
-        table = self.table
         if keys == CPU_BIT:
-            kernel = table[0]
+            kernel = self.table[0]
             if kernel is not None:
                 return kernel(*args)
-        while keys:
-            k = keys.bit_length() - 1
-            kernel = table[k]
-            if kernel is not None:
-                if k <= 2:  # backend
-                    if keys & BACKEND_MASK & ~(1 << k):
-                        _device_mismatch(self, keys)
-                    return kernel(*args)
-                return kernel(self, keys & ((1 << k) - 1), *args)
-            keys &= ~(1 << k)
-        raise NoKernelError(f"'{self.name}': no kernel to dispatch to (no tensor arguments?)")
+        return self.redispatch(keys, *args)
 
     def redispatch(self, keys: int, *args):
         """Run the kernel of the highest key in `keys` (already TLS-adjusted)."""
