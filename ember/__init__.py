@@ -33,6 +33,7 @@ from . import optim  # noqa: E402,F401
 from .utils import _python_dispatch  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+from . import fx  # noqa: E402,F401  (cheap: its names load on first use)
 
 
 def is_tensor(obj) -> _builtins.bool:
@@ -50,3 +51,17 @@ def is_complex(t) -> _builtins.bool:
 
 def numel(t) -> _builtins.int:
     return t.numel()
+
+
+_LAZY_SUBMODULES = ("jit", "_dynamo", "compiler", "_logging")
+
+
+def __getattr__(name):
+    """The compiler stack loads on first use: ``ember.jit``, ``ember.compile``, ``ember._dynamo``."""
+    import importlib
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name == "compile":
+        from ._dynamo.eval_frame import compile as compile_fn
+        return compile_fn
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

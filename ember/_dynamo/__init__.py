@@ -1,0 +1,29 @@
+"""ember._dynamo: Dynamo-style capture of CPython bytecode (seed 003).
+
+    @ember._dynamo.optimize(my_compiler)
+    def toy_example(a, b): ...
+
+Names are loaded on first use; the table says from where.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {  # public name -> module (relative to ember._dynamo)
+    "optimize": ".eval_frame", "reset": ".eval_frame", "disable": ".eval_frame", "OptimizedModule": ".eval_frame",
+    "explain": ".explain", "list_backends": ".backends", "register_backend": ".backends",
+}
+_SUBMODULES = ("config", "testing", "backends", "eval_frame", "guards", "source", "bytecode_transformation",
+               "bytecode_analysis", "resume_execution", "symbolic_convert", "output_graph", "convert_frame",
+               "exc", "variables", "explain", "side_effects", "codegen")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ember._dynamo' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
