@@ -1,0 +1,126 @@
+"""PyCodegen: emits the bytecode that rebuilds trackers after the compiled graph has run.
+
+    cg = PyCodegen(tx, graph_outputs={node: index}, output_name="__graph_out")
+    cg.reconstruct(tensor_var)     # LOAD_FAST __graph_out; LOAD_CONST i; BINARY_SUBSCR
+    cg.reconstruct(list_var)       # each item, then BUILD_LIST n
+    cg.instructions                # the emitted Instruction list
+
+Values that live in the frame are loaded from their source (L['a'] -> LOAD_FAST a, G['torch'] ->
+LOAD_GLOBAL torch, ...); Python objects without a source are placed in the frame's globals under a
+fresh name (new_globals) and loaded from there.
+"""
+from __future__ import annotations
+
+from .bytecode_transformation import (create_call_function, create_instruction, create_load_const,
+                                      create_load_global, unique_id)
+from .exc import unimplemented
+
+
+class PyCodegen:
+    def __init__(self, tx, graph_outputs=None, output_name=None):
+        self.tx = tx
+        self.graph_outputs = graph_outputs or {}     # fx Node -> index in the compiled function's result
+        self.output_name = output_name
+        self.instructions: list = []
+
+    # -------------------------------------------------------------- raw emission (also used by Source.reconstruct)
+    def append_output(self, inst):
+        self.instructions.append(inst)
+
+    def extend_output(self, insts):
+        self.instructions.extend(insts)
+
+    def create_load(self, name):
+        return create_instruction("LOAD_FAST", argval=name)
+
+    def load_const(self, value):
+        self.append_output(create_load_const(value))
+
+    def load_fast(self, name):
+        """LOAD_FAST, or LOAD_DEREF for a local that is a cell (captured by an inner function)."""
+        self.append_output(load_local(self.tx.output.code, name))
+
+    def store_fast(self, name):
+        cell = name in self.tx.output.code.co_cellvars
+        self.append_output(create_instruction("STORE_DEREF" if cell else "STORE_FAST", argval=name))
+
+    def load_global(self, name, push_null=False):
+        self.append_output(create_load_global(name, push_null))
+
+    def store_global(self, name):
+        self.append_output(create_instruction("STORE_GLOBAL", argval=name))
+
+    def load_attr(self, name):
+        self.append_output(create_instruction("LOAD_ATTR", argval=name))
+
+    def store_attr(self, name):
+        self.append_output(create_instruction("STORE_ATTR", argval=name))
+
+    def load_deref(self, name):
+        self.append_output(create_instruction("LOAD_DEREF", argval=name))
+
+    def subscr(self):
+        self.append_output(create_instruction("BINARY_SUBSCR"))
+
+    def push_null(self):
+        self.append_output(create_instruction("PUSH_NULL"))
+
+    def pop_top(self):
+        self.append_output(create_instruction("POP_TOP"))
+
+    def build(self, opname, n):
+        self.append_output(create_instruction(opname, arg=n))
+
+    def call(self, nargs, push_null=True):
+        """Call the callable below nargs arguments (push_null: it was loaded without its NULL)."""
+        self.extend_output(create_call_function(nargs, push_null))
+
+    def load_python_value(self, value, push_null=False):
+        """Load an object that has no source: it goes into the frame's globals under a fresh name."""
+        name = self.tx.output.global_name_for(value)
+        self.load_global(name, push_null)
+
+    # -------------------------------------------------------------- sources and trackers
+    def load_source(self, source):
+        """Emit bytecode that loads the value at ``source`` (a source.py Source)."""
+        kind = type(source).__name__
+        if kind == "LocalSource":
+            return self.load_fast(source.local_name)
+        if kind == "GlobalSource":
+            return self.load_global(source.global_name)
+        if kind == "AttrSource":
+            self.load_source(source.base)
+            return self.load_attr(source.member)
+        if kind == "GetItemSource":
+            self.load_source(source.base)
+            self.load_const(source.index)
+            return self.subscr()
+        if kind == "ClosureCellSource":
+            return self.load_deref(source.name if hasattr(source, "name") and isinstance(source.name, str)
+                                   else source.cell_name)
+        reconstruct = getattr(source, "reconstruct", None)
+        if reconstruct is None:
+            unimplemented(f"cannot load {source!r} in bytecode")
+        reconstruct(self)
+
+    def reconstruct(self, vt):
+        from .variables import TensorVariable
+        if isinstance(vt, TensorVariable):
+            if vt.source is not None:
+                return self.load_source(vt.source)
+            index = self.graph_outputs.get(vt.proxy)
+            if index is None:
+                unimplemented(f"tensor {vt.proxy} is not an output of the graph")
+            self.load_fast(self.output_name)
+            self.load_const(index)
+            return self.subscr()
+        vt.reconstruct(self)
+
+
+def load_local(code, name):
+    """The instruction that reads local ``name`` of ``code`` (cells after MAKE_CELL need LOAD_DEREF)."""
+    return create_instruction("LOAD_DEREF" if name in code.co_cellvars else "LOAD_FAST", argval=name)
+
+
+def fresh_global_name(prefix: str) -> str:
+    return unique_id(prefix)

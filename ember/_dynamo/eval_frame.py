@@ -1,0 +1,429 @@
+"""The compile entry: ``ember.compile`` / ``optimize``, the per-code cache of guarded entries, ``disable``.
+
+    @ember.compile(backend="eager")
+    def f(a, b):
+        return (a + b) * 2
+
+CPython gives ember no frame hook (PEP 523 is C-only), so compiling a function wraps it: the wrapper
+is generated with the function's own signature and runs, on every call,
+
+    for check, compiled in entries:      # this function object's materialised cache entries
+        if check(a, b):                  # ONE generated guard function per entry (guards.py)
+            return compiled(a, b)        # the transformed code, as a function with f's closure
+    return miss(a, b)                    # look at other functions' entries for the code, or capture
+
+The cache itself is per code object (and backend): functions made from one code object (closures
+made in a loop) share it; each function object keeps the entries it has used, built with its own
+closure. Resume functions and functions called at a graph break are routed through the same entry
+(`wrap_resume`), so they are compiled on their first call. Past ``config.cache_size_limit`` entries a
+code object runs eagerly on a miss, with one warning naming the failing guard.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import itertools
+import threading
+import traceback
+import types
+import warnings
+import weakref
+
+from ..nn import Module
+
+from .. import _logging
+from . import config
+from .backends import lookup_backend
+from .guards import build_check_fn, format_guards, signature_text
+
+
+# ------------------------------------------------------------------------------------------------
+# State
+
+class _EntryList(list):
+    """One function object's materialised entries: [(check, compiled_fn)]; weakly registered so
+    reset() can empty every one in place."""
+    __slots__ = ("__weakref__",)
+
+
+class _ThreadState(threading.local):
+    disabled = 0          # > 0 inside ember.compiler.disable'd code: no new captures
+    compiling = 0         # > 0 while compile_frame runs
+
+
+class CacheEntry:
+    """One compiled version of a code object: its guards' check and the transformed code."""
+    __slots__ = ("check", "code", "f_globals", "result", "compile_id")
+
+    def __init__(self, check, code, f_globals, result, compile_id):
+        self.check, self.code, self.f_globals, self.result, self.compile_id = check, code, f_globals, result, compile_id
+
+    def make_function(self, fn):
+        """The transformed code as a function with `fn`'s globals, closure and defaults."""
+        compiled = types.FunctionType(self.code, self.f_globals, fn.__name__, fn.__defaults__, fn.__closure__)
+        compiled.__kwdefaults__ = fn.__kwdefaults__
+        compiled.__qualname__ = fn.__qualname__
+        return compiled
+
+
+class CodeCache:
+    """Every entry compiled for one (code object, compile options), most recent first."""
+    __slots__ = ("code", "frame_id", "entries", "skip", "warned", "__weakref__")
+
+    def __init__(self, code, frame_id):
+        self.code, self.frame_id = code, frame_id
+        self.entries: list = []
+        self.skip = False          # capture gave nothing (or failed): always run the original
+        self.warned = False
+
+
+_caches: dict = {}                 # (code, options key) -> CodeCache
+_entry_lists: dict = {}            # id -> weakref of every _EntryList handed to a wrapper
+_state = _ThreadState()
+_frame_counter = [0]
+_installed: dict = {}              # id(module globals) -> names ember put there (free to reuse after reset)
+guard_failures: dict = {}          # code -> ["0/0: tensor 'a' size mismatch ...", ...] (as torch._dynamo.utils)
+compile_observers: list = []       # callables(code, result_or_None, error_or_None): explain() listens here
+
+
+def reset() -> None:
+    """Forget every compiled entry (ember._dynamo.reset / ember.compiler.reset)."""
+    _caches.clear()
+    guard_failures.clear()
+    for ref in list(_entry_lists.values()):
+        entries = ref()
+        if entries is not None:
+            entries.clear()
+    _frame_counter[0] = 0
+    # names restart at __compiled_fn_0 as in a fresh process; names ember installed before may be
+    # reused (see _install_globals)
+    from . import bytecode_transformation
+    if hasattr(bytecode_transformation, "_unique_id_counter"):
+        bytecode_transformation._unique_id_counter = itertools.count()
+
+
+def is_compiling() -> bool:
+    """True while a frame is being captured on this thread."""
+    return _state.compiling > 0
+
+
+def _always(*args, **kwargs):
+    return True
+
+
+# ------------------------------------------------------------------------------------------------
+# Options of one ember.compile call
+
+class _CompileOptions:
+    """Backend and flags shared by a compiled function, its resume functions and its callees."""
+
+    def __init__(self, backend, fullgraph=False, options=None, backend_name=None):
+        self.backend = lookup_backend(backend)
+        if options:
+            backend_fn = self.backend
+            self.backend = lambda gm, example_inputs: backend_fn(gm, example_inputs, **options)
+        self.backend_name = backend_name if backend_name is not None else backend
+        self.fullgraph = fullgraph
+        self.key = (lookup_backend(backend), fullgraph, tuple(sorted((options or {}).items(), key=repr)))
+
+    def wrap_resume(self, fn):
+        """`fn` routed through the compile entry (compiled on its first call) -- interfaces D3."""
+        if getattr(fn, "_ember_dynamo_disable", False) or not isinstance(fn, types.FunctionType):
+            return fn
+        return _make_wrapper(fn, self)
+
+
+# ------------------------------------------------------------------------------------------------
+# The per-function wrapper (the hot path)
+
+def _make_wrapper(fn: types.FunctionType, opts: _CompileOptions):
+    code = fn.__code__
+    entries = _EntryList()
+    key = id(entries)
+    _entry_lists[key] = weakref.ref(entries, lambda _, key=key: _entry_lists.pop(key, None))
+    miss = functools.partial(_on_miss, fn, opts, entries)
+    params, call = signature_text(code, fn.__defaults__, fn.__kwdefaults__)
+    check_call = call + (", ___closure=___cl" if code.co_freevars else "")
+    if code.co_freevars and code.co_flags & 0x08:   # **kwargs must come last
+        head, _, tail = call.rpartition(", **")
+        check_call = (f"{head}, ___closure=___cl, **{tail}" if head else f"___closure=___cl, **{tail}")
+    src = (f"def {_safe_name(fn.__name__)}({params}):\n"
+           f"    for ___check, ___fn in ___entries:\n"
+           f"        if ___check({check_call}):\n"
+           f"            return ___fn({call})\n"
+           f"    return ___miss({call})\n")
+    namespace = {"___entries": entries, "___miss": miss, "___d": tuple(fn.__defaults__ or ()),
+                 "___kd": dict(fn.__kwdefaults__ or {}), "___cl": fn.__closure__}
+    exec(builtins.compile(src, f"<ember.compile wrapper of {fn.__qualname__}>", "exec"), namespace)
+    wrapper = namespace[_safe_name(fn.__name__)]
+    functools.update_wrapper(wrapper, fn)
+    wrapper._ember_orig_fn = fn
+    wrapper._ember_entries = entries
+    wrapper._ember_compile_options = opts
+    return wrapper
+
+
+def _safe_name(name: str) -> str:
+    return name if name.isidentifier() and not name.startswith("___") else "compiled_fn"
+
+
+def _cache_for(fn, opts) -> CodeCache:
+    key = (fn.__code__, opts.key)
+    cache = _caches.get(key)
+    if cache is None:
+        cache = _caches[key] = CodeCache(fn.__code__, _frame_counter[0])
+        _frame_counter[0] += 1
+    return cache
+
+
+def _on_miss(fn, opts, entries, *args, **kwargs):
+    """No materialised entry matched: reuse another function object's entry, or capture anew."""
+    if _state.disabled:
+        return fn(*args, **kwargs)
+    cache = _cache_for(fn, opts)
+    if cache.skip:
+        entries.append((_always, fn))
+        return fn(*args, **kwargs)
+    closure_kw = {"___closure": fn.__closure__} if fn.__code__.co_freevars else {}
+    for entry in cache.entries:
+        if entry.check.fn(*args, **kwargs, **closure_kw):
+            compiled = entry.make_function(fn)
+            entries.insert(0, (entry.check.fn, compiled))
+            return compiled(*args, **kwargs)
+    reasons = [f"{cache.frame_id}/{e.compile_id}: {e.check.failure_reason(*args, **kwargs, **closure_kw)}"
+               for e in cache.entries]
+    guard_failures.setdefault(fn.__code__, []).extend(reasons)
+    if len(cache.entries) >= config.limit():
+        if not cache.warned:
+            cache.warned = True
+            code = fn.__code__
+            warnings.warn(f"ember._dynamo hit config.cache_size_limit ({config.limit()})\n"
+                          f"   function: {code.co_name!r} ({code.co_filename}:{code.co_firstlineno})\n"
+                          f"   last reason: {reasons[0]}\n"
+                          f'To log all recompilation reasons, use EMBER_LOGS="recompiles".', UserWarning,
+                          stacklevel=3)
+        return fn(*args, **kwargs)
+    if reasons:
+        code = fn.__code__
+        _logging.trace_log("recompiles", lambda: (
+            f"Recompiling function {code.co_name} in {code.co_filename}:{code.co_firstlineno}\n"
+            f"    triggered by the following guard failure(s):\n" + "\n".join(f"    - {r}" for r in reasons)))
+    entry = _capture(fn, opts, cache, args, kwargs)
+    if entry is None:
+        return fn(*args, **kwargs)
+    compiled = entry.make_function(fn)
+    entries.insert(0, (entry.check.fn, compiled))
+    return compiled(*args, **kwargs)
+
+
+def _capture(fn, opts, cache, args, kwargs):
+    """Run the translator on this call's arguments; returns the new CacheEntry or None (eager)."""
+    from . import convert_frame
+    code = fn.__code__
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return None     # the eager call raises the same TypeError for the user
+    bound.apply_defaults()
+    f_locals = dict(bound.arguments)
+    _state.compiling += 1
+    try:
+        result = convert_frame.compile_frame(code, fn.__globals__, f_locals, fn.__closure__, opts.backend,
+                                             fullgraph=opts.fullgraph, wrap_resume=opts.wrap_resume)
+    except Exception as e:   # noqa: BLE001 - capture must never break the user's program
+        _notify(code, None, e)
+        if opts.fullgraph or not config.suppress_errors:
+            raise
+        cache.skip = True
+        _warn_capture_error(code, e)
+        return None
+    finally:
+        _state.compiling -= 1
+    _notify(code, result, None)
+    if result is None:
+        cache.skip = True
+        return None
+    _install_globals(fn.__globals__, result)
+    check = build_check_fn(result.guards, code, fn.__globals__, fn.__closure__,
+                           defaults=fn.__defaults__, kwdefaults=fn.__kwdefaults__)
+    entry = CacheEntry(check, result.code, fn.__globals__, result, len(cache.entries))
+    cache.entries.insert(0, entry)
+    _logging.trace_log("guards", lambda: format_guards(result.guards))
+    return entry
+
+
+def _install_globals(f_globals: dict, result) -> None:
+    """Add the result's new globals to the module. A name already there for another object (another
+    compiler -- torch.compile -- installed `__compiled_fn_3` in the same module) is renamed in the
+    transformed code's co_names instead of being overwritten."""
+    renames = {}
+    mine = _installed.setdefault(id(f_globals), set())
+    for name, value in result.new_globals.items():
+        if name in f_globals and f_globals[name] is not value and name not in mine:
+            fresh, i = f"{name}_ember", 0
+            while fresh in f_globals:
+                i += 1
+                fresh = f"{name}_ember{i}"
+            renames[name] = fresh
+    if renames:
+        result.code = result.code.replace(co_names=tuple(renames.get(n, n) for n in result.code.co_names))
+        result.new_globals = {renames.get(k, k): v for k, v in result.new_globals.items()}
+    f_globals.update(result.new_globals)
+    mine.update(result.new_globals)
+
+
+def _notify(code, result, error):
+    for observer in list(compile_observers):
+        observer(code, result, error)
+
+
+def _warn_capture_error(code, e):
+    reason = getattr(e, "reason", None) or f"{type(e).__name__}: {e}"
+    where = ""
+    if getattr(e, "filename", None):
+        where = f"\n  at {e.filename}:{e.lineno}"
+        if getattr(e, "source_line", None):
+            where += f"\n    {e.source_line.strip()}"
+    detail = "\n" + "".join(traceback.format_exception(e)) if config.verbose else ""
+    warnings.warn(f"ember.compile: could not capture {code.co_name} ({code.co_filename}:{code.co_firstlineno}), "
+                  f"running it eagerly: {reason}{where}{detail}", UserWarning, stacklevel=4)
+
+
+# ------------------------------------------------------------------------------------------------
+# Public entry points
+
+def _compile_callable(target, opts):
+    if getattr(target, "_ember_dynamo_disable", False):
+        return target
+    if isinstance(target, Module):
+        return OptimizedModule(target, opts)
+    if isinstance(target, types.MethodType) and isinstance(target.__func__, types.FunctionType):
+        return types.MethodType(_make_wrapper(target.__func__, opts), target.__self__)
+    if isinstance(target, types.FunctionType):
+        if hasattr(target, "_ember_orig_fn"):           # compiling twice: recompile the original
+            target = target._ember_orig_fn
+        return _make_wrapper(target, opts)
+    if callable(target) and isinstance(getattr(type(target), "__call__", None), types.FunctionType):
+        bound = types.MethodType(_make_wrapper(type(target).__call__, opts), target)
+        return functools.wraps(type(target).__call__)(lambda *a, **k: bound(*a, **k))
+    raise RuntimeError(f"ember.compile: expected a function, a method or an nn.Module, got "
+                       f"{type(target).__name__}")
+
+
+def compile(fn_or_module=None, *, backend="inductor", fullgraph: bool = False, dynamic=None, mode=None,
+            options=None, disable: bool = False):
+    """Compile a function or Module (also a decorator, with or without arguments).
+
+        f = ember.compile(f, backend="eager")
+        @ember.compile
+        def g(x): ...
+        @ember.compile(fullgraph=True)
+        def h(x): ...
+    """
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if mode not in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: default, reduce-overhead, "
+                           f"max-autotune, max-autotune-no-cudagraphs")
+    if dynamic:
+        raise NotImplementedError("ember.compile: dynamic=True (symbolic shapes) is not supported; "
+                                  "shapes are specialised (dynamic=None or False)")
+    if fn_or_module is None:
+        return lambda fn: compile(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                  options=options, disable=disable)
+    if disable:
+        return fn_or_module
+    opts = _CompileOptions(backend, fullgraph, options)
+    return _compile_callable(fn_or_module, opts)
+
+
+class _OptimizeContext:
+    """What ``optimize(backend)`` returns: call it on a function or Module to compile it."""
+
+    def __init__(self, opts):
+        self._opts = opts
+
+    def __call__(self, fn):
+        if self._opts is None:
+            return fn
+        return _compile_callable(fn, self._opts)
+
+
+def optimize(backend="inductor", *, nopython: bool = False, disable: bool = False, dynamic=None):
+    """``@ember._dynamo.optimize(my_compiler)`` as in seed 003; nopython=True is fullgraph=True.
+
+        @ember._dynamo.optimize("eager")
+        def f(x): ...
+    """
+    if dynamic:
+        raise NotImplementedError("ember._dynamo.optimize: dynamic=True (symbolic shapes) is not supported")
+    return _OptimizeContext(None if disable else _CompileOptions(backend, nopython))
+
+
+def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
+    """Run `fn` eagerly, never captured (also ``ember.compiler.disable``; decorator with or without ()).
+
+    Calls reached from compiled code become graph breaks; inside `fn`, compiled functions reuse
+    entries they already have but capture nothing new.
+
+        @ember.compiler.disable
+        def log_stats(x): print(x.mean())
+    """
+    if fn is None:
+        return lambda f: disable(f, recursive=recursive, reason=reason)
+    if getattr(fn, "_ember_dynamo_disable", False):
+        return fn
+    original = getattr(fn, "_ember_orig_fn", fn)
+
+    @functools.wraps(original)
+    def disabled(*args, **kwargs):
+        _state.disabled += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _state.disabled -= 1
+    disabled._ember_dynamo_disable = True
+    disabled._ember_disable_reason = reason
+    return disabled
+
+
+# ------------------------------------------------------------------------------------------------
+# Modules
+
+class OptimizedModule(Module):
+    """A compiled Module: ``forward`` runs the compiled ``type(mod).forward`` bound to the module.
+
+    ``_orig_mod`` is the original (a child, so parameters and state_dict keys carry the
+    ``_orig_mod.`` prefix, as in torch); other attributes read through to it.
+
+        cm = ember.compile(model, backend="eager")
+        cm(x); cm._orig_mod is model; cm.weight is model.weight
+    """
+
+    def __init__(self, mod, opts):
+        super().__init__()
+        self._orig_mod = mod
+        forward = type(mod).forward
+        if not isinstance(forward, types.FunctionType):
+            raise RuntimeError(f"ember.compile: {type(mod).__name__}.forward is not a Python function")
+        object.__setattr__(self, "_ember_compile_options", opts)
+        object.__setattr__(self, "_compiled_forward", types.MethodType(_make_wrapper(forward, opts), mod))
+        object.__setattr__(self, "training", mod.training)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_forward(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            orig = self.__dict__.get("_modules", {}).get("_orig_mod")
+            if orig is None:
+                raise
+            return getattr(orig, name)
+
+    def train(self, mode: bool = True):
+        self._orig_mod.train(mode)
+        object.__setattr__(self, "training", mode)
+        return self

@@ -1,0 +1,181 @@
+"""Resume functions: continue a function's original bytecode in a new frame after a graph break.
+
+Seed 003: after a graph break the modified bytecode calls a generated `__resume_at_<offset>_<n>`
+whose code is
+
+    __resume_at_<offset>:
+        ... the original prologue (MAKE_CELL / COPY_FREE_VARS / RESUME) ...
+        ... restore the value stack from its first arguments ...
+        JUMP <the copy of the instruction at offset>
+        ... original bytecode of the function (what is reachable from there) ...
+
+    >>> def f(a, b):
+    ...     x = a + 1
+    ...     return x * b
+    >>> from ember._dynamo.bytecode_transformation import cleaned_instructions
+    >>> offset = next(i.offset for i in cleaned_instructions(f.__code__) if i.opname == "STORE_FAST")
+    >>> code = make_resume_code(f.__code__, offset, 1, ("b",), "__resume_at_demo")
+    >>> types.FunctionType(code, {})(10, 3)       # x := 10 was on the stack; b = 3
+    30
+
+How the caller passes things:
+- `__stack0 .. __stack<nstack-1>` are the values on the stack, bottom first. On 3.11/3.12 a pending
+  call may have a NULL on the stack (LOAD_GLOBAL's low bit, PUSH_NULL): list its stack index in
+  `null_positions`; the caller passes None for that argument and the resume code pushes NULL.
+- `argnames` are the live locals (use `livevars_analysis`), cells included: a cell variable passed
+  by value gets a fresh cell from the copied MAKE_CELL. Free variables come from the closure: build
+  the function with the original closure (co_freevars is unchanged).
+
+What is supported: resuming anywhere in normal control flow, including inside `for` loops (pass the
+iterator), inside `try` bodies (3.11+ exception tables need no setup instruction) and inside `with`
+bodies (pass the `__exit__` bound method the original frame had on its stack). Not supported
+(NotImplementedError): an offset inside an exception handler (its `except`/`finally`-on-exception
+code, which needs the interpreter's handled-exception state), coroutines and async generators.
+By default a cell variable is passed by value, so a closure created before the break no longer shares
+it with the resumed code; `cells_as_freevars=True` passes the cells themselves through the closure.
+"""
+from __future__ import annotations
+
+import dataclasses
+import dis
+import inspect
+import types
+
+from .bytecode_analysis import _successor_table, stack_depths
+from .bytecode_transformation import (PY312_PLUS, InstructionExnTabEntry, Instruction, create_instruction,
+                                      create_jump_absolute, transform_code_object)
+
+_PROLOGUE_OPNAMES = {"MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "POP_TOP", "RESUME", "NOP"}
+_UNSUPPORTED_FLAGS = {inspect.CO_COROUTINE: "coroutines", inspect.CO_ASYNC_GENERATOR: "async generators",
+                      inspect.CO_ITERABLE_COROUTINE: "iterable coroutines"}
+
+
+def _prologue_length(instructions: list[Instruction]) -> int:
+    """Instructions up to and including the first RESUME (the function-entry setup)."""
+    for i, inst in enumerate(instructions):
+        if inst.opname == "RESUME":
+            return i + 1
+        if inst.opname not in _PROLOGUE_OPNAMES:
+            return i
+    return 0
+
+
+def _reachable(succ: list, start: int, follow_exceptions: bool) -> set[int]:
+    seen, work = set(), [start]
+    while work:
+        i = work.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        work.extend(j for j, exceptional in succ[i] if follow_exceptions or not exceptional)
+    return seen
+
+
+def _copy_instructions(instructions: list[Instruction]) -> dict[int, Instruction]:
+    """Fresh copies with targets and exception-table rows pointing at the copies."""
+    copies = {id(inst): dataclasses.replace(inst, target=None, exn_tab_entry=None) for inst in instructions}
+    entries: dict[int, InstructionExnTabEntry] = {}
+    for inst in instructions:
+        new = copies[id(inst)]
+        if inst.target is not None:
+            new.target = copies[id(inst.target)]
+        entry = inst.exn_tab_entry
+        if entry is not None:
+            if id(entry) not in entries:
+                entries[id(entry)] = InstructionExnTabEntry(new, new, copies[id(entry.target)], entry.depth, entry.lasti)
+            copied = entries[id(entry)]
+            copied.end = new                   # rows cover consecutive instructions: the last one seen is the end
+            new.exn_tab_entry = copied
+    return copies
+
+
+def make_resume_code(code: types.CodeType, resume_offset: int, nstack: int, argnames: tuple[str, ...],
+                     name: str, *, null_positions: tuple[int, ...] = (),
+                     cells_as_freevars: bool = False) -> types.CodeType:
+    """A code object `name(__stack0, ..., __stack<nstack-1>, *argnames)` that pushes the stack
+    values (NULL at `null_positions`), then runs `code` from the instruction at `resume_offset`.
+
+    cells_as_freevars=True turns the original's cell variables into free variables of the resume code
+    (co_freevars = original co_freevars + co_cellvars): build the function with closure = the original
+    closure + the frame's own cells, so closures created before the break keep sharing them.
+
+    Raises NotImplementedError when the offset is inside an exception handler, or `code` is a
+    coroutine / async generator; ValueError when the offset is not an instruction boundary, nstack
+    does not match the stack depth there, or an argname is a free variable.
+
+    >>> def g(x):
+    ...     return -x
+    >>> make_resume_code(g.__code__, 0, 0, (), "r").co_name
+    'r'
+    """
+    for flag, what in _UNSUPPORTED_FLAGS.items():
+        if code.co_flags & flag:
+            raise NotImplementedError(f"make_resume_code: resuming {what} is not supported ({code.co_name})")
+    argnames = tuple(argnames)
+    stack_names = tuple(f"__stack{i}" for i in range(nstack))
+    bad = [n for n in argnames if n in code.co_freevars or (cells_as_freevars and n in code.co_cellvars)]
+    if bad:
+        raise ValueError(f"make_resume_code: argnames {bad} are free variables of {code.co_name}; "
+                         f"they come from the closure")
+    if len(set(argnames)) != len(argnames) or set(argnames) & set(stack_names):
+        raise ValueError(f"make_resume_code: argnames must be unique and not named __stack<i>, got {argnames}")
+    nulls = set(null_positions)
+    if any(not 0 <= i < nstack for i in nulls):
+        raise ValueError(f"make_resume_code: null_positions {sorted(nulls)} must lie in range({nstack})")
+
+    def rewrite(instructions: list[Instruction], code_options: dict) -> None:
+        n_prologue = _prologue_length(instructions)
+        index = next((i for i, inst in enumerate(instructions) if inst.offset == resume_offset), None)
+        if index is None:
+            raise ValueError(f"make_resume_code: offset {resume_offset} is not an instruction of {code.co_name}")
+        if index < n_prologue:
+            index = n_prologue          # resuming at the entry: the prologue is emitted anyway
+        succ = _successor_table(instructions)
+        if index not in _reachable(succ, 0, follow_exceptions=False):
+            raise NotImplementedError(f"make_resume_code: offset {resume_offset} of {code.co_name} lies inside an "
+                                      f"exception handler, whose handled-exception state cannot be rebuilt")
+        depth = stack_depths(instructions)[index]
+        if depth is not None and depth != nstack:
+            raise ValueError(f"make_resume_code: {code.co_name} has {depth} values on the stack at offset "
+                             f"{resume_offset}, but nstack={nstack}")
+        keep = _reachable(succ, index, follow_exceptions=True)
+        kept = [inst for i, inst in enumerate(instructions) if i < n_prologue or i in keep]
+        copies = _copy_instructions(kept)
+        prologue = [copies[id(inst)] for inst in instructions[:n_prologue]]
+        body = [copies[id(inst)] for inst in instructions[n_prologue:] if id(inst) in copies]
+        restore = [create_instruction("PUSH_NULL") if i in nulls else create_instruction("LOAD_FAST", argval=n)
+                   for i, n in enumerate(stack_names)]
+        restore.append(create_jump_absolute(copies[id(instructions[index])]))
+        if PY312_PLUS:   # 3.12 LOAD_FAST assumes the compiler proved the local bound; our locals are new
+            for inst in body:
+                if inst.opname == "LOAD_FAST" and inst.argval not in argnames:
+                    inst.opname, inst.opcode = "LOAD_FAST_CHECK", dis.opmap["LOAD_FAST_CHECK"]
+        if cells_as_freevars and code.co_cellvars:
+            freevars = tuple(code.co_freevars) + tuple(code.co_cellvars)
+            prologue = [inst for inst in prologue if inst.opname not in ("MAKE_CELL", "COPY_FREE_VARS")]
+            prologue.insert(0, create_instruction("COPY_FREE_VARS", arg=len(freevars)))
+            code_options["co_freevars"], code_options["co_cellvars"] = freevars, ()
+            code_options["co_varnames"] = tuple(v for v in code_options["co_varnames"] if v not in code.co_cellvars)
+        instructions[:] = prologue + restore + body
+
+        params = stack_names + argnames
+        code_options["co_varnames"] = params + tuple(v for v in code_options["co_varnames"] if v not in params)
+        code_options["co_argcount"] = len(params)
+        code_options["co_posonlyargcount"] = 0
+        code_options["co_kwonlyargcount"] = 0
+        code_options["co_flags"] = code_options["co_flags"] & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+        code_options["co_name"] = name
+        code_options["co_qualname"] = name
+
+    return transform_code_object(code, rewrite)
+
+
+def format_bytecode(header: str, code: types.CodeType) -> str:
+    """`header` (e.g. "ORIGINAL BYTECODE", "MODIFIED BYTECODE"), the code's name, file and first
+    line, then its dis listing (seed 003's log format).
+
+    >>> format_bytecode("ORIGINAL BYTECODE", (lambda: 0).__code__).splitlines()[0].split()[:3]
+    ['ORIGINAL', 'BYTECODE', '<lambda>']
+    """
+    return (f"{header} {code.co_name} {code.co_filename} line {code.co_firstlineno} \n"
+            f"{dis.Bytecode(code).dis()}\n")

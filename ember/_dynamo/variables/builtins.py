@@ -1,0 +1,427 @@
+"""Python builtins, operator.*, math.* and itertools.* under capture: one handler per function in a table.
+
+    BuiltinVariable(len).call_function(tx, [ListVariable([...])], {})      # ConstantVariable(n)
+    BuiltinVariable(operator.add).call_function(tx, [tensor, const], {})   # records operator.add in the graph
+
+Constants fold; tensors go into the graph with the operator itself as the target (seed 003's table:
+``operator.add``, ``operator.truediv``, ``operator.lt``).
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import itertools
+import math
+import operator
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+_HANDLERS: dict = {}
+
+
+def _handler(*fns):
+    def register(handler):
+        for fn in fns:
+            _HANDLERS[fn] = handler
+        return handler
+    return register
+
+
+_OPERATOR_FUNCTIONS = {v for k, v in vars(operator).items() if callable(v) and not k.startswith("_")}
+_MATH_FUNCTIONS = {v for k, v in vars(math).items() if callable(v)}
+_ITERTOOLS = {itertools.chain, itertools.product, itertools.combinations, itertools.permutations,
+              itertools.zip_longest, itertools.repeat, itertools.islice, itertools.accumulate,
+              itertools.chain.from_iterable}
+_FOLDABLE_BUILTINS = {abs, bool, int, float, str, round, divmod, pow, ord, chr, repr, hash, bin, hex, oct, complex}
+
+
+def is_supported_builtin(value) -> bool:
+    """True for the functions BuiltinVariable models."""
+    try:
+        return value in _HANDLERS or value in _OPERATOR_FUNCTIONS or value in _MATH_FUNCTIONS \
+            or value in _ITERTOOLS or value in _FOLDABLE_BUILTINS
+    except TypeError:   # unhashable
+        return False
+
+
+def _all_const(args, kwargs=None):
+    return all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in (kwargs or {}).values())
+
+
+def _consts(args):
+    return [a.as_python_constant() for a in args]
+
+
+def _has_tensor(args):
+    from .tensor import TensorVariable
+    return any(isinstance(a, TensorVariable) for a in args)
+
+
+class BuiltinVariable(VariableTracker):
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def as_python_constant(self):
+        return self.fn
+
+    def call_function(self, tx, args, kwargs):
+        fn = self.fn
+        handler = _HANDLERS.get(fn)
+        if handler is not None:
+            return handler(tx, fn, list(args), dict(kwargs))
+        if fn in _OPERATOR_FUNCTIONS:
+            return _operator(tx, fn, list(args), dict(kwargs))
+        if _all_const(args, kwargs) and (fn in _MATH_FUNCTIONS or fn in _FOLDABLE_BUILTINS):
+            from .builder import wrap_new
+            try:
+                return wrap_new(tx, fn(*_consts(args), **{k: v.as_python_constant() for k, v in kwargs.items()}))
+            except Exception as e:
+                unimplemented(f"{type(e).__name__} from {getattr(fn, '__name__', fn)}: {e}")
+        if fn in _ITERTOOLS:
+            return _itertools(tx, fn, list(args), dict(kwargs))
+        if fn is abs and _has_tensor(args):
+            from .tensor import call_tensor_op
+            return call_tensor_op(tx, "call_function", abs, list(args), {})
+        if fn in (int, float, bool) and _has_tensor(args):
+            unimplemented(f"{fn.__name__}() of a tensor needs its data")
+        unimplemented(f"call to {getattr(fn, '__qualname__', fn)} with these arguments")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            return cg.load_source(self.source)
+        cg.load_python_value(self.fn)
+
+    @staticmethod
+    def same_value(tx, a, b) -> bool:
+        if a is b:
+            return True
+        if a.is_python_constant() and b.is_python_constant():
+            return a.as_python_constant() == b.as_python_constant()
+        return False
+
+    @staticmethod
+    def contains(tx, items, x):
+        if not x.is_python_constant() and not any(i is x for i in items):
+            if _has_tensor([x, *items]):
+                unimplemented("`in` with tensors compares values")
+        return ConstantVariable(any(BuiltinVariable.same_value(tx, i, x) for i in items))
+
+    def __repr__(self):
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+# ----------------------------------------------------------------------------- operator.*
+_REFLECTED = {operator.add: "__add__", operator.mul: "__mul__", operator.iadd: "__iadd__"}
+
+
+def _operator(tx, fn, args, kwargs):
+    from .tensor import TensorVariable, call_tensor_op
+    from .lists import BaseListVariable, ListVariable
+    if fn is operator.getitem:
+        return args[0].call_method(tx, "__getitem__", args[1:], {})
+    if fn is operator.setitem:
+        return args[0].call_method(tx, "__setitem__", args[1:], {})
+    if fn is operator.delitem:
+        return args[0].call_method(tx, "__delitem__", args[1:], {})
+    if fn is operator.contains:
+        return args[0].call_method(tx, "__contains__", args[1:], {})
+    if fn in (operator.is_, operator.is_not):
+        a, b = args
+        if a.is_python_constant() and b.is_python_constant():
+            same = a.as_python_constant() is b.as_python_constant()
+        elif a.is_python_constant() or b.is_python_constant():
+            same = False   # a tracked object is never a constant like None
+        else:
+            same = a is b or (isinstance(a, TensorVariable) and isinstance(b, TensorVariable) and a.proxy is b.proxy)
+        return ConstantVariable(same if fn is operator.is_ else not same)
+    if fn is operator.not_:
+        return ConstantVariable(not args[0].truthy(tx))
+    if fn is operator.truth:
+        return ConstantVariable(args[0].truthy(tx))
+    if _has_tensor(args):
+        return call_tensor_op(tx, "call_function", fn, args, kwargs)
+    if _all_const(args, kwargs):
+        from .builder import wrap_new
+        try:
+            return wrap_new(tx, fn(*_consts(args)))
+        except Exception as e:
+            unimplemented(f"{type(e).__name__} from operator.{fn.__name__}: {e}")
+    if isinstance(args[0], BaseListVariable):
+        if fn in (operator.add, operator.iadd) and isinstance(args[1], BaseListVariable):
+            if fn is operator.iadd and isinstance(args[0], ListVariable):
+                return args[0].call_method(tx, "__iadd__", [args[1]], {})
+            return args[0].call_method(tx, "__add__", [args[1]], {})
+        if fn in (operator.mul, operator.imul):
+            return args[0].call_method(tx, "__mul__", [args[1]], {})
+        if fn in (operator.eq, operator.ne) and isinstance(args[1], BaseListVariable):
+            same = len(args[0].items) == len(args[1].items) and all(
+                BuiltinVariable.same_value(tx, a, b) for a, b in zip(args[0].items, args[1].items))
+            return ConstantVariable(same if fn is operator.eq else not same)
+    if fn in (operator.eq, operator.ne):
+        same = args[0] is args[1]
+        return ConstantVariable(same if fn is operator.eq else not same)
+    unimplemented(f"operator.{fn.__name__} on {args}")
+
+
+# ----------------------------------------------------------------------------- builtins
+def _wrap_items(items):
+    from .lists import ListIteratorVariable
+    return ListIteratorVariable(items)
+
+
+@_handler(len)
+def _len(tx, fn, args, kwargs):
+    return args[0].call_method(tx, "__len__", [], {})
+
+
+@_handler(isinstance)
+def _isinstance(tx, fn, args, kwargs):
+    obj, classes = args
+    cls = classes.as_python_constant()
+    try:
+        return ConstantVariable(issubclass(obj.python_type(), cls))
+    except TypeError as e:
+        unimplemented(f"isinstance: {e}")
+
+
+@_handler(issubclass)
+def _issubclass(tx, fn, args, kwargs):
+    return ConstantVariable(issubclass(*_consts(args)))
+
+
+@_handler(callable)
+def _callable(tx, fn, args, kwargs):
+    from .tensor import TensorVariable
+    from .functions import BaseUserFunctionVariable, UserMethodVariable, PartialVariable
+    obj = args[0]
+    if isinstance(obj, (BaseUserFunctionVariable, UserMethodVariable, PartialVariable, BuiltinVariable)):
+        return ConstantVariable(True)
+    if isinstance(obj, TensorVariable):
+        return ConstantVariable(False)
+    return ConstantVariable(callable(obj.as_python_constant()))
+
+
+@_handler(range)
+def _range(tx, fn, args, kwargs):
+    return ConstantVariable(range(*_consts(args)))
+
+
+@_handler(slice)
+def _slice(tx, fn, args, kwargs):
+    from .lists import SliceVariable
+    if _all_const(args):
+        return ConstantVariable(slice(*_consts(args)))
+    return SliceVariable(args)
+
+
+@_handler(enumerate)
+def _enumerate(tx, fn, args, kwargs):
+    from .lists import TupleVariable
+    start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
+    items = args[0].unpack_var_sequence(tx)
+    return _wrap_items([TupleVariable([ConstantVariable(i + start), v]) for i, v in enumerate(items)])
+
+
+@_handler(zip)
+def _zip(tx, fn, args, kwargs):
+    from .lists import TupleVariable
+    if kwargs.get("strict") is not None and kwargs["strict"].as_python_constant():
+        lengths = {len(a.unpack_var_sequence(tx)) for a in args}
+        if len(lengths) > 1:
+            unimplemented("ValueError: zip() arguments have different lengths")
+    seqs = [a.unpack_var_sequence(tx) for a in args]
+    return _wrap_items([TupleVariable(list(group)) for group in zip(*seqs)])
+
+
+@_handler(iter)
+def _iter(tx, fn, args, kwargs):
+    from .lists import ListIteratorVariable
+    if isinstance(args[0], ListIteratorVariable):
+        return args[0]
+    return _wrap_items(args[0].unpack_var_sequence(tx))
+
+
+@_handler(next)
+def _next(tx, fn, args, kwargs):
+    from .lists import ListIteratorVariable
+    it = args[0]
+    if not isinstance(it, ListIteratorVariable):
+        unimplemented(f"next() on {it}")
+    item = it.next_item()
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        unimplemented("StopIteration from next()")
+    return item
+
+
+@_handler(list, tuple)
+def _list_tuple(tx, fn, args, kwargs):
+    from .lists import ListVariable, TupleVariable
+    items = args[0].unpack_var_sequence(tx) if args else []
+    return ListVariable(items) if fn is list else TupleVariable(items)
+
+
+@_handler(dict)
+def _dict(tx, fn, args, kwargs):
+    from .dicts import ConstDictVariable
+    result = ConstDictVariable({})
+    if args:
+        src = args[0]
+        if isinstance(src, ConstDictVariable):
+            result.items.update(src.items)
+        else:
+            for pair in src.unpack_var_sequence(tx):
+                k, v = pair.unpack_var_sequence(tx)
+                result.items[k.as_python_constant()] = v
+    result.items.update(kwargs)
+    return result
+
+
+@_handler(set, frozenset)
+def _set(tx, fn, args, kwargs):
+    if args and all(i.is_python_constant() for i in args[0].unpack_var_sequence(tx)):
+        return ConstantVariable(frozenset(i.as_python_constant() for i in args[0].unpack_var_sequence(tx))) \
+            if fn is frozenset else unimplemented("mutable set()")
+    unimplemented("set of non-constant items")
+
+
+@_handler(sorted)
+def _sorted(tx, fn, args, kwargs):
+    from .lists import ListVariable
+    if "key" in kwargs:
+        unimplemented("sorted with a key function")
+    values = sorted(_consts(args[0].unpack_var_sequence(tx)),
+                    reverse=kwargs["reverse"].as_python_constant() if "reverse" in kwargs else False)
+    return ListVariable([ConstantVariable(v) for v in values])
+
+
+@_handler(reversed)
+def _reversed(tx, fn, args, kwargs):
+    return _wrap_items(list(reversed(args[0].unpack_var_sequence(tx))))
+
+
+@_handler(sum)
+def _sum(tx, fn, args, kwargs):
+    items = args[0].unpack_var_sequence(tx)
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    for item in items:
+        total = BuiltinVariable(operator.add).call_function(tx, [total, item], {})
+    return total
+
+
+@_handler(min, max)
+def _min_max(tx, fn, args, kwargs):
+    items = args[0].unpack_var_sequence(tx) if len(args) == 1 else args
+    if _has_tensor(items):
+        if len(items) == 2 and not kwargs:   # torch records max(a, b) of tensors via comparisons; use the op
+            import ember
+            from .tensor import call_tensor_op
+            return call_tensor_op(tx, "call_function", ember.maximum if fn is max else ember.minimum, items, {})
+        unimplemented(f"{fn.__name__}() over tensors compares their values")
+    if "key" in kwargs:
+        unimplemented(f"{fn.__name__} with a key function")
+    return ConstantVariable(fn(_consts(items)))
+
+
+@_handler(any, all)
+def _any_all(tx, fn, args, kwargs):
+    return ConstantVariable(fn(i.truthy(tx) for i in args[0].unpack_var_sequence(tx)))
+
+
+@_handler(getattr)
+def _getattr(tx, fn, args, kwargs):
+    from ..exc import Unsupported
+    name = args[1].as_python_constant()
+    if len(args) > 2:
+        try:
+            return args[0].var_getattr(tx, name)
+        except Unsupported as e:
+            if "AttributeError" in e.reason or "has no attribute" in e.reason:
+                return args[2]
+            raise
+    return args[0].var_getattr(tx, name)
+
+
+@_handler(hasattr)
+def _hasattr(tx, fn, args, kwargs):
+    from ..exc import Unsupported
+    name = args[1].as_python_constant()
+    try:
+        args[0].var_getattr(tx, name)
+        return ConstantVariable(True)
+    except Unsupported as e:
+        if "AttributeError" in e.reason or "has no attribute" in e.reason:
+            return ConstantVariable(False)
+        raise
+
+
+@_handler(setattr)
+def _setattr(tx, fn, args, kwargs):
+    tx.store_attr(args[0], args[1].as_python_constant(), args[2])
+    return ConstantVariable(None)
+
+
+@_handler(type)
+def _type(tx, fn, args, kwargs):
+    from .misc import PythonValueVariable
+    if len(args) != 1:
+        unimplemented("type() with three arguments")
+    return PythonValueVariable(args[0].python_type())
+
+
+@_handler(print)
+def _print(tx, fn, args, kwargs):
+    unimplemented("call to print")
+
+
+@_handler(functools.partial)
+def _partial(tx, fn, args, kwargs):
+    from .functions import PartialVariable
+    return PartialVariable(args[0], args[1:], kwargs)
+
+
+@_handler(functools.reduce)
+def _reduce(tx, fn, args, kwargs):
+    items = args[1].unpack_var_sequence(tx)
+    acc = args[2] if len(args) > 2 else items.pop(0)
+    for item in items:
+        acc = args[0].call_function(tx, [acc, item], {})
+    return acc
+
+
+def _itertools(tx, fn, args, kwargs):
+    from .lists import TupleVariable
+    if fn is itertools.repeat:
+        return _wrap_items([args[0]] * args[1].as_python_constant())
+    seqs = [a.unpack_var_sequence(tx) for a in args if not a.is_python_constant() or
+            isinstance(a.as_python_constant(), (tuple, list, range, str))] if fn is not itertools.islice else None
+    if fn is itertools.chain:
+        return _wrap_items([i for s in seqs for i in s])
+    if fn is itertools.chain.from_iterable:
+        return _wrap_items([i for s in args[0].unpack_var_sequence(tx) for i in s.unpack_var_sequence(tx)])
+    if fn is itertools.islice:
+        return _wrap_items(list(itertools.islice(args[0].unpack_var_sequence(tx), *_consts(args[1:]))))
+    if fn is itertools.accumulate:
+        items = args[0].unpack_var_sequence(tx)
+        out, acc = [], None
+        for item in items:
+            acc = item if acc is None else BuiltinVariable(operator.add).call_function(tx, [acc, item], {})
+            out.append(acc)
+        return _wrap_items(out)
+    if fn is itertools.zip_longest:
+        fill = kwargs.get("fillvalue", ConstantVariable(None))
+        return _wrap_items([TupleVariable([fill if v is None else v for v in group])
+                            for group in itertools.zip_longest(*seqs)])
+    extra = [a.as_python_constant() for a in args[1:]] if fn in (itertools.combinations,
+                                                                 itertools.permutations) else []
+    if kwargs.get("repeat") is not None:
+        seqs = seqs * kwargs["repeat"].as_python_constant()
+    groups = fn(seqs[0], *extra) if extra else fn(*seqs)
+    return _wrap_items([TupleVariable(list(g)) for g in groups])

@@ -1,0 +1,81 @@
+"""Immutable Python values known at capture time (ints, floats, strings, None, dtypes, devices, ranges, Size).
+
+    ConstantVariable(3).call_method(tx, "__mul__", [ConstantVariable(2)], {}).as_python_constant()  # 6
+"""
+from __future__ import annotations
+
+import enum
+
+from ..exc import unimplemented
+from .base import VariableTracker
+
+_ATOMIC_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice, type(Ellipsis),
+                 type(NotImplemented), enum.Enum)
+
+
+def _ember_constant_types():
+    import ember
+    return (ember.dtype, ember.device, ember.Size)
+
+
+def is_constant_value(value) -> bool:
+    """True for values the translator folds instead of tracing (checked recursively for tuples)."""
+    if isinstance(value, _ATOMIC_TYPES) or isinstance(value, _ember_constant_types()):
+        return True
+    if type(value) in (tuple, frozenset):
+        return all(is_constant_value(v) for v in value)
+    return False
+
+
+class ConstantVariable(VariableTracker):
+    """A value folded at capture time; it is specialised on through a CONSTANT_MATCH guard when it has a source."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value
+
+    def truthy(self, tx):
+        return bool(self.value)
+
+    def var_getattr(self, tx, name):
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError:
+            unimplemented(f"AttributeError: {type(self.value).__name__!r} object has no attribute {name!r}")
+        if is_constant_value(attr):
+            return ConstantVariable(attr)
+        if callable(attr):
+            from .misc import BoundMethodVariable
+            return BoundMethodVariable(self, name)
+        unimplemented(f"attribute {name!r} of constant {self.value!r}")
+
+    def call_method(self, tx, name, args, kwargs):
+        if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
+            method = getattr(self.value, name, None)
+            if method is None:
+                unimplemented(f"method {name!r} of {type(self.value).__name__}")
+            result = method(*[a.as_python_constant() for a in args],
+                            **{k: v.as_python_constant() for k, v in kwargs.items()})
+            from .builder import wrap_new
+            return wrap_new(tx, result)
+        # e.g. 2 * tensor arrives as int.__mul__(tensor): let the operator table handle it
+        return super().call_method(tx, name, args, kwargs)
+
+    def unpack_var_sequence(self, tx):
+        if isinstance(self.value, (tuple, list, range, str, bytes, frozenset)):
+            return [ConstantVariable(v) for v in self.value]
+        if isinstance(self.value, _ember_constant_types()[2]):
+            return [ConstantVariable(v) for v in self.value]
+        unimplemented(f"iteration over {type(self.value).__name__}")
+
+    def reconstruct(self, cg):
+        cg.load_const(self.value)
+
+    def __repr__(self):
+        return f"ConstantVariable({self.value!r})"

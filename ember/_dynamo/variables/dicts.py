@@ -1,0 +1,136 @@
+"""Dicts with constant keys under capture.
+
+    d = ConstDictVariable({"a": x})
+    d.call_method(tx, "__getitem__", [ConstantVariable("a")], {})   # -> x
+"""
+from __future__ import annotations
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class ConstDictVariable(VariableTracker):
+    """``items`` maps Python constant keys to trackers; insertion order is kept like dict's."""
+
+    def __init__(self, items, source=None, user_cls=dict):
+        super().__init__(source)
+        self.items = dict(items)
+        self.user_cls = user_cls
+
+    def python_type(self):
+        return self.user_cls
+
+    def as_python_constant(self):
+        return {k: v.as_python_constant() for k, v in self.items.items()}
+
+    def truthy(self, tx):
+        return len(self.items) > 0
+
+    def unpack_var_sequence(self, tx):
+        return [ConstantVariable(k) for k in self.items]
+
+    @staticmethod
+    def _key(vt):
+        if vt.is_python_constant():
+            return vt.as_python_constant()
+        unimplemented(f"dict key {vt} is not a constant")
+
+    def call_method(self, tx, name, args, kwargs):
+        from .lists import TupleVariable, ListIteratorVariable
+        if name == "__getitem__":
+            key = self._key(args[0])
+            if key not in self.items:
+                unimplemented(f"KeyError: {key!r}")
+            return self.items[key]
+        if name == "get":
+            key = self._key(args[0])
+            return self.items.get(key, args[1] if len(args) > 1 else ConstantVariable(None))
+        if name == "__contains__":
+            return ConstantVariable(self._key(args[0]) in self.items)
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "keys":
+            return DictViewVariable([ConstantVariable(k) for k in self.items])
+        if name == "values":
+            return DictViewVariable(list(self.items.values()))
+        if name == "items":
+            return DictViewVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        if name == "__iter__":
+            return ListIteratorVariable(self.unpack_var_sequence(tx))
+        if name == "copy":
+            return ConstDictVariable(self.items, user_cls=self.user_cls)
+        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem"):
+            tx.output.side_effects.mutation(tx, self)
+            if name == "__setitem__":
+                self.items[self._key(args[0])] = args[1]
+            elif name == "update":
+                if args:
+                    other = args[0]
+                    if isinstance(other, ConstDictVariable):
+                        self.items.update(other.items)
+                    else:
+                        for pair in other.unpack_var_sequence(tx):
+                            k, v = pair.unpack_var_sequence(tx)
+                            self.items[self._key(k)] = v
+                for k, v in kwargs.items():
+                    self.items[k] = v
+            elif name == "pop":
+                key = self._key(args[0])
+                if key in self.items:
+                    return self.items.pop(key)
+                if len(args) > 1:
+                    return args[1]
+                unimplemented(f"KeyError: {key!r}")
+            elif name == "setdefault":
+                key = self._key(args[0])
+                if key not in self.items:
+                    self.items[key] = args[1] if len(args) > 1 else ConstantVariable(None)
+                return self.items[key]
+            elif name == "clear":
+                self.items.clear()
+            elif name == "__delitem__":
+                del self.items[self._key(args[0])]
+            elif name == "popitem":
+                k, v = self.items.popitem()
+                return TupleVariable([ConstantVariable(k), v])
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            return cg.load_source(self.source)
+        if self.user_cls is not dict:
+            unimplemented(f"rebuilding a {self.user_cls.__name__}")
+        for k, v in self.items.items():
+            cg.load_const(k)
+            cg.reconstruct(v)
+        cg.build("BUILD_MAP", len(self.items))
+
+    def __repr__(self):
+        return f"ConstDictVariable({self.items!r})"
+
+
+class DictViewVariable(VariableTracker):
+    """keys()/values()/items(): a snapshot list of trackers (enough for iteration, len and `in`)."""
+
+    def __init__(self, items):
+        super().__init__(None)
+        self.items = items
+
+    def python_type(self):
+        return list
+
+    def unpack_var_sequence(self, tx):
+        return list(self.items)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":
+            return ConstantVariable(len(self.items))
+        if name == "__contains__":
+            from .builtins import BuiltinVariable
+            return BuiltinVariable.contains(tx, self.items, args[0])
+        if name == "__iter__":
+            from .lists import ListIteratorVariable
+            return ListIteratorVariable(self.items)
+        return super().call_method(tx, name, args, kwargs)

@@ -1,0 +1,178 @@
+"""Other values under capture: bound methods, opaque Python objects (modules, classes), user objects,
+the NULL that 3.11+ CALL expects, and closure cells.
+
+    BoundMethodVariable(tensor_var, "sum").call_function(tx, [], {})   # == tensor_var.call_method(tx, "sum", ...)
+"""
+from __future__ import annotations
+
+import types
+
+from ..exc import unimplemented
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+class BoundMethodVariable(VariableTracker):
+    """``obj.name`` not called yet: calling it is obj.call_method(name)."""
+
+    def __init__(self, obj, name, source=None):
+        super().__init__(source)
+        self.obj = obj
+        self.name = name
+
+    def call_function(self, tx, args, kwargs):
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def python_type(self):
+        return types.MethodType
+
+    def reconstruct(self, cg):
+        cg.reconstruct(self.obj)
+        cg.load_attr(self.name)
+
+    def __repr__(self):
+        return f"BoundMethodVariable({self.obj}, {self.name})"
+
+
+class NullVariable(VariableTracker):
+    """The NULL below a callable on the 3.11+ value stack."""
+
+    def reconstruct(self, cg):
+        cg.push_null()
+
+    def __repr__(self):
+        return "NULL"
+
+
+class PythonValueVariable(VariableTracker):
+    """A Python object used as is: a module (ember, math), a class, a builtin we do not model."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value
+
+    def var_getattr(self, tx, name):
+        from .. import source as src
+        from .builder import wrap
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError:
+            unimplemented(f"AttributeError: {self.value!r} has no attribute {name!r}")
+        # attributes of modules and classes are stable enough: the root object's guard covers them,
+        # except values that can change by assignment (tensors, numbers) which get their own guards
+        import ember
+        guard = not isinstance(attr, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)) \
+            and not callable(attr) or isinstance(attr, ember.nn.Module)
+        return wrap(tx, attr, src.AttrSource(self.source, name) if self.source is not None else None, guard=guard)
+
+    def call_function(self, tx, args, kwargs):
+        value = self.value
+        if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields"):
+            from .lists import TupleVariable
+            fields = list(value._fields)
+            items = list(args) + [kwargs[f] for f in fields[len(args):] if f in kwargs]
+            return TupleVariable(items, tuple_cls=value)
+        if getattr(value, "__module__", "") in ("math",) or isinstance(value, types.BuiltinFunctionType):
+            if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
+                from .builder import wrap_new
+                return wrap_new(tx, value(*[a.as_python_constant() for a in args],
+                                          **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or repr(value)
+        unimplemented(f"call to {name}")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            return cg.load_source(self.source)
+        cg.load_python_value(self.value)
+
+    def __repr__(self):
+        return f"PythonValueVariable({self.value!r})"
+
+
+class UserDefinedObjectVariable(VariableTracker):
+    """An instance of a user class: attributes are read from the real object (guarded); methods are inlined."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def var_getattr(self, tx, name):
+        from .. import source as src
+        from .builder import wrap
+        from .functions import UserFunctionVariable, UserMethodVariable
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        cls = type(self.value)
+        class_attr = None
+        for klass in cls.__mro__:
+            if name in vars(klass):
+                class_attr = vars(klass)[name]
+                break
+        instance_dict = getattr(self.value, "__dict__", {})
+        if isinstance(class_attr, property):
+            return UserFunctionVariable(class_attr.fget).call_function(tx, [self], {})
+        if name in instance_dict:
+            source = src.AttrSource(self.source, name) if self.source is not None else None
+            return wrap(tx, instance_dict[name], source)
+        if isinstance(class_attr, staticmethod):
+            return UserFunctionVariable(class_attr.__func__)
+        if isinstance(class_attr, classmethod):
+            return UserMethodVariable(class_attr.__func__, PythonValueVariable(cls))
+        if isinstance(class_attr, types.FunctionType):
+            return UserMethodVariable(class_attr, self)
+        if class_attr is not None:
+            return wrap(tx, class_attr, None, guard=False)
+        unimplemented(f"AttributeError: {cls.__name__!r} object has no attribute {name!r}")
+
+    def call_method(self, tx, name, args, kwargs):
+        method = self.var_getattr(tx, name)
+        return method.call_function(tx, args, kwargs)
+
+    def call_function(self, tx, args, kwargs):
+        call = getattr(type(self.value), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            from .functions import UserMethodVariable
+            return UserMethodVariable(call, self).call_function(tx, args, kwargs)
+        return super().call_function(tx, args, kwargs)
+
+    def __repr__(self):
+        return f"UserDefinedObjectVariable({type(self.value).__name__})"
+
+
+class CellVariable(VariableTracker):
+    """A closure cell made by this frame (LOAD_CLOSURE): reads and writes go to the owner's symbolic locals."""
+
+    def __init__(self, owner, name):
+        super().__init__(None)
+        self.owner = owner
+        self.name = name
+
+    def load(self):
+        if self.name not in self.owner.symbolic_locals:
+            unimplemented(f"free variable {self.name!r} referenced before assignment")
+        return self.owner.symbolic_locals[self.name]
+
+    def store(self, value):
+        self.owner.symbolic_locals[self.name] = value
+
+
+class RealCellVariable(VariableTracker):
+    """A real closure cell (the compiled function's own free variable): read through the cell."""
+
+    def __init__(self, cell, source):
+        super().__init__(source)
+        self.cell = cell
+
+
+def const(value):
+    return ConstantVariable(value)

@@ -1,0 +1,31 @@
+"""ember.jit: TorchScript-like frontends. ``trace`` records the ops a program runs (the Tracer
+dispatch key) into an ember.fx graph, printed TorchScript-style.
+
+    traced = ember.jit.trace(lambda a, b: a + b, (ember.randn(3), ember.randn(3)))
+    print(traced.graph)
+
+Names load on first use (the table says from where); importing ember.jit registers the Tracer
+key's fallback.
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import _recorder  # noqa: F401  (registers the Tracer key's boxed fallback)
+
+_EXPORTS = {  # public name -> module (relative to ember.jit) that defines it
+    "trace": "._trace", "trace_module": "._trace", "ScriptFunction": "._trace",
+    "TopLevelTracedModule": "._trace", "TracingCheckError": "._trace",
+    "TracerWarning": "._recorder",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ember.jit' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

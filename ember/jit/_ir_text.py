@@ -1,0 +1,294 @@
+"""Print a traced ``ember.fx.Graph`` the way ``torch.jit.trace(...).graph`` prints:
+
+    graph(%a : Float(4, strides=[1], requires_grad=0, device=cpu),
+          %b : Float(4, strides=[1], requires_grad=0, device=cpu)):
+      %2 : int = prim::Constant[value=1]() # /path/x.py:3:0
+      %c : Float(4, strides=[1], requires_grad=0, device=cpu) = aten::add(%a, %b, %2) # /path/x.py:3:0
+      return (%c)
+
+TorchScript keeps non-tensor arguments as values too, so each call's Python arguments become
+``prim::Constant`` values (ints, floats, bools, None, strings, devices; dtypes as their
+ScalarType code; a number passed where the schema takes a Tensor as a 0-dim constant
+``{2.5}``), int lists become ``prim::ListConstruct``. Values are numbered in creation order;
+a value whose node carries ``meta["jit_name"]`` prints under that name (it still uses up its
+number, as in TorchScript). Tuples, lists and dicts returned by the program become
+``prim::TupleConstruct`` / ``ListConstruct`` / ``DictConstruct``.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+from .._core import dtype as _dt
+from .._core.device import device as _device_cls
+from .._core.tensor import Tensor
+
+_DTYPE_NAMES = {_dt.float32: "Float", _dt.float64: "Double", _dt.float16: "Half", _dt.bfloat16: "BFloat16",
+                _dt.int64: "Long", _dt.int32: "Int", _dt.int16: "Short", _dt.int8: "Char", _dt.uint8: "Byte",
+                _dt.bool_: "Bool", _dt.complex64: "ComplexFloat", _dt.complex128: "ComplexDouble"}
+_SCALAR_TYPE_CODE = {_dt.uint8: 0, _dt.int8: 1, _dt.int16: 2, _dt.int32: 3, _dt.int64: 4, _dt.float16: 5,
+                     _dt.float32: 6, _dt.float64: 7, _dt.complex64: 9, _dt.complex128: 10, _dt.bool_: 11,
+                     _dt.bfloat16: 15}
+
+
+def format_float(x: float) -> str:
+    """TorchScript's float constants: 17 significant digits, a trailing '.' on integral values
+    below 1e10 (``1.``, ``0.10000000000000001``, ``1e+17``)."""
+    if math.isfinite(x) and x == int(x) and abs(x) < 1e10:
+        return f"{int(x)}."
+    return "%.17g" % x
+
+
+def tensor_type(t, with_shapes: bool = True) -> str:
+    """``Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu)`` for a tensor (or meta tensor
+    standing for one: its device prints as cpu); ``Tensor`` without shapes."""
+    if not with_shapes:
+        return "Tensor"
+    name = _DTYPE_NAMES.get(t.dtype, "Tensor")
+    parts = [str(s) for s in t.shape]
+    if t.dim():
+        parts.append("strides=[" + ", ".join(str(s) for s in t.stride()) + "]")
+    parts.append(f"requires_grad={int(bool(t.requires_grad))}")
+    device = t.device.type
+    parts.append(f"device={'cpu' if device == 'meta' else device}")
+    return f"{name}({', '.join(parts)})"
+
+
+def _tensor_literal(t: Tensor) -> str:
+    """A tensor constant's value: ``{2.5}`` for a 0-dim tensor, else the values and
+    ``[ CPUFloatType{3} ]`` (PyTorch's C++ tensor printing, approximately)."""
+    values = t.detach().tolist() if not t.device.type == "meta" else []
+    if t.dim() == 0:
+        return "{" + (format_float(values).rstrip(".") if isinstance(values, float) else str(values)) + "}"
+    flat = t.detach().reshape(-1).tolist()
+    kind = _DTYPE_NAMES.get(t.dtype, "Float")
+    return " ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in flat) + \
+        f" [ CPU{kind}Type{{{','.join(str(s) for s in t.shape)}}} ]"
+
+
+# Ops whose Python binding in PyTorch turns a number into a 0-dim "wrapped number" tensor (their
+# Scalar overloads are not exposed to Python); elsewhere a number passed for a Tensor argument
+# selects the Scalar overload and prints as a plain constant (``aten::gt(%x, %2)``, %2 : int).
+_WRAPPED_NUMBER_OPS = {"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul", "aten::mul_",
+                       "aten::div", "aten::div_", "aten::true_divide", "aten::true_divide_"}
+
+
+def _is_operator(target) -> bool:
+    return hasattr(target, "schema") and hasattr(target, "redispatch")
+
+
+class _Printer:
+    def __init__(self, graph, with_shapes: bool, with_locations: bool):
+        self.graph = graph
+        self.with_shapes = with_shapes
+        self.with_locations = with_locations
+        self.next_number = 0
+        self.names: dict = {}       # node -> printed value name (without %)
+        self.lines: list = []
+        self.node_lines: dict = {}  # call_function node -> its printed line
+
+    def new_value(self, node=None) -> str:
+        number = self.next_number
+        self.next_number += 1
+        name = node.meta.get("jit_name") if node is not None else None
+        name = name or str(number)
+        if node is not None:
+            self.names[node] = name
+        return name
+
+    def loc(self, node) -> str:
+        loc = node.meta.get("jit_loc") if node is not None else None
+        if not self.with_locations or loc is None:
+            return ""
+        return f" # {loc[0]}:{loc[1]}:0"
+
+    def value_type(self, val) -> str:
+        if isinstance(val, Tensor):
+            return tensor_type(val, self.with_shapes)
+        if isinstance(val, tuple):
+            return "(" + ", ".join(self.value_type(v) for v in val) + ")"
+        return "Tensor"
+
+    def emit(self, text: str) -> None:
+        self.lines.append("  " + text)
+
+    # -- constants ------------------------------------------------------------------------
+    def constant(self, value, schema_type: str, at) -> str:
+        """The value name of a Python argument, emitting its prim::Constant (and list) lines."""
+        loc = self.loc(at)
+        if value is None:
+            name = self.new_value()
+            self.emit(f"%{name} : NoneType = prim::Constant()")
+            return name
+        if isinstance(value, (list, tuple)):
+            items = [self.operand(v, schema_type, at) for v in value]
+            elem = "Tensor" if any(isinstance(v, Tensor) or hasattr(v, "op") for v in value) else (
+                "float" if any(isinstance(v, float) for v in value) else "int")
+            name = self.new_value()
+            self.emit(f"%{name} : {elem}[] = prim::ListConstruct({', '.join('%' + i for i in items)})")
+            return name
+        if schema_type == "Tensor" and isinstance(value, (bool, int, float)):
+            kind = "Bool" if isinstance(value, bool) else "Long" if isinstance(value, int) else "Double"
+            text = "{" + (str(int(value)) if isinstance(value, bool) else
+                          format_float(value).rstrip(".") if isinstance(value, float) else str(value)) + "}"
+            name = self.new_value()
+            self.emit(f"%{name} : {kind}(requires_grad=0, device=cpu) = prim::Constant[value={text}](){loc}")
+            return name
+        if isinstance(value, bool):
+            typ, text = "bool", str(int(value))
+        elif isinstance(value, int):
+            typ, text = "int", str(value)
+        elif isinstance(value, float):
+            typ, text = "float", format_float(value)
+        elif isinstance(value, str):
+            typ, text = "str", f'"{value}"'
+        elif isinstance(value, _dt.dtype):
+            typ, text = "int", str(_SCALAR_TYPE_CODE.get(value, -1))
+        elif isinstance(value, _device_cls):
+            typ, text = "Device", f'"{value}"'
+        else:
+            typ, text = type(value).__name__, repr(value)
+        name = self.new_value()
+        self.emit(f"%{name} : {typ} = prim::Constant[value={text}](){loc}")
+        return name
+
+    def operand(self, value, schema_type: str, at) -> str:
+        if hasattr(value, "op") and hasattr(value, "meta") and value in self.names:
+            return self.names[value]
+        return self.constant(value, schema_type, at)
+
+    # -- nodes ----------------------------------------------------------------------------
+    def placeholder(self, node) -> str:
+        name = self.new_value(node)
+        return f"%{name} : {self.value_type(node.meta.get('val'))}"
+
+    def get_attr(self, node) -> None:
+        value = node.meta.get("jit_constant")
+        typ = self.value_type(node.meta.get("val"))
+        if str(node.target).startswith("_tensor_constant") and isinstance(value, Tensor):
+            name = self.new_value(node)
+            self.emit(f"%{name} : {typ} = prim::Constant[value={_tensor_literal(value)}](){self.loc(node)}")
+        else:
+            name = self.new_value(node)
+            self.emit(f'%{name} : {typ} = prim::GetAttr[name="{node.target}"](%self)')
+
+    def call(self, node) -> None:
+        op = node.target
+        if not _is_operator(op):
+            return          # getitem nodes print as the outputs of their producer
+        schema = op.schema
+        op_name = op.name.split(".", 1)[0]
+        operands = []
+        positional = list(node.args)
+        for arg in schema.arguments:
+            if arg.kwarg_only:
+                if arg.name not in node.kwargs:
+                    continue
+                value = node.kwargs[arg.name]
+            elif positional:
+                value = positional.pop(0)
+            else:
+                continue
+            wraps = arg.type == "Tensor" and op_name in _WRAPPED_NUMBER_OPS
+            operands.append(self.operand(value, "Tensor" if wraps else "Scalar", node))
+        args_text = ", ".join("%" + o for o in operands)
+        val = node.meta.get("val")
+        if isinstance(val, (tuple, list)):
+            items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
+            if len(schema.returns) == 1 and schema.returns[0].is_list:
+                whole = self.new_value()
+                self.emit(f"%{whole} : Tensor[] = {op_name}({args_text}){self.loc(node)}")
+                outs = self._outputs(items, val)
+                self.emit(f"{outs} = prim::ListUnpack(%{whole})")
+            else:
+                outs = self._outputs(items, val)
+                self.emit(f"{outs} = {op_name}({args_text}){self.loc(node)}")
+            return
+        name = self.new_value(node)
+        self.emit(f"%{name} : {self.value_type(val)} = {op_name}({args_text}){self.loc(node)}")
+        self.node_lines[node] = self.lines[-1].strip()
+
+    def _outputs(self, items, val) -> str:
+        parts = []
+        for i, v in enumerate(val):
+            name = self.new_value(items.get(i))
+            parts.append(f"%{name} : {self.value_type(v)}")
+        return ", ".join(parts)
+
+    # -- outputs --------------------------------------------------------------------------
+    def output_value(self, value) -> tuple:
+        """(value name, type) of a returned structure, emitting its construct lines."""
+        if hasattr(value, "op") and hasattr(value, "meta"):
+            return self.names[value], self.value_type(value.meta.get("val"))
+        if isinstance(value, tuple):
+            parts = [self.output_value(v) for v in value]
+            typ = "(" + ", ".join(t for _, t in parts) + ")"
+            name = self.new_value()
+            self.emit(f"%{name} : {typ} = prim::TupleConstruct({', '.join('%' + n for n, _ in parts)})")
+            return name, typ
+        if isinstance(value, list):
+            parts = [self.output_value(v) for v in value]
+            name = self.new_value()
+            self.emit(f"%{name} : Tensor[] = prim::ListConstruct({', '.join('%' + n for n, _ in parts)})")
+            return name, "Tensor[]"
+        if isinstance(value, dict):
+            keys = [self.constant(k, "str", None) for k in value]
+            parts = [self.output_value(v) for v in value.values()]
+            operands = ", ".join(f"%{k}, %{n}" for k, (n, _) in zip(keys, parts))
+            name = self.new_value()
+            self.emit(f"%{name} : Dict(str, Tensor) = prim::DictConstruct({operands})")
+            return name, "Dict(str, Tensor)"
+        return self.constant(value, "", None), ""
+
+    def run(self, self_type: str | None = None) -> str:
+        inputs = []
+        if self_type is not None:
+            inputs.append(f"%self : {self_type}")
+        for node in self.graph.nodes:
+            if node.op == "placeholder":
+                inputs.append(self.placeholder(node))
+            elif node.op == "get_attr":
+                self.get_attr(node)
+            elif node.op == "call_function":
+                self.call(node)
+            elif node.op == "output":
+                result = node.args[0]
+                name, _ = self.output_value(result)
+                self.emit(f"return (%{name})")
+        header = "graph(" + ",\n      ".join(inputs) + "):"
+        return "\n".join([header] + self.lines) + "\n"
+
+
+def format_graph(graph, *, with_shapes: bool = True, with_locations: bool = True, self_type=None) -> str:
+    """The TorchScript text of a traced graph (see the module docstring).
+
+        >>> print(format_graph(ember.jit.trace(lambda a, b: a + b, (x, y)).graph.fx_graph))
+    """
+    return _Printer(graph, with_shapes, with_locations).run(self_type)
+
+
+def node_lines(graph) -> dict:
+    """Each single-result call node's printed line (for messages that quote nodes)."""
+    printer = _Printer(graph, True, True)
+    printer.run()
+    return printer.node_lines
+
+
+class TorchScriptGraph:
+    """What ``traced.graph`` is: prints TorchScript-style; ``fx_graph`` is the ember.fx Graph."""
+
+    def __init__(self, fx_graph, self_type=None):
+        self.fx_graph = fx_graph
+        self.self_type = self_type
+
+    def __str__(self):
+        return format_graph(self.fx_graph, self_type=self.self_type)
+
+    __repr__ = __str__
+
+    def nodes(self):
+        """The fx nodes (TorchScript's ``graph.nodes()``)."""
+        return list(self.fx_graph.nodes)
+
+    def str(self, print_source_locations: bool = True) -> str:
+        return format_graph(self.fx_graph, with_locations=print_source_locations, self_type=self.self_type)
