@@ -76,7 +76,12 @@ class PyCodegen:
         self.extend_output(create_call_function(nargs, push_null))
 
     def load_python_value(self, value, push_null=False):
-        """Load an object that has no source: it goes into the frame's globals under a fresh name."""
+        """Load an object that has no source: it goes into the frame's globals under a fresh name.
+
+        Only objects that are the same on every call may be baked in like this; a bound method of
+        a per-call object (``obj.apply``) would serve the first call's object to later calls."""
+        if not _safe_to_bake(value):
+            unimplemented(f"cannot rebuild a {type(value).__name__} that has no source after a graph break")
         name = self.tx.output.global_name_for(value)
         self.load_global(name, push_null)
 
@@ -124,3 +129,14 @@ def load_local(code, name):
 
 def fresh_global_name(prefix: str) -> str:
     return unique_id(prefix)
+
+
+def _safe_to_bake(value) -> bool:
+    """True for values that stay valid for every call the guards admit: immutable constants,
+    functions, classes, modules and builtins; not bound methods of ordinary objects."""
+    import types
+    if isinstance(value, types.MethodType):
+        return isinstance(value.__self__, (type, types.ModuleType))
+    if isinstance(value, (tuple, frozenset)):
+        return all(_safe_to_bake(v) for v in value)
+    return True

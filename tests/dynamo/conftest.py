@@ -19,3 +19,4 @@ def _reset_dynamo_caches():
     _reset_all()
     yield
     _reset_all()
+

@@ -31,6 +31,7 @@ import os
 import types
 
 import numpy as np
+import pytest
 import torch
 import torch._dynamo.testing  # noqa: F401  (torch does not import it by itself)
 
@@ -186,6 +187,13 @@ def run_one(lib, prog, inputs, *, static=None, calls=2, fullgraph=False, seed=0,
     return Run(got, comp_args, counter.frame_count, counter.op_count)
 
 
+# Programs whose values ember gets right but which ember captures differently from torch 2.13
+# today (it runs a frame, or part of one, eagerly). Their values are still checked; the test
+# then xfails naming the gap, and fails once the gap is closed so the entry gets removed.
+KNOWN_COUNT_GAPS = {  # test id -> why
+}
+
+
 def check_program(prog, inputs, *, static=None, calls=2, fullgraph=False, counts=True, ops=True, kwargs=None,
                   state=None):
     """The whole comparison (module docstring). Returns the (torch, ember) Runs.
@@ -203,6 +211,11 @@ def check_program(prog, inputs, *, static=None, calls=2, fullgraph=False, counts
         assert_close(g, r, f"call {call}: ember vs torch result", rtol=1e-4, atol=1e-5)
     for call, (g, r) in enumerate(zip(got.inputs_after, ref.inputs_after)):
         assert_close(g, r, f"call {call}: ember vs torch inputs after", rtol=1e-4, atol=1e-5)
+    gap = KNOWN_COUNT_GAPS.get(os.environ.get("PYTEST_CURRENT_TEST", "").split("::", 1)[-1].split(" ")[0])
+    if gap and counts:  # values were checked above; only the capture differs from torch's
+        assert (got.frame_count, got.op_count) != (ref.frame_count, ref.op_count), \
+            "this program now captures like torch: remove it from KNOWN_COUNT_GAPS"
+        pytest.xfail(f"{gap} (ember frames={got.frame_count}, torch frames={ref.frame_count})")
     if counts:
         assert got.frame_count == ref.frame_count, \
             f"frame_count (graphs compiled): ember {got.frame_count}, torch {ref.frame_count}"
