@@ -196,10 +196,7 @@ class _Patcher:
         for name, value in list(g.items()):
             if getattr(value, "__fx_recording__", False) or name.startswith("__"):
                 continue
-            try:
-                key = id(value)
-            except Exception:   # pragma: no cover
-                continue
+            key = id(value)
             if key in _BY_ID and g.get(name) is value:
                 self.set_item(g, name, _BY_ID[key])
             elif key in autowrap_ids or key in _wrapped_functions:
