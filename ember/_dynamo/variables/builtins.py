@@ -239,6 +239,26 @@ def _zip(tx, fn, args, kwargs):
     return _wrap_items([TupleVariable(list(group)) for group in zip(*seqs)])
 
 
+@_handler(map)
+def _map(tx, fn, args, kwargs):
+    # Evaluated eagerly: every call is traced now, the iterator hands out the results.
+    seqs = [a.unpack_var_sequence(tx) for a in args[1:]]
+    return _wrap_items([args[0].call_function(tx, list(group), {}) for group in zip(*seqs)])
+
+
+@_handler(filter)
+def _filter(tx, fn, args, kwargs):
+    kept = []
+    for item in args[1].unpack_var_sequence(tx):
+        test = item if args[0].is_python_constant() and args[0].as_python_constant() is None \
+            else args[0].call_function(tx, [item], {})
+        if not test.is_python_constant():
+            unimplemented("filter() with a predicate whose result is only known at run time")
+        if test.as_python_constant():
+            kept.append(item)
+    return _wrap_items(kept)
+
+
 @_handler(iter)
 def _iter(tx, fn, args, kwargs):
     from .lists import ListIteratorVariable
@@ -353,6 +373,11 @@ def _getattr(tx, fn, args, kwargs):
 def _hasattr(tx, fn, args, kwargs):
     from ..exc import Unsupported
     name = args[1].as_python_constant()
+    from .tensor import TensorVariable
+    if isinstance(args[0], TensorVariable) and not hasattr(args[0].example, name) \
+            and not hasattr(args[0].python_type(), name):
+        # Tensor attributes come from the class, so a name missing there is missing at run time too.
+        return ConstantVariable(False)
     try:
         args[0].var_getattr(tx, name)
         return ConstantVariable(True)
@@ -385,6 +410,13 @@ def _print(tx, fn, args, kwargs):
 def _partial(tx, fn, args, kwargs):
     from .functions import PartialVariable
     return PartialVariable(args[0], args[1:], kwargs)
+
+
+@_handler(operator.itemgetter, operator.attrgetter)
+def _getter(tx, fn, args, kwargs):
+    # Build the real getter from constant keys; calling it is modelled in PythonValueVariable.
+    from .misc import PythonValueVariable
+    return PythonValueVariable(fn(*_consts(args)))
 
 
 @_handler(functools.reduce)

@@ -5,6 +5,7 @@ the NULL that 3.11+ CALL expects, and closure cells.
 """
 from __future__ import annotations
 
+import operator
 import types
 
 from ..exc import unimplemented
@@ -78,6 +79,8 @@ class PythonValueVariable(VariableTracker):
             fields = list(value._fields)
             items = list(args) + [kwargs[f] for f in fields[len(args):] if f in kwargs]
             return TupleVariable(items, tuple_cls=value)
+        if isinstance(value, (operator.itemgetter, operator.attrgetter)) and len(args) == 1 and not kwargs:
+            return _call_getter(tx, value, args[0])
         if getattr(value, "__module__", "") in ("math",) or isinstance(value, types.BuiltinFunctionType):
             if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
                 from .builder import wrap_new
@@ -176,3 +179,21 @@ class RealCellVariable(VariableTracker):
 
 def const(value):
     return ConstantVariable(value)
+
+
+def _call_getter(tx, getter, obj):
+    """Apply an operator.itemgetter/attrgetter to a traced value, e.g. itemgetter(1)(t) -> t[1]."""
+    from .builtins import BuiltinVariable
+    from .constant import ConstantVariable
+    from .lists import TupleVariable
+    keys = getter.__reduce__()[1]
+    results = []
+    for key in keys:
+        if isinstance(getter, operator.itemgetter):
+            results.append(BuiltinVariable(operator.getitem).call_function(tx, [obj, ConstantVariable(key)], {}))
+        else:
+            value = obj
+            for part in key.split("."):
+                value = value.var_getattr(tx, part)
+            results.append(value)
+    return results[0] if len(keys) == 1 else TupleVariable(results)
