@@ -11,11 +11,11 @@ import importlib
 
 _EXPORTS = {  # public name -> module (relative to ember._dynamo)
     "optimize": ".eval_frame", "reset": ".eval_frame", "disable": ".eval_frame", "OptimizedModule": ".eval_frame",
-    "explain": ".explain", "list_backends": ".backends", "register_backend": ".backends",
+    "explain": "._explain", "list_backends": ".backends", "register_backend": ".backends",
 }
 _SUBMODULES = ("config", "testing", "backends", "eval_frame", "guards", "source", "bytecode_transformation",
                "bytecode_analysis", "resume_execution", "symbolic_convert", "output_graph", "convert_frame",
-               "exc", "variables", "explain", "side_effects", "codegen")
+               "exc", "variables", "side_effects", "codegen")
 
 
 def __getattr__(name):

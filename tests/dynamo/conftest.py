@@ -8,10 +8,7 @@ import ember
 
 def _reset_all():
     torch._dynamo.reset()
-    try:
-        ember._dynamo.reset()
-    except (ImportError, AttributeError):  # entry layer not there yet: nothing cached either
-        pass
+    ember._dynamo.reset()
 
 
 @pytest.fixture(autouse=True)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import sys
 import traceback
-import types
 
 from .guards import _describe
 
@@ -111,13 +109,3 @@ def explain(fn, *extra_args, **extra_kwargs):
         return inner(*extra_args, **extra_kwargs)
     return inner
 
-
-class _CallableModule(types.ModuleType):
-    """``ember._dynamo.explain`` names both this module and the function (the package's lazy table
-    and the import system's submodule attribute disagree); calling the module calls the function."""
-
-    def __call__(self, fn, *args, **kwargs):
-        return explain(fn, *args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
