@@ -79,6 +79,16 @@ class Graph:
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
         self._find_nodes_lookup: dict = {}
+        self.parent_node = None   # set on a block: the control-flow Node this graph is nested in
+
+    def encloses(self, other: "Graph") -> bool:
+        """True if `other` is this graph or a block nested (at any depth) inside it: nodes of a
+        block may read values of the graphs that enclose it, as in TorchScript."""
+        while other is not None:
+            if other is self:
+                return True
+            other = other.parent_node.graph if other.parent_node is not None else None
+        return False
 
     # -- basics ------------------------------------------------------------------------------
     @property
@@ -119,7 +129,7 @@ class Graph:
         if not isinstance(kwargs, dict):
             raise TypeError(f"Graph.create_node: kwargs must be a dict, got {type(kwargs).__name__}")
         for n in _nodes_in((args, kwargs)):
-            if n.graph is not self:
+            if not n.graph.encloses(self):
                 raise RuntimeError(f"Graph.create_node: argument {n.name} belongs to another graph")
         candidate = name if name is not None else _codegen.target_to_str(target)
         unique = self._namespace.create_name(candidate, None)
@@ -188,6 +198,10 @@ class Graph:
         if to_erase.users:
             raise RuntimeError(f"Tried to erase Node {to_erase.name} but it still had {len(to_erase.users)} "
                                f"users in the graph: {to_erase.users}!")
+        for block in to_erase.blocks:  # nested nodes read outer values: drop them from those users
+            for inner in reversed(block.nodes):
+                inner.users.clear()
+                block.erase_node(inner)
         nxt = to_erase._next
         to_erase._remove_from_list()
         # keep the insert point valid if it was this node
@@ -347,16 +361,16 @@ def _lint(graph: "Graph") -> None:
             fail(node, f"duplicate name {node.name!r}")
         seen_names[node.name] = node
         for inp in node.all_input_nodes:
-            if inp.graph is not graph:
+            if not inp.graph.encloses(graph):
                 fail(node, f"argument {inp.name} belongs to another graph")
             if inp._erased:
                 fail(node, f"argument {inp.name} was erased from the graph")
-            if inp not in defined:
+            if inp not in defined and inp.graph is graph:
                 fail(node, f"uses {inp.name} before it is defined")
             if node not in inp.users:
                 fail(inp, f"user {node.name} is missing from its users")
         for user in node.users:
-            if user.graph is not graph or user._erased or node not in user._input_nodes:
+            if not graph.encloses(user.graph) or user._erased or node not in user._input_nodes:
                 fail(node, f"dangling user {user.name} (it does not read this node or is not in the graph)")
         if node.op in ("call_method", "call_module", "get_attr", "placeholder") and not isinstance(node.target, str):
             fail(node, f"target must be a str, got {type(node.target).__name__}")
@@ -364,6 +378,10 @@ def _lint(graph: "Graph") -> None:
             fail(node, f"target must be callable, got {node.target!r}")
         if node.op == "output":
             outputs.append(node)
+        for block in node.blocks:
+            if block.parent_node is not node:
+                fail(node, "a block's parent_node is not the node that holds it")
+            _lint(block)
         defined.add(node)
     if len(outputs) > 1:
         fail(outputs[1], f"a graph has one output node, found {len(outputs)}")

@@ -197,6 +197,7 @@ class Node:
         self.users: dict = {}
         self.type = return_type
         self.meta: dict = {}
+        self.blocks: list = []    # nested graphs of a control-flow node (jit.script's If / Loop)
         self._prev: Node = self   # doubly linked ring through the graph's root sentinel
         self._next: Node = self
         self._erased = False

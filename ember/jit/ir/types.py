@@ -1,0 +1,319 @@
+"""The script IR's type system: what ``node.type`` holds for every value of a scripted graph.
+
+    parse_type("List[Tensor]")        # ListType(TensorType())
+    str(OptionalType(IntType()))      # 'int?'
+    from_annotation(typing.Optional[int], {})  # OptionalType(IntType())
+
+Types print as TorchScript prints them (``Tensor``, ``int``, ``float``, ``bool``, ``str``,
+``NoneType``, ``Tensor[]``, ``(Tensor, int)``, ``int?``, ``Dict(str, Tensor)``); ``parse_type``
+reads that form back (save/load stores types as these strings). A ``TensorType`` may carry what
+the profiling executor observed (dtype, sizes, requires_grad): ``Float(2, 3, requires_grad=0)``.
+"""
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+
+
+class ScriptType:
+    """Base of all script types (dataclasses below; compare with ==)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def is_subtype_of(self, other: "ScriptType") -> bool:
+        """self can be passed where `other` is expected (int -> float is NOT implicit, as in TorchScript).
+
+            IntType().is_subtype_of(OptionalType(IntType()))   # True
+        """
+        if self == other or isinstance(other, AnyType):
+            return True
+        if isinstance(other, OptionalType):
+            return isinstance(self, NoneType) or self.is_subtype_of(other.elem)
+        if isinstance(self, TensorType) and isinstance(other, TensorType):
+            return other.dtype is None and other.sizes is None
+        if isinstance(other, NumberType):
+            return isinstance(self, (IntType, FloatType, BoolType, NumberType))
+        if isinstance(self, TupleType) and isinstance(other, TupleType):
+            return len(self.elems) == len(other.elems) and all(
+                a.is_subtype_of(b) for a, b in zip(self.elems, other.elems))
+        if isinstance(self, ListType) and isinstance(other, ListType):
+            return self.elem == other.elem or (isinstance(self.elem, TensorType) and isinstance(other.elem, TensorType))
+        return False
+
+
+@dataclass(frozen=True, repr=False)
+class TensorType(ScriptType):
+    """A tensor; dtype/sizes/requires_grad are None unless a profiling run observed them."""
+    dtype: typing.Any = None
+    sizes: tuple | None = None
+    requires_grad: bool | None = None
+
+    def __str__(self):
+        if self.dtype is None and self.sizes is None:
+            return "Tensor"
+        from .._ir_text import _DTYPE_NAMES
+        parts = [str(s) for s in self.sizes or ()]
+        if self.requires_grad is not None:
+            parts.append(f"requires_grad={int(self.requires_grad)}")
+        return f"{_DTYPE_NAMES.get(self.dtype, 'Tensor')}({', '.join(parts)})"
+
+    def unshaped(self) -> "TensorType":
+        """The plain ``Tensor`` type (what the generic plan uses)."""
+        return TensorType()
+
+
+@dataclass(frozen=True, repr=False)
+class IntType(ScriptType):
+    def __str__(self): return "int"
+
+
+@dataclass(frozen=True, repr=False)
+class FloatType(ScriptType):
+    def __str__(self): return "float"
+
+
+@dataclass(frozen=True, repr=False)
+class BoolType(ScriptType):
+    def __str__(self): return "bool"
+
+
+@dataclass(frozen=True, repr=False)
+class NumberType(ScriptType):
+    """int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments)."""
+    def __str__(self): return "Scalar"
+
+
+@dataclass(frozen=True, repr=False)
+class StrType(ScriptType):
+    def __str__(self): return "str"
+
+
+@dataclass(frozen=True, repr=False)
+class NoneType(ScriptType):
+    def __str__(self): return "NoneType"
+
+
+@dataclass(frozen=True, repr=False)
+class DeviceType(ScriptType):
+    def __str__(self): return "Device"
+
+
+@dataclass(frozen=True, repr=False)
+class DTypeType(ScriptType):
+    """An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object)."""
+    def __str__(self): return "ScalarType"
+
+
+@dataclass(frozen=True, repr=False)
+class AnyType(ScriptType):
+    def __str__(self): return "Any"
+
+
+@dataclass(frozen=True, repr=False)
+class ListType(ScriptType):
+    elem: ScriptType
+
+    def __str__(self): return f"{self.elem}[]"
+
+
+@dataclass(frozen=True, repr=False)
+class TupleType(ScriptType):
+    elems: tuple
+
+    def __str__(self): return "(" + ", ".join(str(e) for e in self.elems) + ")"
+
+
+@dataclass(frozen=True, repr=False)
+class OptionalType(ScriptType):
+    elem: ScriptType
+
+    def __str__(self): return f"{self.elem}?"
+
+
+@dataclass(frozen=True, repr=False)
+class DictType(ScriptType):
+    key: ScriptType
+    value: ScriptType
+
+    def __str__(self): return f"Dict({self.key}, {self.value})"
+
+
+@dataclass(frozen=True, repr=False)
+class ModuleType(ScriptType):
+    """A scripted module (``self``): ``__torch__.MyCell``. `qualified_name` is its class's name."""
+    qualified_name: str
+
+    def __str__(self): return f"__torch__.{self.qualified_name}"
+
+
+@dataclass(frozen=True, repr=False)
+class FunctionType(ScriptType):
+    """A scripted function value (only as a prim::CallFunction callee)."""
+    name: str
+
+    def __str__(self): return f"Function<{self.name}>"
+
+
+@dataclass(frozen=True, repr=False)
+class ClassType(ScriptType):
+    """A Python class used as a value in script (only its name is kept)."""
+    qualified_name: str = field(default="")
+
+    def __str__(self): return f"__torch__.{self.qualified_name}"
+
+
+_SIMPLE = {"Tensor": TensorType(), "int": IntType(), "float": FloatType(), "bool": BoolType(),
+           "str": StrType(), "NoneType": NoneType(), "None": NoneType(), "Device": DeviceType(),
+           "ScalarType": DTypeType(), "Any": AnyType(), "Scalar": NumberType(), "number": NumberType()}
+
+
+def parse_type(text: str) -> ScriptType:
+    """Read a type printed by ``str(type)`` (TorchScript's form) back into a ScriptType.
+
+        parse_type("(Tensor, int[])")   # TupleType((TensorType(), ListType(IntType())))
+    """
+    text = text.strip()
+    if text.endswith("?"):
+        return OptionalType(parse_type(text[:-1]))
+    if text.endswith("[]"):
+        return ListType(parse_type(text[:-2]))
+    if text.startswith("(") and text.endswith(")"):
+        inner = text[1:-1].strip()
+        return TupleType(tuple(parse_type(p) for p in _split_top(inner)) if inner else ())
+    if text.startswith("Dict(") and text.endswith(")"):
+        key, value = _split_top(text[5:-1])
+        return DictType(parse_type(key), parse_type(value))
+    if text.startswith("__torch__."):
+        return ModuleType(text[len("__torch__."):])
+    if text in _SIMPLE:
+        return _SIMPLE[text]
+    raise ValueError(f"parse_type: unknown type {text!r}")
+
+
+def _split_top(text: str) -> list:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def from_annotation(annotation, globals_: dict | None = None) -> ScriptType:
+    """A Python annotation (object or string, e.g. ``Optional[List[int]]``) as a ScriptType.
+
+    Raises ValueError naming the annotation when it has no script type.
+        from_annotation(typing.Tuple[ember.Tensor, int])   # TupleType((TensorType(), IntType()))
+    """
+    import ember
+    if isinstance(annotation, str):
+        scope = {"Tensor": ember.Tensor, "torch": ember, "ember": ember, "List": typing.List,
+                 "Tuple": typing.Tuple, "Optional": typing.Optional, "Dict": typing.Dict,
+                 "Union": typing.Union, "Any": typing.Any, **(globals_ or {})}
+        try:
+            annotation = eval(annotation, scope)  # noqa: S307  (annotations are the user's own source)
+        except Exception as exc:
+            raise ValueError(f"unknown type annotation {annotation!r}") from exc
+    if annotation is None or annotation is type(None):
+        return NoneType()
+    simple = {ember.Tensor: TensorType(), int: IntType(), float: FloatType(), bool: BoolType(),
+              str: StrType(), typing.Any: AnyType()}
+    if annotation in simple:
+        return simple[annotation]
+    if getattr(ember, "device", None) is annotation:
+        return DeviceType()
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (list, typing.List) and len(args) == 1:
+        return ListType(from_annotation(args[0], globals_))
+    if origin in (tuple, typing.Tuple):
+        return TupleType(tuple(from_annotation(a, globals_) for a in args if a is not Ellipsis))
+    if origin in (dict, typing.Dict) and len(args) == 2:
+        return DictType(from_annotation(args[0], globals_), from_annotation(args[1], globals_))
+    if origin is typing.Union:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1 and len(args) == 2:
+            return OptionalType(from_annotation(rest[0], globals_))
+    raise ValueError(f"unknown type annotation {annotation!r}: script supports Tensor, int, float, bool, str, "
+                     f"List[T], Tuple[...], Optional[T] and Dict[str, T]")
+
+
+def type_of_value(value) -> ScriptType:
+    """The script type of a Python value (constants, module attributes, example inputs).
+
+        type_of_value([1, 2])   # ListType(IntType())
+    """
+    import ember
+    if isinstance(value, ember.Tensor):
+        return TensorType()
+    if isinstance(value, bool):
+        return BoolType()
+    if isinstance(value, int):
+        return IntType()
+    if isinstance(value, float):
+        return FloatType()
+    if isinstance(value, str):
+        return StrType()
+    if value is None:
+        return NoneType()
+    if isinstance(value, ember.dtype):
+        return DTypeType()
+    if isinstance(value, ember.device):
+        return DeviceType()
+    if isinstance(value, tuple):
+        return TupleType(tuple(type_of_value(v) for v in value))
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("type_of_value: cannot infer the element type of an empty list; annotate it")
+        first = type_of_value(value[0])
+        if any(type_of_value(v) != first for v in value[1:]):
+            raise ValueError(f"type_of_value: list elements have different types: {value!r}")
+        return ListType(first)
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError("type_of_value: cannot infer the types of an empty dict; annotate it")
+        k, v = next(iter(value.items()))
+        return DictType(type_of_value(k), type_of_value(v))
+    raise ValueError(f"type_of_value: {type(value).__name__} has no script type")
+
+
+def observed_tensor_type(t) -> TensorType:
+    """What a profile node records for a tensor: dtype, sizes and requires_grad."""
+    return TensorType(t.dtype, tuple(t.shape), bool(t.requires_grad))
+
+
+class _NoDefault:
+    def __repr__(self):
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT = _NoDefault()
+
+
+@dataclass(frozen=True, repr=False)
+class Argument:
+    """One parameter of a scripted function: name, type and default (NO_DEFAULT if none)."""
+    name: str
+    type: ScriptType
+    default: typing.Any = NO_DEFAULT
+
+    def __repr__(self):
+        return f"{self.name}: {self.type}" + ("" if self.default is NO_DEFAULT else f" = {self.default!r}")
+
+
+@dataclass(frozen=True, repr=False)
+class Signature:
+    """A scripted function's schema: ``forward(Tensor x, int n=2) -> Tensor``.
+
+    For a module method, arguments[0] is ``self`` (ModuleType)."""
+    name: str
+    arguments: tuple
+    return_type: ScriptType
+
+    def __repr__(self):
+        return f"{self.name}({', '.join(repr(a) for a in self.arguments)}) -> {self.return_type}"
