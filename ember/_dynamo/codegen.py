@@ -22,6 +22,7 @@ class PyCodegen:
         self.graph_outputs = graph_outputs or {}     # fx Node -> index in the compiled function's result
         self.output_name = output_name
         self.instructions: list = []
+        self.tempvars: dict = {}     # id(tracker) -> local holding the object it rebuilt (keeps aliasing)
 
     # -------------------------------------------------------------- raw emission (also used by Source.reconstruct)
     def append_output(self, inst):
@@ -65,6 +66,13 @@ class PyCodegen:
     def push_null(self):
         self.append_output(create_instruction("PUSH_NULL"))
 
+    def dup_top(self):
+        self.append_output(create_instruction("COPY", arg=1))
+
+    def new_temp(self, prefix: str) -> str:
+        """A fresh local name for a value the emitted code needs again later."""
+        return unique_id(prefix)
+
     def pop_top(self):
         self.append_output(create_instruction("POP_TOP"))
 
@@ -81,9 +89,39 @@ class PyCodegen:
         Only objects that are the same on every call may be baked in like this; a bound method of
         a per-call object (``obj.apply``) would serve the first call's object to later calls."""
         if not _safe_to_bake(value):
+            if self._rebind_method(value, push_null):
+                return
             unimplemented(f"cannot rebuild a {type(value).__name__} that has no source after a graph break")
         name = self.tx.output.global_name_for(value)
         self.load_global(name, push_null)
+
+    def _rebind_method(self, method, push_null) -> bool:
+        """Rebuild a bound method of a per-call object from the object's source, at run time:
+        ``types.MethodType(func, <load source of __self__>)``. The function part is baked (it is the
+        class's function, or the compile-entry wrapper of it, the same for every call the guards admit);
+        the object is read afresh on every call, so no call ever sees an earlier call's object.
+        Returns False when ``__self__`` was neither read from the frame (no source to load it from) nor
+        made during capture (a NewUserObjectVariable, rebuilt from its tracker)."""
+        import types
+        if not isinstance(method, types.MethodType) or not _safe_to_bake(method.__func__):
+            return False
+        cached = self.tx.output.variable_cache.get(id(method.__self__))
+        if cached is None or cached[0] is not method.__self__:
+            return False
+        owner = cached[1]
+        # an object made during capture has no source but rebuilds itself (once, aliasing kept)
+        if owner.source is None and not getattr(owner, "rebuilds_itself", False):
+            return False
+        if push_null:   # the caller's NULL goes under the rebuilt method
+            self.push_null()
+        self.load_global(self.tx.output.global_name_for(types.MethodType), push_null=True)
+        self.load_global(self.tx.output.global_name_for(method.__func__))
+        if owner.source is not None:
+            self.load_source(owner.source)
+        else:
+            self.reconstruct(owner)
+        self.call(2, push_null=False)
+        return True
 
     # -------------------------------------------------------------- sources and trackers
     def load_source(self, source):

@@ -39,7 +39,11 @@ def _trace_log(artifact, text_fn):
 
 def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgraph: bool,
                   wrap_resume) -> CompileResult | None:
-    """Symbolically run ``code`` with the argument values ``f_locals``; see the module docstring."""
+    """Symbolically run ``code`` with the argument values ``f_locals``; see the module docstring.
+
+    When ``wrap_resume`` is a compile options' bound method, their ``route`` (a callable that runs a
+    function made at run time, e.g. a closure rebuilt at a graph break, through the compile entry)
+    is used for such functions; otherwise they run eagerly."""
     from .output_graph import OutputGraph
     from .symbolic_convert import InstructionTranslator
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
@@ -47,7 +51,8 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
             raise Unsupported(f"generator or coroutine function {code.co_name}")
         _trace_log("graph_breaks", lambda: f"skipping {code.co_name}: generator functions run eagerly")
         return None
-    output = OutputGraph(code, f_globals, backend, wrap_resume, closure)
+    route_call = getattr(getattr(wrap_resume, "__self__", None), "route", None)
+    output = OutputGraph(code, f_globals, backend, wrap_resume, closure, route_call=route_call)
     tx = InstructionTranslator(code, f_globals, f_locals, closure, output, fullgraph=fullgraph)
     try:
         tx.run()
@@ -98,5 +103,5 @@ def _guard_sort_key(guard):
 
 def _format_bytecodes(code, new_code) -> str:
     from .resume_execution import format_bytecode
-    return (format_bytecode(f"ORIGINAL BYTECODE {code.co_name} {code.co_filename} line {code.co_firstlineno}", code)
+    return (format_bytecode("ORIGINAL BYTECODE", code)
             + "\n" + format_bytecode("MODIFIED BYTECODE", new_code))

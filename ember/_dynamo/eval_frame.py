@@ -15,7 +15,9 @@ is generated with the function's own signature and runs, on every call,
 The cache itself is per code object (and backend): functions made from one code object (closures
 made in a loop) share it; each function object keeps the entries it has used, built with its own
 closure. Resume functions and functions called at a graph break are routed through the same entry
-(`wrap_resume`), so they are compiled on their first call. Past ``config.cache_size_limit`` entries a
+(`wrap_resume`), so they are compiled on their first call; functions only made at run time (a
+closure rebuilt at a break, a resume function that needs the frame's cells) go through `route`,
+which looks up the per-code cache without generating a wrapper. Past ``config.cache_size_limit`` entries a
 code object runs eagerly on a miss, with one warning naming the failing guard.
 """
 from __future__ import annotations
@@ -96,6 +98,8 @@ def reset() -> None:
         if entries is not None:
             entries.clear()
     _frame_counter[0] = 0
+    from .resume_execution import ResumeCodeCache
+    ResumeCodeCache.clear()
     # names restart at __compiled_fn_0 as in a fresh process; names ember installed before may be
     # reused (see _install_globals)
     from . import bytecode_transformation
@@ -132,6 +136,18 @@ class _CompileOptions:
         if getattr(fn, "_ember_dynamo_disable", False) or not isinstance(fn, types.FunctionType):
             return fn
         return _make_wrapper(fn, self)
+
+    def route(self, fn):
+        """A callable that runs `fn` through the compile entry on each call, without generating a
+        wrapper: for functions made at run time (a closure rebuilt after a graph break, a new
+        object on every call), which share the per-code cache with every other function of their code."""
+        if getattr(fn, "_ember_dynamo_disable", False) or not isinstance(fn, types.FunctionType):
+            return fn
+        return functools.partial(_call_routed, fn, self)
+
+
+def _call_routed(fn, opts, *args, **kwargs):
+    return _on_miss(fn, opts, [], *args, **kwargs)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -33,9 +33,12 @@ def _trace_log(artifact, text_fn):
 
 
 class OutputGraph:
-    def __init__(self, code, f_globals, backend, wrap_resume, closure=None):
+    def __init__(self, code, f_globals, backend, wrap_resume, closure=None, route_call=None):
         import ember.fx
         self.code = code
+        # route_call(fn) -> a callable running fn through the compile entry (for functions made at
+        # run time); None: such functions run eagerly
+        self.route_call = route_call
         self.root_globals = f_globals
         self.closure = closure
         self.backend = backend
@@ -100,6 +103,24 @@ class OutputGraph:
         vt = TensorVariable(node, example, value.device, source=source, python_type=type(value))
         self.input_by_id[id(value)] = vt
         return vt
+
+    def nested_function(self, value, source):
+        """The tracker of a function defined inside another one, read at `source` (a closure cell),
+        or None for other values. Such a function is a new object on every call of its parent, so,
+        like torch's CLOSURE_MATCH, it is guarded on what inlining it reads -- code and globals
+        (free variables are guarded where they are read) -- until its identity is used (`is`,
+        a dict key: anything that asks for it as a Python constant), which adds FUNCTION_MATCH."""
+        if not _is_nested_function(value):
+            return None
+        from . import guards
+        from .source import AttrSource
+        guards.install_guard(self.guards, source, guards.GuardKind.TYPE_MATCH, value)
+        guards.install_guard(self.guards, AttrSource(source, "__code__"), guards.GuardKind.ID_MATCH, value.__code__)
+        guards.install_guard(self.guards, AttrSource(source, "__globals__"), guards.GuardKind.ID_MATCH,
+                             value.__globals__)
+        for attr in ("__defaults__", "__kwdefaults__"):
+            guards.install_guard(self.guards, AttrSource(source, attr), guards.GuardKind.ID_MATCH, None)
+        return _code_guarded_function_class()(value, source, self)
 
     def global_name_for(self, value):
         name = self._global_names.get(id(value))
@@ -213,21 +234,54 @@ class OutputGraph:
         self.instructions = [*prefix, create_instruction("RETURN_VALUE")]
         self.compiled = True
 
+    def _load_resume_function(self, code, offset) -> list:
+        """Instructions that push the resume function for `code` (routed through the compile entry).
+
+        Without free variables it is one global. With them it is made at run time from the running
+        frame's own closure (LOAD_CLOSURE ...; MAKE_FUNCTION): the compiled entry serves every
+        function object of the original code, and a resume function baked with the closure seen at
+        capture would read another call's cells."""
+        if not code.co_freevars:
+            name = unique_id(f"__resume_at_{offset}")
+            self.new_globals[name] = self.wrap_resume(types.FunctionType(code, self.root_globals, name))
+            return [create_load_global(name, False)]
+        # each of the resume code's free variables is a free variable or a cell of this frame
+        router = self.route_call if self.route_call is not None else self.wrap_resume
+        return [create_load_global(self.global_name_for(router), True),
+                *[create_instruction("LOAD_CLOSURE", argval=v) for v in code.co_freevars],
+                create_instruction("BUILD_TUPLE", arg=len(code.co_freevars)),
+                create_instruction("LOAD_CONST", argval=code),
+                create_instruction("MAKE_FUNCTION", arg=0x08),
+                *create_call_function(1, False)]
+
     def compile_and_break(self, tx, inst, reason, inlined=False):
         """Graph break at ``inst``: compile what came before, run ``inst`` eagerly, then resume."""
-        from .resume_execution import make_resume_code
-        from .variables import NullVariable
+        from .resume_execution import ResumeCodeCache
+        from .variables import ConstantVariable, NullVariable
         self.break_reasons.append(reason)
         _trace_log("graph_breaks", lambda: f"Graph break: {reason.reason} at {reason.filename}:{reason.lineno}\n"
                    f"    {reason.source_line.strip()}")
         stack = list(tx.stack)
         if inst.opname in ("CALL", "CALL_FUNCTION_EX") and inlined:
-            stack = _route_callee(self, inst, stack, tx.kw_names)
+            stack = _route_callee(self, tx, inst, stack)
+        n_operands = {"CALL": (inst.arg or 0) + 2, "CALL_FUNCTION_EX": 3 + ((inst.arg or 0) & 1)}.get(inst.opname, 1)
+        null_positions = tuple(i for i, vt in enumerate(stack[:len(stack) - n_operands])
+                               if isinstance(vt, NullVariable))
+        # a NULL of a pending call below the break's operands is only read back by the resume
+        # function (which pushes NULL there again): carry None in its place through the tuple
+        stack = [ConstantVariable(None) if i in null_positions else vt for i, vt in enumerate(stack)]
         live_names = livevars_analysis(tx.instructions, inst, freevars=tuple(self.code.co_freevars))
         live_locals = {n: tx.symbolic_locals[n] for n in self.code.co_varnames if n in live_names
                        and n in tx.symbolic_locals}
-        if any(n in live_names and n not in self.code.co_varnames for n in self.code.co_cellvars):
-            unimplemented("graph break with a live closure cell (a variable captured by an inner function)")
+        # a cell the frame still reads after the break (captured by an inner function that may run
+        # meanwhile, e.g. the callee run at this break) is shared: the frame's real cells get the
+        # tracked values and reach the resume function through its closure
+        shared_cells = any(n in live_names and n not in self.code.co_varnames for n in self.code.co_cellvars)
+        if shared_cells:
+            live_locals.update((n, tx.symbolic_locals[n]) for n in self.code.co_cellvars if n in tx.symbolic_locals)
+        from .variables import NestedUserFunctionVariable
+        live_locals = {n: _RebuiltFunction(tx, vt) if isinstance(vt, NestedUserFunctionVariable) else vt
+                       for n, vt in live_locals.items()}
         prefix = self._emit_prefix(tx, stack, live_locals)
         # the instruction itself, run by the interpreter
         if inst.opname == "CALL":
@@ -242,29 +296,32 @@ class OutputGraph:
         else:
             body = None
             n_pop, n_push = 1, 0
+        assert n_pop == n_operands, (inst.opname, n_pop, n_operands)
         after_stack = stack[:len(stack) - n_pop]
-        null_positions = tuple(i for i, vt in enumerate(after_stack) if isinstance(vt, NullVariable))
         nstack = len(after_stack) + n_push
 
         def resume_call(target_inst):
             live = livevars_analysis(tx.instructions, target_inst, freevars=tuple(self.code.co_freevars))
-            argnames = tuple(n for n in self.code.co_varnames if n in live and n in tx.symbolic_locals)
-            name = unique_id(f"__resume_at_{target_inst.offset}")
-            code = make_resume_code(self.code, target_inst.offset, nstack, argnames, name,
-                                    null_positions=null_positions)
-            fn = types.FunctionType(code, self.root_globals, name, None, self.closure)
-            self.new_globals[name] = self.wrap_resume(fn)
+            # in the original code's order, so a break in a resume function asks for the same layout
+            order = ResumeCodeCache.original(self.code).co_varnames
+            argnames = tuple(n for n in order if n in live and n in tx.symbolic_locals and n in self.code.co_varnames
+                             and not (shared_cells and n in self.code.co_cellvars))
+            # shared per (code, offset, layout): a recompile or another break that continues here
+            # reuses the continuation's compiled entries instead of capturing it again
+            code = ResumeCodeCache.lookup(self.code, target_inst.offset, nstack, argnames,
+                                          null_positions=null_positions, cells_as_freevars=shared_cells)
+            load_fn = self._load_resume_function(code, target_inst.offset)
             out = []
             if nstack == 0:
-                out.append(create_load_global(name, True))
+                out.append(create_instruction("PUSH_NULL"))
+                out.extend(load_fn)
                 out.extend(load_local(self.code, n) for n in argnames)
                 out.extend(create_call_function(len(argnames), False))
             else:
-                # stack values (NULLs become None) and locals, packed into one tuple: fn(*tuple)
-                out.extend(_nulls_to_none(after_stack, n_push))
+                # stack values (NULLs became None) and locals, packed into one tuple: fn(*tuple)
                 out.extend(load_local(self.code, n) for n in argnames)
                 out.append(create_instruction("BUILD_TUPLE", arg=nstack + len(argnames)))
-                out.append(create_load_global(name, False))
+                out.extend(load_fn)
                 out.append(create_instruction("PUSH_NULL"))
                 out.append(create_instruction("SWAP", arg=3))
                 out.append(create_instruction("CALL_FUNCTION_EX", arg=0))
@@ -284,17 +341,7 @@ class OutputGraph:
         self.compiled = True
 
 
-def _nulls_to_none(after_stack, n_push):
-    """The stack already holds the values; NULL entries must become None before BUILD_TUPLE.
-    Rebuilding in place is awkward, so we only support NULL-free stacks here (the common case) and
-    rely on make_resume_code's null_positions for the resume side."""
-    from .variables import NullVariable
-    if any(isinstance(vt, NullVariable) for vt in after_stack):
-        unimplemented("graph break with a pending call below it on the stack")
-    return []
-
-
-def _route_callee(out, inst, stack, kw_names):
+def _route_callee(out, tx, inst, stack):
     """A break inside an inlined call: run the callee for real, routed through the compile entry."""
     from .variables import NNModuleVariable, PythonValueVariable
     from .variables.functions import UserFunctionVariable, UserMethodVariable
@@ -305,7 +352,19 @@ def _route_callee(out, inst, stack, kw_names):
     from .variables import NullVariable
     if inst.opname == "CALL" and not isinstance(below, NullVariable):   # [callable, self, args] layout
         index, fn = index - 1, below
+    from .variables import NestedUserFunctionVariable
     replacement = None
+    if isinstance(fn, NestedUserFunctionVariable):
+        # made in this frame: rebuilt at run time (MAKE_FUNCTION) and called through the compile
+        # entry, so it is captured in its own frame like any callee at a break
+        stack = list(stack)
+        stack[index] = _RebuiltFunction(tx, fn, route=out.route_call)
+        return stack
+    if isinstance(fn, UserFunctionVariable) and fn.source is not None and out.route_call is not None:
+        # read from the frame on every call (guards may admit another function object of its code)
+        stack = list(stack)
+        stack[index] = _RoutedSource(fn.source, out.route_call)
+        return stack
     if isinstance(fn, UserFunctionVariable):
         replacement = out.wrap_resume(fn.fn)
     elif isinstance(fn, UserMethodVariable):
@@ -320,6 +379,136 @@ def _route_callee(out, inst, stack, kw_names):
     stack = list(stack)
     stack[index] = PythonValueVariable(replacement)
     return stack
+
+
+class _RoutedSource:
+    """Stands for a function read from `source` in the code emitted at a break: route_call(<it>)."""
+
+    def __init__(self, source, route):
+        self.source, self.route, self.items = source, route, []
+
+    def reconstruct(self, cg):
+        cg.load_global(cg.tx.output.global_name_for(self.route), push_null=True)
+        cg.load_source(self.source)
+        cg.call(1, push_null=False)
+
+
+class _RebuiltFunction:
+    """Stands for a NestedUserFunctionVariable in the code emitted at a break: rebuilds the function
+    from its code constant, defaults and closure (MAKE_FUNCTION), optionally passed to `route`.
+
+    A cell the frame made (LOAD_CLOSURE) is its real cell in the frame, first given the value the
+    capture tracked for it; `items` lists the trackers that rebuild reads, so the tensors among
+    them become graph outputs."""
+
+    def __init__(self, root_tx, fn_vt, route=None):
+        from .variables import NestedUserFunctionVariable
+        from .variables.misc import CellVariable, RealCellVariable
+        self.fn_vt, self.route, self.source = fn_vt, route, None
+        if fn_vt.kwdefaults:
+            unimplemented(f"rebuilding {fn_vt.qualname} with keyword-only defaults after a graph break")
+
+        def rebuilt(vt):
+            return _RebuiltFunction(root_tx, vt) if isinstance(vt, NestedUserFunctionVariable) else vt
+        self.defaults = [rebuilt(vt) for vt in fn_vt.defaults]
+        self.cells = []          # (name, tracker of its value or None)
+        for cell in fn_vt.closure:
+            if isinstance(cell, CellVariable) and cell.owner is root_tx:
+                value = root_tx.symbolic_locals.get(cell.name)
+                self.cells.append((cell.name, None if value is None else rebuilt(value)))
+            elif isinstance(cell, RealCellVariable) and type(cell.source).__name__ == "ClosureCellSource":
+                self.cells.append((cell.source.cell_name, None))   # the frame's own free variable
+            else:
+                unimplemented(f"rebuilding {fn_vt.qualname} after a graph break: a closure cell of an "
+                               f"inlined function")
+        self.items = [*self.defaults, *(vt for _, vt in self.cells if vt is not None)]
+
+    def reconstruct(self, cg):
+        if self.route is not None:   # the compile options' own router: the same for every call
+            cg.load_global(cg.tx.output.global_name_for(self.route), push_null=True)
+        flags = 0
+        if self.defaults:
+            for vt in self.defaults:
+                cg.reconstruct(vt)
+            cg.build("BUILD_TUPLE", len(self.defaults))
+            flags |= 0x01
+        if self.cells:
+            for name, vt in self.cells:   # the frame's cell gets the value the capture tracked for it
+                if vt is not None:
+                    cg.reconstruct(vt)
+                    cg.append_output(create_instruction("STORE_DEREF", argval=name))
+            for name, _ in self.cells:
+                cg.append_output(create_instruction("LOAD_CLOSURE", argval=name))
+            cg.build("BUILD_TUPLE", len(self.cells))
+            flags |= 0x08
+        cg.load_const(self.fn_vt.code)
+        cg.build("MAKE_FUNCTION", flags)
+        if self.route is not None:
+            cg.call(1, push_null=False)
+
+
+_CODE_GUARDED = []
+
+
+def _code_guarded_function_class():
+    """UserFunctionVariable whose identity, once used, is guarded (made on first use: import order)."""
+    if _CODE_GUARDED:
+        return _CODE_GUARDED[0]
+    from .variables.functions import UserFunctionVariable
+
+    class CodeGuardedFunctionVariable(UserFunctionVariable):
+        def __init__(self, fn, source, output):
+            self._output, self._quiet = output, True
+            super().__init__(fn, source)
+            self._quiet = False
+
+        @property
+        def fn(self):
+            if not self._quiet:      # anything but inlining reads the object itself
+                self._output.guard(self.source, "FUNCTION_MATCH", self._fn)
+            return self._fn
+
+        @fn.setter
+        def fn(self, value):
+            self._fn = value
+
+        def _inlining(self, method, *args):
+            quiet, self._quiet = self._quiet, True
+            try:
+                return method(*args)
+            finally:
+                self._quiet = quiet
+
+        def is_python_constant(self):
+            return True
+
+        def get_code(self):
+            return self._fn.__code__
+
+        def get_globals(self):
+            return self._fn.__globals__
+
+        def get_name(self):
+            return self._fn.__name__
+
+        def bind(self, tx, args, kwargs):
+            return self._inlining(super().bind, tx, args, kwargs)
+
+        def closure_cell(self, tx, name):
+            return self._inlining(super().closure_cell, tx, name)
+
+        def __repr__(self):
+            return f"UserFunctionVariable({self._fn.__qualname__})"
+
+    _CODE_GUARDED.append(CodeGuardedFunctionVariable)
+    return CodeGuardedFunctionVariable
+
+
+def _is_nested_function(value) -> bool:
+    """A plain function defined inside another function, without defaults (made anew per call)."""
+    import inspect
+    return (type(value) is types.FunctionType and bool(value.__code__.co_flags & inspect.CO_NESTED)
+            and value.__defaults__ is None and value.__kwdefaults__ is None)
 
 
 def _is_unchanged_local(name, vt) -> bool:

@@ -33,6 +33,10 @@ bodies (pass the `__exit__` bound method the original frame had on its stack). N
 code, which needs the interpreter's handled-exception state), coroutines and async generators.
 By default a cell variable is passed by value, so a closure created before the break no longer shares
 it with the resumed code; `cells_as_freevars=True` passes the cells themselves through the closure.
+
+`ResumeCodeCache.lookup` (what the output graph uses) makes each resume code once per (original code,
+offset, layout) and maps a break inside a resume function back to its original code, as torch's
+ContinueExecutionCache does, so recompiles and loops reuse one continuation's compiled entries.
 """
 from __future__ import annotations
 
@@ -40,10 +44,11 @@ import dataclasses
 import dis
 import inspect
 import types
+import weakref
 
 from .bytecode_analysis import _successor_table, stack_depths
-from .bytecode_transformation import (PY312_PLUS, InstructionExnTabEntry, Instruction, create_instruction,
-                                      create_jump_absolute, transform_code_object)
+from .bytecode_transformation import (PY312_PLUS, InstructionExnTabEntry, Instruction, cleaned_instructions,
+                                      create_instruction, create_jump_absolute, transform_code_object)
 
 _PROLOGUE_OPNAMES = {"MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "POP_TOP", "RESUME", "NOP"}
 _UNSUPPORTED_FLAGS = {inspect.CO_COROUTINE: "coroutines", inspect.CO_ASYNC_GENERATOR: "async generators",
@@ -91,7 +96,7 @@ def _copy_instructions(instructions: list[Instruction]) -> dict[int, Instruction
 
 def make_resume_code(code: types.CodeType, resume_offset: int, nstack: int, argnames: tuple[str, ...],
                      name: str, *, null_positions: tuple[int, ...] = (),
-                     cells_as_freevars: bool = False) -> types.CodeType:
+                     cells_as_freevars: bool = False, _offset_map: dict | None = None) -> types.CodeType:
     """A code object `name(__stack0, ..., __stack<nstack-1>, *argnames)` that pushes the stack
     values (NULL at `null_positions`), then runs `code` from the instruction at `resume_offset`.
 
@@ -157,6 +162,7 @@ def make_resume_code(code: types.CodeType, resume_offset: int, nstack: int, argn
             code_options["co_freevars"], code_options["co_cellvars"] = freevars, ()
             code_options["co_varnames"] = tuple(v for v in code_options["co_varnames"] if v not in code.co_cellvars)
         instructions[:] = prologue + restore + body
+        body_offsets.extend((inst.offset, _plain_opname(inst.opname)) for inst in body)   # original offsets
 
         params = stack_names + argnames
         code_options["co_varnames"] = params + tuple(v for v in code_options["co_varnames"] if v not in params)
@@ -167,7 +173,75 @@ def make_resume_code(code: types.CodeType, resume_offset: int, nstack: int, argn
         code_options["co_name"] = name
         code_options["co_qualname"] = name
 
-    return transform_code_object(code, rewrite)
+    body_offsets: list[tuple[int, str]] = []
+    new_code = transform_code_object(code, rewrite)
+    if _offset_map is not None:   # the body is copied in order after the prologue and the stack restore
+        new_insts = cleaned_instructions(new_code)
+        tail = new_insts[len(new_insts) - len(body_offsets):] if len(new_insts) >= len(body_offsets) else []
+        if [_plain_opname(inst.opname) for inst in tail] == [opname for _, opname in body_offsets]:
+            _offset_map.update((inst.offset, old) for inst, (old, _) in zip(tail, body_offsets))
+    return new_code
+
+
+def _plain_opname(opname: str) -> str:
+    """Opnames as the assembler may rewrite them (jump direction, 3.12 LOAD_FAST_CHECK)."""
+    return opname.replace("FORWARD_", "").replace("BACKWARD_", "").replace("LOAD_FAST_CHECK", "LOAD_FAST")
+
+
+class ResumeCodeCache:
+    """Resume code shared per (original code, offset, stack and argument layout).
+
+    A frame that is compiled again (a recompile, another branch of the same break, a break in a
+    resume function that lands where an earlier resume started) asks for the same continuation;
+    handing back the same code object means the continuation shares one compile cache entry list
+    (eval_frame keys its caches by code), so it is captured once, like torch's
+    ContinueExecutionCache. A break inside a resume function is first mapped back to its original
+    code and offset, so `while` loops resumed at their body keep reusing one resume function.
+
+        code = ResumeCodeCache.lookup(f.__code__, offset, nstack, argnames)
+        code is ResumeCodeCache.lookup(f.__code__, offset, nstack, argnames)    # True
+    """
+    # id(original code) -> (weakref to it, {layout key: resume code}); ids, not ==, since equal
+    # code objects from different files compare equal but must not share co_filename
+    _by_code: dict = {}
+    # id(resume code) -> (weakref to it, original code, {offset in resume code: offset in original})
+    _origin: dict = {}
+
+    @classmethod
+    def lookup(cls, code: types.CodeType, offset: int, nstack: int, argnames: tuple[str, ...], *,
+               null_positions: tuple[int, ...] = (), cells_as_freevars: bool = False) -> types.CodeType:
+        """The resume code for continuing `code` at `offset` (make_resume_code's arguments), made
+        once per original code and layout."""
+        origin = cls._origin.get(id(code))
+        if origin is not None and origin[0]() is code and offset in origin[2]:
+            code, offset = origin[1], origin[2][offset]
+        key = (offset, nstack, tuple(argnames), tuple(null_positions), cells_as_freevars)
+        entry = cls._by_code.get(id(code))
+        if entry is None or entry[0]() is not code:
+            ref = weakref.ref(code, lambda _, k=id(code): cls._by_code.pop(k, None))
+            entry = cls._by_code[id(code)] = (ref, {})
+        table = entry[1]
+        if key not in table:
+            name = f"__resume_at_{offset}_{len(table) + 1}_{code.co_name}"
+            if not name.isidentifier():   # <lambda>, <genexpr>: keep co_name a valid identifier
+                name = f"__resume_at_{offset}_{len(table) + 1}"
+            mapping: dict[int, int] = {}
+            table[key] = new = make_resume_code(code, offset, nstack, argnames, name, null_positions=null_positions,
+                                                cells_as_freevars=cells_as_freevars, _offset_map=mapping)
+            cls._origin[id(new)] = (weakref.ref(new, lambda _, k=id(new): cls._origin.pop(k, None)), code, mapping)
+        return table[key]
+
+    @classmethod
+    def original(cls, code: types.CodeType) -> types.CodeType:
+        """The code a resume code was made from (`code` itself when it is not a resume code)."""
+        origin = cls._origin.get(id(code))
+        return origin[1] if origin is not None and origin[0]() is code else code
+
+    @classmethod
+    def clear(cls) -> None:
+        """Forget every resume code (ember._dynamo.reset)."""
+        cls._by_code.clear()
+        cls._origin.clear()
 
 
 def format_bytecode(header: str, code: types.CodeType) -> str:

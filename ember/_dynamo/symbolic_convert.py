@@ -142,6 +142,10 @@ class InstructionTranslatorBase:
 
     def store_attr(self, obj, name, value):
         from .variables import NNModuleVariable, UserDefinedObjectVariable
+        local_store = getattr(obj, "store_attr_local", None)   # an object made during capture
+        if local_store is not None:
+            local_store(self, name, value)
+            return
         if isinstance(obj, (NNModuleVariable, UserDefinedObjectVariable)) and obj.source is not None:
             if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable) and name in \
                     obj.module._parameters:
@@ -650,6 +654,10 @@ def _raise(tx, inst):
     unimplemented("raise inside a compiled region")
 
 
+from . import _opcodes_containers  # noqa: E402  (BUILD_SET, SET_ADD, SET_UPDATE, LOAD_SUPER_ATTR)
+_opcodes_containers.register(HANDLERS)
+
+
 # ==================================================================== translators
 class InstructionTranslator(InstructionTranslatorBase):
     """The root frame: its locals come from the real frame, with LocalSource guards."""
@@ -675,7 +683,10 @@ class InstructionTranslator(InstructionTranslatorBase):
                 value = self.closure[index].cell_contents
             except ValueError:
                 unimplemented(f"free variable {name!r} referenced before assignment")
-            return wrap(self, value, src.ClosureCellSource(name, index))
+            source = src.ClosureCellSource(name, index)
+            # a function made by the enclosing call (new on each call): guarded on its code
+            nested = self.output.nested_function(value, source)
+            return nested if nested is not None else wrap(self, value, source)
         if name not in self.symbolic_locals:
             if name in self.f_locals:   # a cell argument
                 self.symbolic_locals[name] = wrap(self, self.f_locals[name], src.LocalSource(name))
@@ -704,6 +715,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             inst = self.instructions[self.ip]
             stack_before = list(self.stack)
             kw_before = self.kw_names
+            # an inlined call may rebind this frame's cells (nonlocal) before it breaks
+            locals_before = dict(self.symbolic_locals) if inst.opname in ("CALL", "CALL_FUNCTION_EX") else None
             checkpoint = self.output.checkpoint()
             try:
                 self.step()
@@ -720,6 +733,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                 self.output.restore(checkpoint)
                 self.stack = stack_before
                 self.kw_names = kw_before
+                if locals_before is not None:
+                    self.symbolic_locals = locals_before
                 self.output.compile_and_break(self, inst, reason, inlined=getattr(e, "inlined", False))
                 return
 
@@ -732,10 +747,18 @@ class InstructionTranslator(InstructionTranslatorBase):
         return not self.has_backedge(inst)
 
     def has_backedge(self, inst) -> bool:
-        """A jump back to before ``inst`` later in the code: the break is inside a loop (torch skips those)."""
+        """A jump back to before ``inst`` after it: the break may be inside a loop (torch skips those).
+
+        torch's heuristic, so the same frames are skipped: scan the instructions after ``inst`` up to
+        the first return. A loop's own closing conditional jump is not counted (it is ``inst``
+        itself): breaking there resumes at the loop body, a cached resume function."""
         here = self.index_of[id(inst)]
-        return any(i.target is not None and self.index_of.get(id(i.target), here + 1) <= here
-                   for i in self.instructions[here:])
+        for i in self.instructions[here + 1:]:
+            if i.opname in ("RETURN_VALUE", "RETURN_CONST"):
+                return False
+            if i.target is not None and self.index_of.get(id(i.target), here) < here:
+                return True
+        return False
 
 
 class InliningInstructionTranslator(InstructionTranslatorBase):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import sys
 import types
 
 import numpy as np
@@ -179,6 +180,10 @@ def run_one(lib, prog, inputs, *, static=None, calls=2, fullgraph=False, seed=0,
     expected, eager_args, eager_static, eager_state = series(prog)
     got, comp_args, comp_static, comp_state = series(compiled)
     name = lib.__name__
+    bug = _torch_compile_bug() if lib is torch else None
+    if bug:  # torch's compiled result is known to be wrong here: check it loosely, then use eager's
+        assert_close(_lists_as_tuples(got), _lists_as_tuples(expected), f"{name}: compiled result ({bug})")
+        got = expected
     for call in range(calls):
         assert_close(got[call], expected[call], f"{name} call {call}: compiled result")
         assert_close(comp_args[call], eager_args[call], f"{name} call {call}: inputs after the call")
@@ -187,21 +192,31 @@ def run_one(lib, prog, inputs, *, static=None, calls=2, fullgraph=False, seed=0,
     return Run(got, comp_args, counter.frame_count, counter.op_count)
 
 
+# torch.compile bugs of the torch found on some machine (test id -> (applies?, what is wrong)).
+# The device's Python 3.12 has torch 2.11, whose compiled `first, *rest = xs` returns `rest` as a
+# tuple where Python makes a list; torch 2.13 on 3.11 is right.
+TORCH_COMPILE_BUGS = {
+    "test_container_program[star_unpack]": (
+        lambda: sys.version_info >= (3, 12) and tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 13),
+        "torch < 2.13 on Python 3.12 returns a starred target as a tuple"),
+}
+
+
+def _torch_compile_bug() -> str | None:
+    entry = TORCH_COMPILE_BUGS.get(os.environ.get("PYTEST_CURRENT_TEST", "").split("::", 1)[-1].split(" ")[0])
+    return entry[1] if entry and entry[0]() else None
+
+
+def _lists_as_tuples(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_lists_as_tuples(v) for v in value)
+    return value
+
+
 # Programs whose values ember gets right but which ember captures differently from torch 2.13
 # today (it runs a frame, or part of one, eagerly). Their values are still checked; the test
 # then xfails naming the gap, and fails once the gap is closed so the entry gets removed.
 KNOWN_COUNT_GAPS = {  # test id -> why
-    "test_graph_break_program[two_breaks_in_a_row]": "resume code is made per compile, not shared per (code, offset)",
-    "test_graph_break_program[break_with_live_stack_value]": "break while a function made in the frame is live: frame runs eagerly",
-    "test_graph_break_program[break_inside_nested_call]": "break while a function made in the frame is live: frame runs eagerly",
-    "test_graph_break_program[break_two_calls_deep]": "break while a function made in the frame is live: frame runs eagerly",
-    "test_graph_break_program[while_tensor_condition]": "break at a while loop's tensor condition inside a resume frame: runs eagerly",
-    "test_graph_break_program[break_in_user_method]": "bound method of a per-call object is not rebuilt from its source after a break",
-    "test_graph_break_program[module_forward_with_break]": "bound method of a per-call object is not rebuilt from its source after a break",
-    "test_graph_break_program[break_returns_python_value]": "break with a pending call below it on the stack: frame runs eagerly",
-    "test_function_program[subclass_with_super]": "user-class construction and super() break; bound method not rebuilt",
-    "test_container_program[set_of_ints]": "BUILD_SET is not supported: frame runs eagerly",
-    "test_module_program[named_parameters_loop]": "iterating Module.named_parameters() is not supported: frame runs eagerly",
 }
 
 

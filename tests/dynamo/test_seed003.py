@@ -216,6 +216,8 @@ def test_logs_show_original_bytecode(toy_logs):
     match = re.search(r"ORIGINAL BYTECODE toy_example (\S+) (?:line )?(\d+)", text)
     assert match, text
     assert match.group(1) == fn.__code__.co_filename and int(match.group(2)) == fn.__code__.co_firstlineno
+    header = text[match.start():text.index("\n", match.start())]
+    assert header.count("toy_example") == 1, f"the header names the function once: {header!r}"
     listing = text[match.end():]
     for inst in dis.get_instructions(fn):
         if inst.opname in ("LOAD_FAST", "STORE_FAST", "RETURN_VALUE", "COMPARE_OP"):

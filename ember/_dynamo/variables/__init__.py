@@ -4,6 +4,7 @@ from .constant import ConstantVariable, is_constant_value
 from .tensor import TensorVariable, call_tensor_op
 from .lists import TupleVariable, ListVariable, SliceVariable, ListIteratorVariable, BaseListVariable
 from .dicts import ConstDictVariable
+from .sets import SetVariable
 from .functions import UserFunctionVariable, NestedUserFunctionVariable, UserMethodVariable, PartialVariable
 from .builtins import BuiltinVariable
 from .nn_module import NNModuleVariable
@@ -17,4 +18,4 @@ __all__ = ["VariableTracker", "ConstantVariable", "TensorVariable", "TupleVariab
            "NestedUserFunctionVariable", "UserMethodVariable", "PartialVariable", "BuiltinVariable",
            "NNModuleVariable", "BoundMethodVariable", "NullVariable", "PythonValueVariable",
            "UserDefinedObjectVariable", "CellVariable", "EmberFunctionVariable", "wrap", "wrap_new",
-           "call_tensor_op", "is_constant_value", "BaseListVariable"]
+           "call_tensor_op", "is_constant_value", "BaseListVariable", "SetVariable"]

@@ -131,6 +131,9 @@ def wrap_new(tx, value) -> VariableTracker:
     if isinstance(value, dict):
         from .dicts import ConstDictVariable
         return ConstDictVariable({k: wrap_new(tx, v) for k, v in value.items()})
+    if type(value) in (set, frozenset):
+        from .sets import SetVariable
+        return SetVariable([wrap_new(tx, v) for v in value], frozen=type(value) is frozenset)
     if isinstance(value, ember.Tensor):
         from ..exc import unimplemented
         unimplemented("a tensor created outside the graph during capture")

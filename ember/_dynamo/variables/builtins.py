@@ -117,6 +117,10 @@ class BuiltinVariable(VariableTracker):
 
 
 # ----------------------------------------------------------------------------- operator.*
+_SET_OPERATORS = {operator.or_: "__or__", operator.and_: "__and__", operator.sub: "__sub__",
+                  operator.xor: "__xor__", operator.le: "__le__", operator.ge: "__ge__", operator.eq: "__eq__",
+                  operator.ne: "__ne__", operator.ior: "__ior__", operator.iand: "__iand__",
+                  operator.isub: "__isub__"}
 _REFLECTED = {operator.add: "__add__", operator.mul: "__mul__", operator.iadd: "__iadd__"}
 
 
@@ -152,6 +156,16 @@ def _operator(tx, fn, args, kwargs):
             return wrap_new(tx, fn(*_consts(args)))
         except Exception as e:
             unimplemented(f"{type(e).__name__} from operator.{fn.__name__}: {e}")
+    from .sets import SetVariable
+    if isinstance(args[0], SetVariable) and fn in _SET_OPERATORS:
+        other = args[1]
+        if not isinstance(other, SetVariable) and not (other.is_python_constant() and isinstance(
+                other.as_python_constant(), (set, frozenset))):
+            if fn in (operator.eq, operator.ne):
+                return ConstantVariable(fn is operator.ne)
+            unimplemented(f"TypeError: unsupported operand types for operator.{fn.__name__}: set and "
+                          f"{other.python_type().__name__}")
+        return args[0].call_method(tx, _SET_OPERATORS[fn], [other], {})
     if isinstance(args[0], BaseListVariable):
         if fn in (operator.add, operator.iadd) and isinstance(args[1], BaseListVariable):
             if fn is operator.iadd and isinstance(args[0], ListVariable):
@@ -306,10 +320,11 @@ def _dict(tx, fn, args, kwargs):
 
 @_handler(set, frozenset)
 def _set(tx, fn, args, kwargs):
-    if args and all(i.is_python_constant() for i in args[0].unpack_var_sequence(tx)):
-        return ConstantVariable(frozenset(i.as_python_constant() for i in args[0].unpack_var_sequence(tx))) \
-            if fn is frozenset else unimplemented("mutable set()")
-    unimplemented("set of non-constant items")
+    from .sets import SetVariable
+    items = args[0].unpack_var_sequence(tx) if args else []
+    if fn is frozenset and all(i.is_python_constant() for i in items):
+        return ConstantVariable(frozenset(i.as_python_constant() for i in items))
+    return SetVariable(items, frozen=fn is frozenset)
 
 
 @_handler(sorted)
@@ -404,6 +419,12 @@ def _type(tx, fn, args, kwargs):
 @_handler(print)
 def _print(tx, fn, args, kwargs):
     unimplemented("call to print")
+
+
+@_handler(super)
+def _super(tx, fn, args, kwargs):
+    from .user_objects import make_super
+    return make_super(tx, args)
 
 
 @_handler(functools.partial)

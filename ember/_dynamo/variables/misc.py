@@ -81,6 +81,10 @@ class PythonValueVariable(VariableTracker):
             return TupleVariable(items, tuple_cls=value)
         if isinstance(value, (operator.itemgetter, operator.attrgetter)) and len(args) == 1 and not kwargs:
             return _call_getter(tx, value, args[0])
+        if isinstance(value, type):
+            from .user_objects import construct_user_object, is_plain_user_class
+            if is_plain_user_class(value):
+                return construct_user_object(tx, value, args, kwargs)
         if getattr(value, "__module__", "") in ("math",) or isinstance(value, types.BuiltinFunctionType):
             if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
                 from .builder import wrap_new

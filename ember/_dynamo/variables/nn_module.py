@@ -7,6 +7,7 @@ read becomes a placeholder with TENSOR_MATCH on its source (``L['self'].linear.w
 """
 from __future__ import annotations
 
+import inspect
 import types
 
 from ..exc import unimplemented
@@ -14,9 +15,18 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 
 
+_TREE_METHODS = ("parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
+                 "modules", "named_modules")
+
+
 def _src():
     from .. import source
     return source
+
+
+def _module_base():
+    import ember
+    return ember.nn.Module
 
 
 class NNModuleVariable(VariableTracker):
@@ -52,6 +62,9 @@ class NNModuleVariable(VariableTracker):
                 return wrap(tx, value, self._child_source(name))
         if name in d:
             return wrap(tx, d[name], self._child_source(name))
+        if name in _TREE_METHODS and getattr(type(m), name, None) is getattr(_module_base(), name):
+            from .misc import BoundMethodVariable   # the walk is modelled in _iterate_tree, not inlined
+            return BoundMethodVariable(self, name)
         for klass in type(m).__mro__:
             if name in vars(klass):
                 attr = vars(klass)[name]
@@ -126,17 +139,66 @@ class NNModuleVariable(VariableTracker):
             if name == "children":
                 return ListIteratorVariable([c for _, c in children])
             return ListIteratorVariable([TupleVariable([ConstantVariable(k), c]) for k, c in children])
-        if name in ("parameters", "named_parameters", "buffers", "named_buffers"):
-            getter = getattr(m, "named_parameters" if "param" in name else "named_buffers")
-            items = []
-            for qual, value in getter():
-                source = self.source
-                for part in qual.split("."):
-                    source = src.AttrSource(source, part) if source is not None else None
-                vt = wrap(tx, value, source)
-                items.append(TupleVariable([ConstantVariable(qual), vt]) if name.startswith("named") else vt)
-            return ListIteratorVariable(items)
+        if name in _TREE_METHODS:
+            return self._iterate_tree(tx, name, args, kwargs)
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def _member_source(self, qual, table):
+        """``L['m']._modules['fc1']._parameters['weight']`` for qual ``fc1.weight`` (table _parameters):
+        item reads, so children named ``0`` (Sequential) make valid guard expressions too."""
+        src = _src()
+        source = self.source
+        parts = qual.split(".") if qual else []
+        for i, part in enumerate(parts):
+            if source is None:
+                return None
+            owner = table if i == len(parts) - 1 else "_modules"
+            source = src.GetItemSource(src.AttrSource(source, owner), part)
+        return source
+
+    def _iterate_tree(self, tx, name, args, kwargs):
+        """parameters()/named_parameters()/buffers()/named_buffers()/children()/named_children()/
+        modules()/named_modules(): the real method runs on the real module now (its arguments must be
+        constants); the walk's shape is pinned by DICT_KEYS guards on the ``_parameters``/``_buffers``/
+        ``_modules`` dicts of every module it visited, so adding or removing a member recompiles, and
+        each yielded value is read again from its own source (tensors become graph inputs)."""
+        from .builder import wrap
+        from .lists import ListIteratorVariable, TupleVariable
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            unimplemented(f"Module.{name} with non-constant arguments")
+        const_args = [a.as_python_constant() for a in args]
+        const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        m = self.module
+        base = name[len("named_"):] if name.startswith("named_") else name
+        named = "named_" + base
+        try:
+            bound = inspect.signature(getattr(m, name)).bind(*const_args, **const_kwargs).arguments
+        except TypeError as e:
+            unimplemented(f"TypeError: Module.{name}: {e}")
+        pairs = list(getattr(m, named)(**bound))
+        table = {"parameters": "_parameters", "buffers": "_buffers"}.get(base, "_modules")
+        prefix = bound.get("prefix", "")
+        if self.source is not None:   # pin the structure the walk saw
+            src = _src()
+            recurse = bound.get("recurse", True)
+            visited = m.named_modules() if base == "modules" or (base != "children" and recurse) else [("", m)]
+            for qual, mod in visited:
+                msrc = self._member_source(qual, "_modules")
+                for t in ("_parameters", "_buffers", "_modules"):
+                    tx.output.guard(src.AttrSource(msrc, t), "DICT_KEYS", getattr(mod, t))
+                # every member, yielded or skipped as a duplicate, gets its own guard (TENSOR_MATCH adds
+                # aliasing checks, NN_MODULE identity), so untying a shared one recompiles
+                for key, value in getattr(mod, table).items():
+                    if value is not None:
+                        wrap(tx, value, src.GetItemSource(src.AttrSource(msrc, table), key))
+        items = []
+        for qual, value in pairs:
+            rel = qual[len(prefix) + 1:] if prefix and qual.startswith(prefix + ".") else \
+                ("" if qual == prefix else qual)
+            source = self._member_source(rel, table)
+            vt = wrap(tx, value, source) if source is not None else wrap(tx, value, None, guard=False)
+            items.append(TupleVariable([ConstantVariable(qual), vt]) if name.startswith("named_") else vt)
+        return ListIteratorVariable(items)
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__})"
