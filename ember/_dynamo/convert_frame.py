@@ -15,7 +15,6 @@ import dataclasses
 import inspect
 import types
 
-from . import exc
 from .bytecode_transformation import transform_code_object
 from .exc import Unsupported
 
@@ -59,7 +58,7 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
     except Unsupported as e:   # SkipFrame, or a break that could not be turned into bytecode
         if fullgraph:
             raise
-        _trace_log("graph_breaks", lambda: f"skipping frame {code.co_name} ({code.co_filename}:"
+        _trace_log("graph_breaks", lambda e=e: f"skipping frame {code.co_name} ({code.co_filename}:"
                    f"{code.co_firstlineno}): {e.reason}, at {e.filename}:{e.lineno}\n    {e.source_line.strip()}")
         output.break_reasons.append(e.break_reason())
         return None

@@ -178,12 +178,7 @@ class OutputGraph:
         if not has_graph:
             # nothing to compile: just rebuild what is needed (the graph's nodes are all placeholders)
             cg = PyCodegen(tx)
-            self.side_effects.codegen(cg)
-            for vt in stack:
-                cg.reconstruct(vt)
-            for name, vt in restore_locals.items():
-                cg.reconstruct(vt)
-                cg.store_fast(name)
+            self._replay_and_rebuild(cg, stack, restore_locals)
             return cg.instructions
         computed = [vt for vt in [*stack, *restore_locals.values()]]
         simple = self.side_effects.is_empty() and all(
@@ -209,15 +204,19 @@ class OutputGraph:
         cg = PyCodegen(tx, index, tmp)
         self._emit_call(cg, name)
         cg.store_fast(tmp)
-        self.side_effects.codegen(cg)
-        for vt in stack:
-            cg.reconstruct(vt)
-        for local_name, vt in restore_locals.items():
-            cg.reconstruct(vt)
-            cg.store_fast(local_name)
+        self._replay_and_rebuild(cg, stack, restore_locals)
         cg.load_const(None)
         cg.store_fast(tmp)
         return cg.instructions
+
+    def _replay_and_rebuild(self, cg, stack, restore_locals):
+        """Replay the side effects, push `stack` and store `restore_locals` into the frame's locals."""
+        self.side_effects.codegen(cg)
+        for vt in stack:
+            cg.reconstruct(vt)
+        for name, vt in restore_locals.items():
+            cg.reconstruct(vt)
+            cg.store_fast(name)
 
     def _emit_call(self, cg, name):
         cg.load_global(name, push_null=True)

@@ -67,3 +67,19 @@ class VariableTracker:
 
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+class ValueVariable(VariableTracker):
+    """Base of trackers that hold the real Python object in ``value`` and fold to it: its type is the
+    object's type and the object itself is the known constant (constants, modules and classes, ember
+    functions). Only shared code: no check tests for it, and each subclass keeps its own class."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_constant(self):
+        return self.value

@@ -8,7 +8,6 @@ Constants fold; tensors go into the graph with the operator itself as the target
 """
 from __future__ import annotations
 
-import builtins
 import functools
 import itertools
 import math

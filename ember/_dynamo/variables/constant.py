@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 
 from ..exc import unimplemented
-from .base import VariableTracker
+from .base import ValueVariable
 
 _ATOMIC_TYPES = (type(None), bool, int, float, complex, str, bytes, range, slice, type(Ellipsis),
                  type(NotImplemented), enum.Enum)
@@ -27,18 +27,8 @@ def is_constant_value(value) -> bool:
     return False
 
 
-class ConstantVariable(VariableTracker):
+class ConstantVariable(ValueVariable):
     """A value folded at capture time; it is specialised on through a CONSTANT_MATCH guard when it has a source."""
-
-    def __init__(self, value, source=None):
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self):
-        return type(self.value)
-
-    def as_python_constant(self):
-        return self.value
 
     def truthy(self, tx):
         return bool(self.value)

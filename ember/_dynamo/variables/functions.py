@@ -9,7 +9,6 @@ import types
 
 from ..exc import unimplemented
 from .base import VariableTracker
-from .constant import ConstantVariable
 
 CO_VARARGS, CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 

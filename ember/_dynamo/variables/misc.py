@@ -9,7 +9,7 @@ import operator
 import types
 
 from ..exc import unimplemented
-from .base import VariableTracker
+from .base import ValueVariable, VariableTracker
 from .constant import ConstantVariable
 
 
@@ -45,18 +45,8 @@ class NullVariable(VariableTracker):
         return "NULL"
 
 
-class PythonValueVariable(VariableTracker):
+class PythonValueVariable(ValueVariable):
     """A Python object used as is: a module (ember, math), a class, a builtin we do not model."""
-
-    def __init__(self, value, source=None):
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self):
-        return type(self.value)
-
-    def as_python_constant(self):
-        return self.value
 
     def var_getattr(self, tx, name):
         from .. import source as src

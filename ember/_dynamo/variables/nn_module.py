@@ -108,7 +108,6 @@ class NNModuleVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         import ember
         from .lists import ListIteratorVariable, TupleVariable
-        from .builder import wrap
         m = self.module
         src = _src()
         if name == "forward":

@@ -8,7 +8,7 @@ without tensors and without a place in a graph (ember.manual_seed, ember.save) a
 from __future__ import annotations
 
 from ..exc import unimplemented
-from .base import VariableTracker
+from .base import ValueVariable
 from .constant import ConstantVariable
 from .tensor import TensorVariable, call_tensor_op
 
@@ -50,17 +50,10 @@ def _contains_tensor(vt) -> bool:
     return False
 
 
-class EmberFunctionVariable(VariableTracker):
+class EmberFunctionVariable(ValueVariable):
     def __init__(self, value, source=None):
-        super().__init__(source)
-        self.value = value
+        super().__init__(value, source)
         self.name = _table()[id(value)][1]
-
-    def python_type(self):
-        return type(self.value)
-
-    def as_python_constant(self):
-        return self.value
 
     def call_function(self, tx, args, kwargs):
         import ember
