@@ -14,9 +14,14 @@ import importlib
 from . import _recorder  # noqa: F401  (registers the Tracer key's boxed fallback)
 
 _EXPORTS = {  # public name -> module (relative to ember.jit) that defines it
-    "trace": "._trace", "trace_module": "._trace", "ScriptFunction": "._trace",
+    "trace": "._trace", "trace_module": "._trace", "ScriptFunction": "._script",
     "TopLevelTracedModule": "._trace", "TracingCheckError": "._trace",
     "TracerWarning": "._recorder",
+    "script": "._script", "ignore": "._script", "unused": "._script", "script_if_tracing": "._script",
+    "is_scripting": "._script", "annotate": "._script",
+    "save": "._save_load", "load": "._save_load",
+    "ScriptModule": ".frontend.modules", "RecursiveScriptModule": ".frontend.modules",
+    "export": ".frontend.modules",
 }
 
 __all__ = list(_EXPORTS)

@@ -17,7 +17,6 @@ different values warn.
 """
 from __future__ import annotations
 
-import copy
 import difflib
 import inspect
 import warnings
@@ -26,7 +25,8 @@ from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
 from ._ir_text import TorchScriptGraph, format_graph, node_lines
-from ._recorder import TracerWarning, _Recorder, recording, warn_at_user_frame
+from . import _script
+from ._recorder import TracerWarning, _Recorder, recording
 
 
 class TracingCheckError(Exception):
@@ -52,8 +52,11 @@ def _indent(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 # the traced objects
 # ---------------------------------------------------------------------------------------
-class ScriptFunction:
-    """A traced function: ``.graph`` (TorchScript-style text), ``.code`` (Python), callable."""
+class ScriptFunction(_script.ScriptFunction):
+    """A traced function: ``.graph`` (TorchScript-style text), ``.code`` (Python), callable.
+
+    It is an ``ember.jit.ScriptFunction`` as in torch, but runs its recorded GraphModule (no
+    control flow, no executor), so it overrides everything that reads a script graph."""
 
     def __init__(self, name: str, graph_module):
         self.name = self.__name__ = self.__qualname__ = name

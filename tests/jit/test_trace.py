@@ -305,3 +305,11 @@ def test_bad_example_inputs():
         ember.jit.trace(lambda x: x, 3)
     with pytest.raises(NotImplementedError, match="example_inputs\\[1\\]"):
         ember.jit.trace(lambda x, y: x, (ember.randn(2), 3))
+
+
+def test_traced_function_is_a_script_function_like_torch():
+    traced_torch = real_torch.jit.trace(lambda a: a * 2, (real_torch.ones(2),))
+    traced = ember.jit.trace(lambda a: a * 2, (ember.ones(2),))
+    assert isinstance(traced_torch, real_torch.jit.ScriptFunction)
+    assert isinstance(traced, ember.jit.ScriptFunction)
+    assert traced(ember.ones(2)).tolist() == traced_torch(real_torch.ones(2)).tolist()

@@ -1,0 +1,155 @@
+"""Per-op overhead of a scripted 50-step RNN cell: ember.jit (graph executor) vs ember eager vs
+torch.jit.script vs torch eager, interleaved rounds, medians.
+
+    .venv/bin/python bench/script_overhead.py [--rounds 15] [--number 200] [--size 4]
+
+The program (small tensors, so the time is interpreter and dispatch overhead, not arithmetic):
+
+    def rnn_ember(xs, h, W, U, b):
+        for t in range(50):
+            h = ember.tanh(xs[t] @ W + h @ U + b)
+        return h
+
+5 ops per step (getitem, 2 matmuls, 2 adds, tanh: 6 calls), 300 ops per call. The ember scripted
+version runs through `ember.jit.script` when it exists, else a graph built with the ir builder
+(the same graph the frontend emits); the output says which. Rows: "scripted" is the user's
+call (ScriptFunction.__call__: argument checks, then the executor), "executor.run" the graph
+executor alone (signature lookup + the optimised plan's generated code with direct operator
+calls), "plan, interpreter" the same optimised plan in the reference instruction interpreter.
+"""
+from __future__ import annotations
+
+import argparse
+import operator
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import torch  # noqa: E402
+
+import ember  # noqa: E402
+from _harness import header, interleaved  # noqa: E402
+
+STEPS = 50
+OPS_PER_CALL = STEPS * 6
+
+
+
+def rnn_ember(xs, h, W, U, b):
+    for t in range(50):
+        h = ember.tanh(xs[t] @ W + h @ U + b)
+    return h
+
+
+def rnn_torch(xs, h, W, U, b):
+    for t in range(50):
+        h = torch.tanh(xs[t] @ W + h @ U + b)
+    return h
+
+
+def rnn_graph():
+    """The RNN as a script graph, built with the ir builder (what the frontend emits for it)."""
+    from ember.jit import ir
+    T = ir.TensorType()
+    g = ir.new_graph()
+    xs, h, W, U, b = (g.placeholder(n, type_expr=T) for n in ("xs", "h", "W", "U", "b"))
+    steps, true = ir.constant(g, STEPS), ir.constant(g, True)
+    loop, (hf,) = ir.add_loop(g, steps, true, [h], [T])
+    body = loop.blocks[0]
+    t, hc = ir.block_params(body)
+    xt = ir.call(body, operator.getitem, (xs, t), type_=T)
+    a = ir.call(body, operator.matmul, (xt, W), type_=T)
+    c = ir.call(body, operator.matmul, (hc, U), type_=T)
+    s = ir.call(body, operator.add, (ir.call(body, operator.add, (a, c), type_=T), b), type_=T)
+    ir.set_block_returns(body, [true, ir.call(body, ember.tanh, (s,), type_=T)])
+    g.output(hf)
+    return g
+
+
+def ember_scripted(fn):
+    """(callable, how it was made, executor) for the scripted ember RNN."""
+    from ember.jit.executor import GraphExecutor
+    script = None
+    try:
+        script = ember.jit.script
+    except AttributeError:
+        pass
+    if script is not None:
+        try:
+            sf = script(fn)
+            return sf, "ember.jit.script", None
+        except Exception as e:  # noqa: BLE001 - fall back to the builder graph, say why
+            print(f"# ember.jit.script failed ({type(e).__name__}: {e}); using the ir-builder graph")
+    ex = GraphExecutor(rnn_graph())
+    return ex.run, "ir-builder graph + GraphExecutor", ex
+
+
+def cases(size: int):
+    from ember.jit.executor import run_plan
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((STEPS, 1, size)), rng.standard_normal((1, size)),
+              rng.standard_normal((size, size)) * 0.5, rng.standard_normal((size, size)) * 0.5,
+              rng.standard_normal(size)]
+    arrays = [a.astype(np.float32) for a in arrays]
+    e_args = [ember.from_numpy(a.copy()) for a in arrays]
+    t_args = [torch.from_numpy(a.copy()) for a in arrays]
+    e_fn, t_fn = rnn_ember, rnn_torch
+    scripted, how, ex = ember_scripted(e_fn)
+    for _ in range(3):
+        scripted(*e_args)
+    np.testing.assert_allclose(scripted(*e_args).numpy(), e_fn(*e_args).numpy(), rtol=1e-5, atol=1e-5)
+    t_scripted = torch.jit.script(t_fn)
+    for _ in range(3):
+        t_scripted(*t_args)
+    np.testing.assert_allclose(t_scripted(*t_args).numpy(), e_fn(*e_args).numpy(), rtol=1e-4, atol=1e-5)
+    result = {
+        ("ember", "scripted"): lambda: scripted(*e_args),
+        ("ember", "eager"): lambda: e_fn(*e_args),
+        ("torch", "scripted"): lambda: t_scripted(*t_args),
+        ("torch", "eager"): lambda: t_fn(*t_args),
+    }
+    if ex is None:
+        ex = _executor_of(scripted)
+    if ex is not None and ex.debug_state()["plans"]:
+        if how == "ember.jit.script":   # the executor alone, without ScriptFunction's argument checks
+            result[("ember", "executor.run")] = lambda: ex.run(*e_args)
+        plan = next(iter(ex.debug_state()["plans"].values()))
+        result[("ember", "plan, interpreter")] = lambda: run_plan(plan, e_args)
+    return result, how
+
+
+def _executor_of(sf):
+    for attr in ("_executor", "executor", "_ember_executor"):
+        ex = getattr(sf, attr, None)
+        if ex is not None and hasattr(ex, "debug_state"):
+            return ex
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--size", type=int, default=4)
+    args = parser.parse_args()
+    header(f"scripted 50-step RNN cell h = tanh(x_t @ W + h @ U + b), hidden size {args.size}, "
+           f"{OPS_PER_CALL} op calls per run")
+    found, how = cases(args.size)
+    med = interleaved(found, rounds=args.rounds, number=args.number)
+    print(f"# ember scripted via: {how}")
+    print(f"{'library':<8}{'mode':<20}{'per call':>12}{'per op':>12}{'vs eager':>12}")
+    for (lib, mode), us in med.items():
+        eager = med[(lib, "eager")]
+        print(f"{lib:<8}{mode:<20}{us:>10.1f}us{us / OPS_PER_CALL:>10.2f}us{us / eager:>11.2f}x")
+    es, ee = med[("ember", "scripted")], med[("ember", "eager")]
+    ts, te = med[("torch", "scripted")], med[("torch", "eager")]
+    print(f"ember scripted / ember eager: {es / ee:.2f}x; torch scripted / torch eager: {ts / te:.2f}x; "
+          f"ember scripted / torch scripted: {es / ts:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,585 @@
+"""ember.jit.save / ember.jit.load: a scripted or traced program as a zip file that runs without
+its Python source, and whose loading cannot execute code from the file.
+
+    ember.jit.save(ember.jit.script(MyCell()), "cell.pt")
+    cell = ember.jit.load("cell.pt")      # an ember.nn.Module: parameters(), state_dict(), .graph, .code
+    cell(x, h)                            # runs the saved graph through the GraphExecutor
+
+The zip holds ``code/graphs.json`` (format version, kind, the module tree or the function, and a
+tensor manifest) and ``data/<i>.npy`` per tensor (``np.save(allow_pickle=False)``). Graphs are
+saved inlined (calls of scripted functions and methods are replaced by their graphs), in the
+format of ``ember.jit.ir.serialize``; targets are resolved on load only through its whitelist.
+
+What is saved:
+- a script function (``._graph`` + ``.schema``): its graph, schema and name;
+- a script module (any ``ember.nn.Module`` whose methods are script methods: a ``_methods`` dict
+  name -> method with ``._graph``/``.schema``, or a ``forward`` with ``._graph``): the module tree
+  (class name, training flag, parameters, buffers, submodules) with, per module, its methods and
+  the non-tensor attributes its graphs read (``prim::GetAttr``);
+- a traced function or module (``ember.jit.trace``): its fx graph turned into the script form
+  (a module's ``get_attr`` nodes become ``prim::GetAttr`` chains from ``self``, tensor constants
+  become ``prim::Constant`` nodes), so it loads as the same kinds of objects.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from .ir import prim
+from .ir import serialize as ser
+from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
+                       TupleType, parse_type)
+
+_GRAPHS = "code/graphs.json"
+
+
+# ---------------------------------------------------------------------------------------------
+# save
+# ---------------------------------------------------------------------------------------------
+def save(m, f, _extra_files=None) -> None:
+    """Save a scripted/traced function or module to `f` (a path or a writable binary file).
+
+        ember.jit.save(ember.jit.script(fn), buffer)
+    """
+    if _extra_files:
+        raise NotImplementedError("ember.jit.save: _extra_files is not supported")
+    tensors = ser.TensorTable()
+    from ..nn.modules.module import Module
+    if isinstance(m, Module):
+        payload = {"kind": "module", "module": _encode_module(m, tensors)}
+    elif getattr(m, "graph_module", None) is not None:
+        graph, schema = _traced_function_graph(m)
+        payload = {"kind": "function", "name": schema.name, "method": _encode_method(graph, schema, tensors)}
+    elif getattr(m, "_graph", None) is not None:
+        payload = {"kind": "function", "name": getattr(m, "name", "fn"),
+                   "method": _encode_method(_inlined(m), _schema_of(m, "fn"), tensors)}
+    else:
+        raise TypeError(f"ember.jit.save: expected a scripted or traced function or module, got {type(m).__name__}")
+    payload["version"] = ser.FORMAT_VERSION
+    payload["tensors"] = [_tensor_entry(t) for t in tensors.tensors]
+    with zipfile.ZipFile(_path(f), "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr(_GRAPHS, json.dumps(payload, allow_nan=False, indent=1))
+        for i, t in enumerate(tensors.tensors):
+            buf = io.BytesIO()
+            np.save(buf, _to_numpy(t), allow_pickle=False)
+            zf.writestr(f"data/{i}.npy", buf.getvalue())
+
+
+def _path(f):
+    return os.fspath(f) if isinstance(f, (str, os.PathLike)) else f
+
+
+def _to_numpy(t) -> np.ndarray:
+    import ember
+    t = t.detach()
+    if t.dtype == ember.bfloat16:  # numpy has no bfloat16: stored widened, narrowed on load
+        t = t.to(ember.float32)
+    # np.array, not np.ascontiguousarray: the latter turns a 0-dim array into a 1-dim one
+    return np.array(t.cpu().numpy() if hasattr(t, "cpu") else t.numpy(), order="C", copy=True)
+
+
+def _tensor_entry(t) -> dict:
+    from ..nn.parameter import Parameter
+    return {"dtype": t.dtype.name, "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, Parameter)}
+
+
+def _schema_of(obj, default_name: str) -> Signature:
+    schema = getattr(obj, "schema", None)
+    if isinstance(schema, Signature):
+        return schema
+    graph = _graph_of(obj)
+    args = tuple(Argument(n.target, n.type or TensorType()) for n in graph.nodes if n.op == "placeholder")
+    return Signature(getattr(obj, "name", default_name), args, AnyType())
+
+
+def _graph_of(obj):
+    g = getattr(obj, "_graph", None)
+    if g is None:
+        g = getattr(obj, "graph", None)
+    return getattr(g, "fx_graph", g)
+
+
+def _inlined(obj):
+    from .ir import clone
+    return ser.inline_calls(clone(_graph_of(obj)))
+
+
+def _encode_schema(schema: Signature, tensors) -> dict:
+    args = []
+    for a in schema.arguments:
+        entry = {"name": a.name, "type": str(a.type)}
+        if a.default is not NO_DEFAULT:
+            entry["default"] = ser.encode_value(a.default, tensors)
+        args.append(entry)
+    return {"name": schema.name, "arguments": args, "return_type": str(schema.return_type)}
+
+
+def _encode_method(graph, schema, tensors) -> dict:
+    return {"schema": _encode_schema(schema, tensors), "graph": ser.encode_graph(graph, tensors)}
+
+
+def _script_methods(mod, compile_forward: bool = True) -> dict:
+    """name -> script method object of a scripted (or loaded) module; {} for a plain module.
+
+    A RecursiveScriptModule keeps its compiled methods in ``_info._methods`` (forward is compiled
+    here if it was not yet, for the top module only: an unused submodule's forward may not be
+    scriptable, as in TorchScript); a loaded module in ``_methods``."""
+    info = mod.__dict__.get("_info")
+    if info is not None and isinstance(getattr(info, "_methods", None), dict):
+        has_forward = getattr(info, "has_forward", None)
+        if compile_forward and has_forward is not None and has_forward():
+            info.method("forward")
+        return dict(info._methods)
+    methods = mod.__dict__.get("_methods")
+    if isinstance(methods, dict):
+        return dict(methods)
+    fwd = mod.__dict__.get("forward")
+    if fwd is not None and getattr(fwd, "_graph", None) is not None:
+        return {"forward": fwd}
+    return {}
+
+
+def _class_name(mod) -> str:
+    info = mod.__dict__.get("_info")
+    if isinstance(getattr(info, "qualified_name", None), str):
+        return info.qualified_name
+    value = mod.__dict__.get("original_name")
+    if isinstance(value, str) and value:
+        return value
+    return f"{type(mod).__module__}.{type(mod).__qualname__}"
+
+
+def _encode_module(mod, tensors, path: tuple = ()) -> dict:
+    from ..nn.modules.module import Module
+    graphs = {}
+    if mod.__dict__.get("graph_module") is not None:   # a traced module: its forward only
+        graph, schema = _traced_module_graph(mod)
+        graphs["forward"] = (graph, schema)
+    else:
+        for name, method in _script_methods(mod, compile_forward=not path).items():
+            graph = _inlined(method)
+            _lower_unused_calls(graph, mod)
+            graphs[name] = (graph, _schema_of(method, name))
+    attributes: dict = {}
+    for graph, _ in graphs.values():
+        _collect_attributes(graph, mod, attributes)
+    entry = {
+        "class": _class_name(mod), "training": bool(mod.training),
+        "parameters": {n: (None if p is None else tensors.add(p)) for n, p in mod._parameters.items()},
+        "buffers": {n: (None if b is None else tensors.add(b)) for n, b in mod._buffers.items()},
+        "non_persistent": sorted(getattr(mod, "_non_persistent_buffers_set", ())),
+        "attributes": {},
+        "submodules": {n: _encode_module(c, tensors, path + (n,)) for n, c in mod._modules.items()
+                       if isinstance(c, Module)},
+        "methods": {n: _encode_method(g, s, tensors) for n, (g, s) in graphs.items()},
+    }
+    # attributes of submodules read through self.sub.attr land in the submodule's entry
+    for owner_path, names in attributes.items():
+        target = entry
+        for part in owner_path:
+            target = target["submodules"].get(part)
+            if target is None:
+                break
+        if target is None:
+            continue
+        for name, (typ, value) in names.items():
+            target["attributes"][name] = {"type": typ, "value": ser.encode_value(value, tensors)}
+    return entry
+
+
+def _collect_attributes(graph, mod, out: dict) -> None:
+    """Find the non-tensor, non-module attributes a graph reads from `mod` (via GetAttr chains)."""
+    import ember
+    from ..nn.modules.module import Module
+    from .ir import walk
+    paths: dict = {}
+    for node in walk(graph):
+        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
+            paths[node] = ()
+        elif node.target is prim.GetAttr and node.args[0] in paths:
+            owner_path, name = paths[node.args[0]], node.args[1]
+            owner = mod
+            for part in owner_path:
+                owner = getattr(owner, part)
+            value = getattr(owner, name)
+            if isinstance(value, Module):
+                paths[node] = owner_path + (name,)
+            elif name in owner._parameters or name in owner._buffers or name == "training":
+                continue   # saved with the module tree
+            elif callable(value) and not isinstance(value, ember.Tensor):
+                raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
+            else:
+                out.setdefault(owner_path, {})[name] = (str(node.type) if node.type is not None else "Any", value)
+
+
+def _module_paths(graph, mod):
+    """Yield (node, owner module) for every node whose first input is a module reached from self."""
+    from ..nn.modules.module import Module
+    from .ir import walk
+    values: dict = {}
+    for node in walk(graph):
+        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
+            values[node] = mod
+        elif node.op == "call_function" and node.args and node.args[0] in values:
+            owner = values[node.args[0]]
+            if node.target is prim.GetAttr:
+                value = getattr(owner, node.args[1], None)
+                if isinstance(value, Module):
+                    values[node] = value
+            yield node, owner
+
+
+def _lower_unused_calls(graph, mod) -> None:
+    """A call of an @ember.jit.unused method (a CallMethod without callee) becomes what TorchScript
+    saves for it: prim::RaiseException then prim::Uninitialized. @ember.jit.ignore'd calls stay
+    (and make save fail: their Python cannot be saved)."""
+    import inspect
+    try:
+        from .frontend.module_method import modifier_of
+        from .frontend.calls import UNUSED_MESSAGE
+    except ImportError:
+        return
+    for node, owner in list(_module_paths(graph, mod)):
+        if node.target is not prim.CallMethod or "callee" in node.meta:
+            continue
+        info = owner.__dict__.get("_info")
+        cls = type(getattr(info, "module", owner))
+        try:
+            fn = inspect.getattr_static(cls, node.args[1])
+        except AttributeError:
+            continue
+        if modifier_of(fn) != "unused":
+            continue
+        g = node.graph
+        with g.inserting_before(node):
+            raise_node = g.call_function(prim.RaiseException, (UNUSED_MESSAGE, "RuntimeError"))
+            raise_node.type = NoneType()
+            value = g.call_function(prim.Uninitialized, ())
+            value.type = node.type
+        value.meta.update({k: v for k, v in node.meta.items() if k in ("loc", "jit_name")})
+        raise_node.meta.update({k: v for k, v in node.meta.items() if k == "loc"})
+        node.replace_all_uses_with(value)
+        g.erase_node(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# traced programs -> the script form
+# ---------------------------------------------------------------------------------------------
+def _type_of_val(val):
+    import ember
+    if isinstance(val, ember.Tensor):
+        return TensorType()
+    if isinstance(val, tuple):
+        return TupleType(tuple(_type_of_val(v) for v in val))
+    if isinstance(val, list):
+        return ListType(_type_of_val(val[0]) if val else TensorType())
+    return AnyType()
+
+
+def _convert_traced(gm, module) -> tuple:
+    """A traced GraphModule's graph as a script graph (see the module docstring)."""
+    from ember.fx.graph import Graph
+    from ember.fx.node import map_arg
+    from .ir import call, constant
+    graph = Graph()
+    env: dict = {}
+    attr_nodes: dict = {}
+    self_node = None
+    if module is not None:
+        self_node = graph.placeholder("self", type_expr=ModuleType(_class_name(module)))
+    args = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            new = graph.placeholder(node.target, type_expr=_type_of_val(node.meta.get("val")))
+            args.append(Argument(node.target, new.type))
+        elif node.op == "get_attr":
+            new = _traced_attr(graph, gm, module, self_node, node.target, attr_nodes, constant, call)
+        elif node.op in ("call_function", "call_method"):
+            new = graph.create_node(node.op, node.target, map_arg(node.args, lambda n: env[n]),
+                                    map_arg(node.kwargs, lambda n: env[n]))
+            new.type = _type_of_val(node.meta.get("val"))
+        elif node.op == "output":
+            graph.output(map_arg(node.args[0], lambda n: env[n]))
+            continue
+        else:
+            raise RuntimeError(f"ember.jit.save: traced graph has a {node.op} node ({node.name})")
+        for key in ("jit_name", "jit_loc"):
+            if key in node.meta:
+                new.meta[key] = node.meta[key]
+        env[node] = new
+    if self_node is not None:
+        args.insert(0, Argument("self", self_node.type))
+    return graph, args
+
+
+def _traced_attr(graph, gm, module, self_node, target, cache, constant, call):
+    parts = target.split(".")
+    obj = module
+    for part in parts:
+        obj = getattr(obj, part, None) if obj is not None else None
+    if module is None or obj is None:   # a tensor constant of the trace
+        value = gm
+        for part in parts:
+            value = getattr(value, part)
+        return constant(graph, value, TensorType())
+    value, path = self_node, ()
+    for part in parts:
+        path = path + (part,)
+        if path not in cache:
+            with graph.inserting_after(value if value.op != "placeholder" else _last_placeholder(graph)):
+                cache[path] = call(graph, prim.GetAttr, (value, part), type_=TensorType())
+        value = cache[path]
+    return value
+
+
+def _last_placeholder(graph):
+    return [n for n in graph.nodes if n.op == "placeholder"][-1]
+
+
+def _traced_function_graph(fn) -> tuple:
+    graph, args = _convert_traced(fn.graph_module, None)
+    return graph, Signature(getattr(fn, "name", "forward"), tuple(args), AnyType())
+
+
+def _traced_module_graph(mod) -> tuple:
+    graph, args = _convert_traced(mod.__dict__["graph_module"], mod)
+    # GetAttr chains for submodules are typed as modules (only the leaf is a tensor)
+    for node in graph.nodes:
+        if node.target is prim.GetAttr and any(u.target is prim.GetAttr and u.args[0] is node for u in node.users):
+            node.type = ModuleType(node.args[1])
+    return graph, Signature("forward", tuple(args), AnyType())
+
+
+# ---------------------------------------------------------------------------------------------
+# load
+# ---------------------------------------------------------------------------------------------
+def load(f, map_location=None, _extra_files=None):
+    """Load what `save` wrote: a `LoadedScriptFunction` or a `LoadedScriptModule`.
+
+        fn = ember.jit.load("fn.pt"); fn(x)
+    """
+    if _extra_files:
+        raise NotImplementedError("ember.jit.load: _extra_files is not supported")
+    with zipfile.ZipFile(_path(f), "r") as zf:
+        try:
+            payload = json.loads(zf.read(_GRAPHS).decode("utf-8"))
+        except KeyError:
+            raise RuntimeError(f"ember.jit.load: not an ember.jit archive (no {_GRAPHS})") from None
+        if not isinstance(payload, dict) or payload.get("version") != ser.FORMAT_VERSION:
+            raise RuntimeError("ember.jit.load: unsupported archive version")
+        tensors = [_load_tensor(zf, i, e, map_location) for i, e in enumerate(ser._field(payload, "tensors", list))]
+    if payload.get("kind") == "function":
+        method = ser._field(payload, "method", dict)
+        graph, schema = _decode_method(method, tensors)
+        return LoadedScriptFunction(str(payload.get("name", schema.name)), graph, schema)
+    if payload.get("kind") == "module":
+        return _decode_module(ser._field(payload, "module", dict), tensors)
+    raise RuntimeError(f"ember.jit.load: unknown archive kind {payload.get('kind')!r}")
+
+
+def _load_tensor(zf, i: int, entry: dict, map_location):
+    import ember
+    from ..nn.parameter import Parameter
+    arr = np.load(io.BytesIO(zf.read(f"data/{i}.npy")), allow_pickle=False)
+    t = ember.from_numpy(np.array(arr, copy=True))
+    dt = getattr(ember, str(entry.get("dtype")), None) if str(entry.get("dtype")).isidentifier() else None
+    if not isinstance(dt, ember.dtype):
+        raise RuntimeError(f"ember.jit.load: unknown dtype {entry.get('dtype')!r}")
+    if t.dtype != dt:
+        t = t.to(dt)
+    if map_location is not None:
+        if callable(map_location) or isinstance(map_location, dict):
+            raise NotImplementedError("ember.jit.load: map_location must be a device or a device string")
+        t = t.to(ember.device(map_location) if isinstance(map_location, str) else map_location)
+    if entry.get("parameter"):
+        return Parameter(t, requires_grad=bool(entry.get("requires_grad")))
+    if entry.get("requires_grad"):
+        t.requires_grad_(True)
+    return t
+
+
+def _decode_schema(data: dict, tensors) -> Signature:
+    args = []
+    for a in ser._field(data, "arguments", list):
+        default = ser.decode_value(a["default"], tensors) if "default" in a else NO_DEFAULT
+        args.append(Argument(str(a["name"]), parse_type(str(a["type"])), default))
+    return Signature(str(data.get("name", "forward")), tuple(args), parse_type(str(data.get("return_type", "Any"))))
+
+
+def _decode_method(data: dict, tensors) -> tuple:
+    graph = ser.decode_graph(ser._field(data, "graph", dict), tensors)
+    graph.lint()
+    return graph, _decode_schema(ser._field(data, "schema", dict), tensors)
+
+
+def _decode_module(data: dict, tensors) -> "LoadedScriptModule":
+    mod = LoadedScriptModule(str(data.get("class", "Module")))
+    for name, ref in ser._field(data, "parameters", dict).items():
+        mod.register_parameter(ser._check_attr_name(name), None if ref is None else ser.decode_value({"$tensor": ref}, tensors))
+    non_persistent = set(data.get("non_persistent", []))
+    for name, ref in ser._field(data, "buffers", dict).items():
+        mod.register_buffer(ser._check_attr_name(name), None if ref is None else ser.decode_value({"$tensor": ref}, tensors),
+                            persistent=name not in non_persistent)
+    for name, sub in ser._field(data, "submodules", dict).items():
+        mod.add_module(ser._check_attr_name(name), _decode_module(sub, tensors))
+    for name, attr in ser._field(data, "attributes", dict).items():
+        ser._check_attr_name(name)
+        if name in mod.__dict__ or hasattr(type(mod), name) or name in mod._modules:
+            raise RuntimeError(f"ember.jit.load: attribute name {name!r} is not allowed in a saved module")
+        setattr(mod, name, ser.decode_value(attr.get("value"), tensors))
+    mod.train(bool(data.get("training", True)))
+    for name, method in ser._field(data, "methods", dict).items():
+        graph, schema = _decode_method(method, tensors)
+        mod._methods[ser._check_method_name(name)] = LoadedScriptMethod(mod, name, graph, schema)
+    return mod
+
+
+# ---------------------------------------------------------------------------------------------
+# loaded objects
+# ---------------------------------------------------------------------------------------------
+def _bind(schema: Signature, args: tuple, kwargs: dict, skip: int) -> list:
+    """Positional + keyword arguments + defaults in schema order (RuntimeError, as TorchScript)."""
+    params = schema.arguments[skip:]
+    if len(args) > len(params):
+        raise RuntimeError(f"{schema.name}() expected at most {len(params)} argument(s) but received "
+                           f"{len(args)} argument(s). Declaration: {schema!r}")
+    values = list(args)
+    for p in params[len(args):]:
+        if p.name in kwargs:
+            values.append(kwargs.pop(p.name))
+        elif p.default is not NO_DEFAULT:
+            values.append(p.default)
+        else:
+            raise RuntimeError(f"{schema.name}() is missing value for argument '{p.name}'. Declaration: {schema!r}")
+    if kwargs:
+        raise RuntimeError(f"{schema.name}() got an unexpected keyword argument '{sorted(kwargs)[0]}'. "
+                           f"Declaration: {schema!r}")
+    return values
+
+
+class _Runnable:
+    """Shared by loaded functions and methods: the graph, its executor, .graph and .code."""
+
+    def _init(self, name: str, graph, schema: Signature) -> None:
+        self.name = self.__name__ = name
+        self._graph = graph
+        self.schema = schema
+        self._executor = None
+
+    def _run(self, inputs: list):
+        if self._executor is None:
+            try:
+                from .executor import GraphExecutor
+                self._executor = GraphExecutor(self._graph)
+            except ImportError:
+                from .ir.evaluate import evaluate
+                self._executor = False
+                self._evaluate = evaluate
+        if self._executor is False:
+            return self._evaluate(self._graph, inputs)
+        return self._executor.run(*inputs)
+
+    @property
+    def graph(self):
+        from .ir.printer import ScriptGraph
+        return ScriptGraph(self._graph)
+
+    inlined_graph = graph
+
+    @property
+    def code(self) -> str:
+        from .ir.code import format_code
+        return format_code(self._graph, self.name)
+
+    def graph_for(self, *args, **kwargs):
+        """The executor's optimised graph for these inputs (printable)."""
+        from .ir.printer import ScriptGraph
+        self._run(self._inputs(args, kwargs))
+        if self._executor is False:
+            return ScriptGraph(self._graph)
+        return ScriptGraph(self._executor.graph_for(*self._inputs(args, kwargs)))
+
+
+class LoadedScriptFunction(_Runnable):
+    """A function loaded by `ember.jit.load`: callable, with ``.graph``, ``.code``, ``.schema``."""
+
+    def __init__(self, name: str, graph, schema: Signature):
+        self._init(name, graph, schema)
+
+    def _inputs(self, args, kwargs):
+        return _bind(self.schema, args, dict(kwargs), 0)
+
+    def __call__(self, *args, **kwargs):
+        return self._run(self._inputs(args, kwargs))
+
+    def __repr__(self):
+        return f"<ember.jit loaded ScriptFunction {self.name}>"
+
+
+class LoadedScriptMethod(_Runnable):
+    """A method of a loaded module; calling it passes the module as ``self``."""
+
+    def __init__(self, owner, name: str, graph, schema: Signature):
+        self._init(name, graph, schema)
+        self.owner = owner
+
+    def _inputs(self, args, kwargs):
+        return [self.owner] + _bind(self.schema, args, dict(kwargs), 1)
+
+    def __call__(self, *args, **kwargs):
+        return self._run(self._inputs(args, kwargs))
+
+
+def _module_base():
+    # a loaded module is an ember.jit.ScriptModule when the scripting frontend is importable
+    try:
+        from .frontend.modules import ScriptModule
+        return ScriptModule
+    except ImportError:
+        from ..nn.modules.module import Module
+        return Module
+
+
+class LoadedScriptModule(_module_base()):
+    """A module loaded by `ember.jit.load`: the saved parameters, buffers, attributes and
+    submodules; ``forward`` (and every other saved method, as an attribute) runs its graph."""
+
+    def __init__(self, original_name: str):
+        super().__init__()
+        self.__dict__["original_name"] = original_name
+        self.__dict__["_methods"] = {}
+
+    def __getattr__(self, name):
+        methods = self.__dict__.get("_methods", {})
+        if name in methods:
+            return methods[name]
+        return super().__getattr__(name)
+
+    def forward(self, *args, **kwargs):
+        method = self._methods.get("forward")
+        if method is None:
+            raise RuntimeError(f"ember.jit.load: module {self.original_name} was saved without a forward method")
+        return method(*args, **kwargs)
+
+    @property
+    def graph(self):
+        return self._methods["forward"].graph
+
+    inlined_graph = graph
+
+    @property
+    def code(self) -> str:
+        return self._methods["forward"].code
+
+    def graph_for(self, *args, **kwargs):
+        return self._methods["forward"].graph_for(*args, **kwargs)
+
+    def _get_name(self) -> str:
+        return "RecursiveScriptModule"
+
+    def extra_repr(self) -> str:
+        return f"original_name={self.original_name}"

@@ -1,0 +1,319 @@
+"""GraphExecutor: runs a scripted function's graph, profiling first, then specialised plans.
+
+Seed 001's ProfilingGraphExecutorImpl, in ember:
+
+1. At construction the graph is copied and ``passes.inline`` replaces prim.CallFunction /
+   prim.CallMethod by the callees' graphs (the caller's graph is left as it was).
+2. A call whose input *signature* (per tensor input: dtype, shape, requires_grad, device; the
+   Python type of every other input; and ``ember.is_grad_enabled()``) has no optimised plan yet
+   runs a *profiling* copy of the graph (``passes.insert_profile_nodes``): the interpreter
+   records every profiled tensor's observed type in ``node.meta["profiled_type"]``. A value seen
+   with two different types is recorded as the plain ``Tensor``.
+3. After ``config.num_profiled_runs`` such runs for a signature, the optimised graph is built:
+   the profiled types are written onto the values (inputs get their observed types) and kept
+   where the signature guarantees them (``profiling.keep_guaranteed_types``: the guard only
+   checks inputs, and passes fold ``x.size(0)`` from these types), profile nodes are removed
+   (first, not last as in the spec's list: they would only hold the passes back), and the
+   pipeline runs: ConstantPropagation, PeepholeOptimize,
+   LowerSimpleTuples, unroll small loops, EliminateCommonSubexpression, ConstantPooling,
+   EliminateDeadCode, then every registered fusion pass. Passes come from ``ember.jit.passes``;
+   one that is not available is skipped.
+4. Optimised plans are cached per signature. The guard (TorchScript's prim::TypeCheck at the
+   top of the optimised graph) is the signature lookup itself: the inputs' signature is computed
+   once per call and a plan is used only for exactly that signature; any other signature is a
+   *bailout* to the generic (profiling) path, which in turn builds a plan for it. Once
+   ``config.max_plans`` signatures have plans, further ones share a single plan optimised
+   without profiled types (shapes that keep changing stop being specialised).
+
+Plans run ember's public functions (or, where that is exactly the same, the dispatcher
+operator they call), so autograd records through them as in eager mode.
+
+    ex = GraphExecutor(graph)
+    ex.run(x, y)            # profiling run
+    ex.run(x, y)            # optimised plan for this signature
+    print(ex.graph_for(x, y))
+"""
+from __future__ import annotations
+
+import importlib
+import warnings
+
+import ember
+from ember.fx.graph import Graph
+
+from ember._core.dispatch import AUTOGRAD_BIT as _AUTOGRAD_BIT
+from ember._core.dispatch import CPU_BIT as _CPU_BIT
+from ember._core.dispatch import tls as _tls
+from ember._core.tensor import Tensor as _Tensor
+
+from . import config
+from .instructions import compile_graph
+from .interpreter import run_plan
+
+_fusion_passes: list = []
+
+
+def register_fusion_pass(fn) -> None:
+    """Run `fn(graph) -> graph` on every optimised graph, after the other passes (the fuser's
+    hook; prim::FusionGroup nodes it creates run their meta["subgraph"])."""
+    _fusion_passes.append(fn)
+
+
+def clear_fusion_passes() -> None:
+    """Forget every registered fusion pass (tests)."""
+    _fusion_passes.clear()
+
+
+def _pass(name: str):
+    """`ember.jit.passes.<name>`, or None while that pass does not exist."""
+    try:
+        passes = importlib.import_module("ember.jit.passes")
+    except ImportError:
+        return None
+    return getattr(passes, name, None)
+
+
+def _log(graph: Graph | None = None, message: str | None = None) -> None:
+    """EMBER_JIT_LOG_LEVEL="graph_executor" (passes log themselves under their own names):
+    the optimised graph of each new plan; ">graph_executor" adds plan events and the plans."""
+    try:
+        from ember.jit.passes import jit_log
+    except ImportError:
+        return
+    if graph is not None and hasattr(jit_log, "log_graph"):
+        jit_log.log_graph("graph_executor", graph)
+    level = getattr(jit_log, "GRAPH_UPDATE", 1)
+    if message is not None and hasattr(jit_log, "log") and jit_log.is_enabled("graph_executor", level):
+        jit_log.log("graph_executor", message(), level)   # message: built only when enabled
+
+
+def _fx_graph(graph) -> Graph:
+    """Accept an fx Graph, a printable wrapper with ``.fx_graph``, or a function with ``._graph``."""
+    if isinstance(graph, Graph):
+        return graph
+    for attr in ("fx_graph", "_graph", "graph"):
+        g = getattr(graph, attr, None)
+        if isinstance(g, Graph):
+            return g
+        if g is not None and isinstance(getattr(g, "fx_graph", None), Graph):
+            return g.fx_graph
+    raise TypeError(f"GraphExecutor: expected an ember.fx Graph, got {type(graph).__name__}")
+
+
+def run_graph(graph, inputs) -> object:
+    """Run `graph` once on `inputs` through the instruction interpreter (no inlining, no
+    profiling, no optimisation)."""
+    return run_plan(compile_graph(_fx_graph(graph)), list(inputs))
+
+
+def executor_of(callee) -> "GraphExecutor":
+    """The executor of a scripted callee (a ScriptFunction/ScriptMethod or a Graph), cached on it."""
+    ex = getattr(callee, "_ember_executor", None)
+    if ex is None:
+        ex = GraphExecutor(_fx_graph(callee))
+        try:
+            callee._ember_executor = ex
+        except AttributeError:  # a Graph with slots, or a frozen object: no cache
+            pass
+    return ex
+
+
+def input_signature(inputs) -> tuple:
+    """The plan cache key (see the module docstring): computed on every call, so it reads the
+    tensors' slots directly. A CPU tensor is ``(keys, numpy dtype, shape)``: its dispatch key
+    set carries requires_grad (the Autograd key) and the device, and the NumPy dtype maps one to
+    one to an ember dtype. Other devices use the public properties."""
+    sig = [not (_tls.exclude & _AUTOGRAD_BIT)]
+    for x in inputs:
+        if x.__class__ is _Tensor or isinstance(x, _Tensor):
+            keys = x._keys
+            if keys & _CPU_BIT:
+                data = x._data
+                sig.append((keys, data.dtype, data.shape))
+            else:
+                sig.append((keys, x.dtype, tuple(x.shape), x.device))
+        else:
+            sig.append(x.__class__)
+    return tuple(sig)
+
+
+def describe_signature(inputs) -> tuple:
+    """A readable signature: per input ``(dtype, shape, requires_grad, device)`` for tensors,
+    the Python type otherwise, then ``grad_enabled=...``."""
+    desc = []
+    for x in inputs:
+        if isinstance(x, _Tensor):
+            desc.append((x.dtype, tuple(x.shape), x.requires_grad, x.device))
+        else:
+            desc.append(type(x))
+    desc.append(f"grad_enabled={ember.is_grad_enabled()}")
+    return tuple(desc)
+
+
+class _Runner:
+    """A compiled plan and the fastest way to call it (generated code or the interpreter)."""
+    __slots__ = ("plan", "call", "graph", "profiled_graph", "description")
+
+    def __init__(self, graph: Graph, optimized: bool):
+        from . import codegen
+        self.graph = graph
+        self.profiled_graph = None
+        self.description = None
+        self.plan = compile_graph(graph, codegen.fast_resolve if optimized and config.specialize_ops else None)
+        self.plan.optimized = optimized
+        fn = None
+        if config.use_codegen:
+            try:
+                fn = codegen.generate(self.plan, direct_methods=optimized and config.specialize_ops)
+            except Exception as e:  # noqa: BLE001 - a codegen bug must not break the program
+                warnings.warn(f"ember.jit: generating code for a plan failed ({type(e).__name__}: {e}); "
+                              f"running it in the instruction interpreter", RuntimeWarning, stacklevel=2)
+        self.call = fn if fn is not None else (lambda *xs, plan=self.plan: run_plan(plan, xs))
+
+
+class GraphExecutor:
+    """Runs a script graph; see the module docstring. `optimize=False` always runs the generic
+    plan (no profiling, no passes besides inlining)."""
+
+    def __init__(self, graph, *, optimize: bool = True):
+        from ..ir import clone
+        source = _fx_graph(graph)
+        self.source_graph = source
+        g = clone(source)
+        inline = _pass("inline")
+        if inline is not None:
+            try:
+                g = inline(g)
+            except Exception as e:  # noqa: BLE001 - calls left in place still run (their own executors)
+                warnings.warn(f"ember.jit: inlining failed ({type(e).__name__}: {e}); calls run un-inlined",
+                              RuntimeWarning, stacklevel=2)
+                g = clone(source)
+        self.graph = g                      # the inlined generic graph
+        self.optimize = optimize
+        self._generic = None                # _Runner of the generic graph
+        self._plans: dict = {}              # signature -> _Runner of the optimised graph
+        self._profiling: dict = {}          # signature -> [profiling graph, runs so far, _Runner]
+        self._unspecialized = None          # _Runner used once config.max_plans signatures have plans
+        self.stats = {"profiling_runs": 0, "optimized_runs": 0, "bailouts": 0, "generic_runs": 0,
+                      "unspecialized_runs": 0}
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, *inputs):
+        """Run the graph on `inputs` (one per placeholder) and return its output value."""
+        if not self.optimize:
+            self.stats["generic_runs"] += 1
+            return self._generic_runner().call(*inputs)
+        sig = input_signature(inputs)
+        runner = self._plans.get(sig)
+        if runner is not None:
+            self.stats["optimized_runs"] += 1
+            return runner.call(*inputs)
+        if self._plans:
+            self.stats["bailouts"] += 1
+            if len(self._plans) >= max(1, config.max_plans):
+                # Too many signatures (shapes that keep changing): stop specialising and run
+                # one plan optimised without profiled types, valid for every signature.
+                _log(message=lambda: f"bailout: signature {describe_signature(inputs)}: plan limit reached, "
+                                     f"running the unspecialised plan")
+                self.stats["unspecialized_runs"] += 1
+                return self._unspecialized_runner().call(*inputs)
+            _log(message=lambda: f"bailout: no plan for signature {describe_signature(inputs)}; profiling it")
+        return self._profile_run(sig, inputs)
+
+    def _unspecialized_runner(self) -> _Runner:
+        if self._unspecialized is None:
+            try:
+                graph = self._optimize(self.graph, None)
+            except Exception as e:  # noqa: BLE001 - see _profile_run
+                warnings.warn(f"ember.jit: optimising the graph failed ({type(e).__name__}: {e}); running it "
+                              f"unoptimised", RuntimeWarning, stacklevel=3)
+                graph = self.graph
+            self._unspecialized = _Runner(graph, optimized=True)
+        return self._unspecialized
+
+    __call__ = run
+
+    def _generic_runner(self) -> _Runner:
+        if self._generic is None:
+            self._generic = _Runner(self.graph, optimized=False)
+        return self._generic
+
+    def _profile_run(self, sig, inputs):
+        entry = self._profiling.get(sig)
+        if entry is None:
+            entry = self._profiling[sig] = [self._profiling_graph(), 0, None]
+        graph, _, runner = entry
+        if runner is None:
+            runner = entry[2] = _Runner(graph, optimized=False)
+        self.stats["profiling_runs"] += 1
+        result = runner.call(*inputs)
+        entry[1] += 1
+        if entry[1] >= max(1, config.num_profiled_runs):
+            try:
+                optimized = self._optimize(graph, inputs)
+            except Exception as e:  # noqa: BLE001 - compiler failures fall back, they never break a program
+                warnings.warn(f"ember.jit: optimising the graph failed ({type(e).__name__}: {e}); running it "
+                              f"unoptimised for these inputs", RuntimeWarning, stacklevel=3)
+                optimized = self.graph
+            self._install(sig, optimized, graph, describe_signature(inputs))
+            del self._profiling[sig]
+        return result
+
+    def _profiling_graph(self) -> Graph:
+        from ..ir import clone
+        g = clone(self.graph)
+        from .profiling import insert_profiles
+        insert = _pass("insert_profile_nodes") or insert_profiles
+        g = insert(g)
+        return g
+
+    def _install(self, sig, graph: Graph, profiled: Graph | None = None, description=None) -> None:
+        runner = self._plans[sig] = _Runner(graph, optimized=True)
+        runner.profiled_graph, runner.description = profiled, description or sig
+        _log(graph, lambda: f"new plan for signature {runner.description}:\n{runner.plan}")
+
+    # -- optimising -------------------------------------------------------------------------
+    def _optimize(self, profiled: Graph, inputs) -> Graph:
+        from ..ir import clone
+        from .profiling import keep_guaranteed_types, remove_profiles, specialize_types
+        g = clone(profiled)   # the profiling graph keeps its meta for debug_state
+        if inputs is not None:   # None: the unspecialised plan (profiled types are not used)
+            specialize_types(g, inputs)
+        remove = _pass("remove_profile_nodes")
+        g = remove(g) if remove is not None else remove_profiles(g)
+        keep_guaranteed_types(g, inputs if inputs is not None else [])
+        for name, args in (("constant_propagation", ()), ("peephole_optimize", ()),
+                           ("lower_simple_tuples", ()), ("unroll_loops", (config.unroll_max_trip,)),
+                           ("eliminate_common_subexpression", ()), ("constant_pooling", ()),
+                           ("eliminate_dead_code", ())):
+            fn = _pass(name)
+            if fn is None:
+                continue
+            g = fn(g, *args)
+        for fusion in list(_fusion_passes):
+            result = fusion(g)
+            g = g if result is None else result
+        return g
+
+    # -- introspection ----------------------------------------------------------------------
+    def graph_for(self, *inputs) -> Graph:
+        """The optimised graph for `inputs`' signature (running the profiling runs it needs)."""
+        if not self.optimize:
+            return self.graph
+        sig = input_signature(inputs)
+        while sig not in self._plans:
+            self._profile_run(sig, inputs)
+        return self._plans[sig].graph
+
+    def debug_state(self) -> dict:
+        """Plans by signature, the generic plan, profiling in progress and run counters."""
+        return {
+            "graph": self.graph,
+            "generic_plan": self._generic.plan if self._generic is not None else None,
+            "plans": {r.description: r.plan for r in self._plans.values()},
+            "optimized_graphs": {r.description: r.graph for r in self._plans.values()},
+            "profiled_graphs": {r.description: r.profiled_graph for r in self._plans.values()},
+            "profiling": {sig: {"graph": e[0], "runs": e[1]} for sig, e in self._profiling.items()},
+            "unspecialized_plan": self._unspecialized.plan if self._unspecialized is not None else None,
+            "stats": dict(self.stats),
+        }

@@ -1,0 +1,441 @@
+"""Compile a script graph (nested If/Loop blocks included) into a flat instruction list.
+
+TorchScript's interpreter runs a linear list of instructions over a register file instead of
+walking the graph (seed 001: ``InterpreterStateImpl::runImpl``). This module is the "code
+generator" half: every value node gets a register, nested blocks are laid out inline with
+jumps, and as much as possible is decided here, once, rather than on every run:
+
+- constants (``prim::Constant``) are baked into the instructions that read them (no register);
+- call targets are resolved to Python callables (a PrimOp's ``fn``, a profiling recorder, a
+  nested plan for a callee graph or a fusion group's subgraph);
+- each call's positional arguments are a pre-built tuple "template" holding the constants,
+  plus a slot map ``((position, register), ...)`` of the values to fill in at run time.
+
+Opcodes (``Instr.op``):
+
+    CALL  fn, args, kwargs -> out        out = fn(*args, **kwargs)
+    METHOD name, args, kwargs -> out     out = getattr(args[0], name)(*args[1:], **kwargs)
+    MOVE  srcs -> dsts                   parallel copy (block returns -> node outputs / loop-carried)
+    JUMP  target
+    JUMP_IF_FALSE cond, target           an If's condition
+    LOOP_TEST trip, max, cond, target    leave the loop (jump to target) unless cond and trip < max
+    INC   trip                           trip += 1 (end of a loop body)
+    RET   value
+
+Values of multi-output nodes (If, Loop) never exist as tuples: the ``operator.getitem`` nodes
+reading their outputs are given the registers the blocks' MOVEs write, and compile to nothing
+(a tuple is built only if something else reads the node itself).
+
+    plan = compile_graph(graph)
+    print(plan)             # numbered instruction listing
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ember.fx.graph import Graph
+from ember.fx.node import Node
+
+from ..ir import prim
+
+CALL, METHOD, MOVE, JUMP, JUMP_IF_FALSE, LOOP_TEST, INC, RET = range(8)
+OP_NAMES = ["CALL", "METHOD", "MOVE", "JUMP", "JUMP_IF_FALSE", "LOOP_TEST", "INC", "RET"]
+
+
+class Reg:
+    """An operand read from register `index` at run time."""
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+    def __repr__(self):
+        return f"r{self.index}"
+
+
+class Const:
+    """An operand known when the plan is compiled (a prim::Constant or a literal argument)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return _short_repr(self.value)
+
+
+class Nested:
+    """A list/tuple/dict/slice argument some of whose items are registers (``ember.cat([a, b])``)."""
+    __slots__ = ("kind", "items")
+
+    def __init__(self, kind: type, items):
+        self.kind = kind          # list, tuple, dict or slice
+        self.items = items        # operands (for dict: tuple of (key operand, value operand))
+
+    def __repr__(self):
+        if self.kind is dict:
+            return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items) + "}"
+        inner = ", ".join(repr(i) for i in self.items)
+        return {list: f"[{inner}]", tuple: f"({inner},)", slice: f"slice({inner})"}[self.kind]
+
+
+def _short_repr(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+@dataclass
+class Instr:
+    """One instruction; which fields mean something depends on `op` (see the module docstring)."""
+    op: int
+    fn: Any = None                  # CALL: the callable; METHOD: the method name
+    args: tuple = ()                # operands (Reg / Const / Nested)
+    kwargs: dict = field(default_factory=dict)
+    out: int | None = None          # destination register
+    target: int | None = None       # JUMP*, LOOP_TEST: instruction index
+    srcs: tuple = ()                # MOVE
+    dsts: tuple = ()                # MOVE
+    node: Node | None = None        # the node it came from (errors, printing)
+    # pre-built by `finalize` for the interpreter's fast path:
+    template: tuple | None = None   # args with constants in place (None when any arg is Nested)
+    slots: tuple = ()               # ((position, register), ...)
+    label: str = ""                 # "if" / "else" / "loop" markers for the code generator
+
+    def __str__(self):
+        name = OP_NAMES[self.op]
+        if self.op == CALL:
+            what = _fn_name(self.fn)
+            if self.node is not None and isinstance(self.node.target, prim.PrimOp) and \
+                    not hasattr(self.fn, "_plan_name"):
+                what = self.node.target.name
+            return f"{name:<14}r{self.out} = {what}({_args_text(self.args, self.kwargs)})"
+        if self.op == METHOD:
+            return f"{name:<14}r{self.out} = {self.args[0]!r}.{self.fn}({_args_text(self.args[1:], self.kwargs)})"
+        if self.op == MOVE:
+            return f"{name:<14}{', '.join(f'r{d}' for d in self.dsts)} <- {', '.join(repr(s) for s in self.srcs)}"
+        if self.op == JUMP:
+            return f"{name:<14}-> {self.target}"
+        if self.op == JUMP_IF_FALSE:
+            return f"{name:<14}{self.args[0]!r} -> {self.target}"
+        if self.op == LOOP_TEST:
+            trip, max_trips, cond = self.args
+            return f"{name:<14}{trip!r} < {max_trips!r} and {cond!r} else -> {self.target}"
+        if self.op == INC:
+            return f"{name:<14}{self.args[0]!r} += 1"
+        return f"{name:<14}{self.args[0]!r}"
+
+
+def _fn_name(fn) -> str:
+    if isinstance(getattr(fn, "_plan_name", None), str):
+        return fn._plan_name
+    name = getattr(fn, "name", None) or getattr(fn, "__qualname__", None)
+    module = getattr(fn, "__module__", None)
+    if module is None:   # generated ember bindings: name them by where users find them
+        from .codegen import _registry_names
+        entry = _registry_names().get(id(fn))
+        if entry is not None and entry[2] is fn:
+            return ".".join(p for p in ("ember", entry[0], entry[1]) if p)
+    public = _public_name(fn)
+    if public is not None:
+        return public
+    if isinstance(fn, prim.PrimOp):
+        return fn.name
+    if module and isinstance(name, str) and module not in ("builtins",) and "." not in name:
+        return f"{module}.{name}"
+    return str(name or fn)
+
+
+def _public_name(fn) -> str | None:
+    """``ember.cat`` / ``ember.nn.functional.relu`` for ember's Python-level functions."""
+    import ember
+    short = getattr(fn, "__name__", None)
+    if not isinstance(short, str) or not (getattr(fn, "__module__", None) or "").startswith("ember"):
+        return None
+    for prefix, ns in (("ember", ember), ("ember.nn.functional", ember.nn.functional),
+                       ("ember.linalg", getattr(ember, "linalg", None)),
+                       ("ember.special", getattr(ember, "special", None))):
+        if ns is not None and getattr(ns, short, None) is fn:
+            return f"{prefix}.{short}"
+    return None
+
+
+def _args_text(args, kwargs) -> str:
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+class Plan:
+    """A compiled graph: instructions over `num_registers` registers; inputs land in
+    registers ``input_registers`` (one per placeholder, in order)."""
+
+    def __init__(self, graph: Graph, instructions: list, num_registers: int, input_registers: list,
+                 register_names: dict):
+        self.graph = graph
+        self.instructions = instructions
+        self.num_registers = num_registers
+        self.input_registers = input_registers
+        self.register_names = register_names     # register -> node name (for printing/debugging)
+        self.optimized = False                   # compiled for an optimised plan (GraphExecutor sets it)
+        self.source = None                       # the generated Python source, once codegen.generate ran
+
+    def __str__(self):
+        width = len(str(len(self.instructions)))
+        lines = [f"plan({', '.join(f'r{r}: %{self.register_names.get(r, r)}' for r in self.input_registers)}) "
+                 f"{self.num_registers} registers"]
+        for pc, ins in enumerate(self.instructions):
+            note = f"   # %{ins.node.name}" if ins.node is not None and ins.op in (CALL, METHOD) else ""
+            lines.append(f"  {pc:>{width}}  {ins}{note}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+class _Compiler:
+    def __init__(self, graph: Graph, resolve):
+        self.graph = graph
+        self.resolve = resolve            # node -> callable for special call_function targets
+        self.regs: dict = {}              # node -> register index
+        self.names: dict = {}
+        self.code: list = []
+        self.count = 0
+        self._multi: set = set()          # If/Loop nodes whose getitem readers got registers
+        self._tuple_after: dict = {}      # multi-output nodes read as a whole: their output registers
+
+    def new_reg(self, node: Node | None = None) -> int:
+        r = self.count
+        self.count += 1
+        if node is not None:
+            self.regs[node] = r
+            self.names[r] = node.name
+        return r
+
+    def operand(self, a):
+        if isinstance(a, Node):
+            if a.op == "call_function" and a.target is prim.Constant:
+                return Const(a.args[0])
+            if a not in self.regs:
+                raise RuntimeError(f"executor: value %{a.name} is used before it is defined "
+                                   f"(or comes from a block that does not enclose its use)")
+            return Reg(self.regs[a])
+        if isinstance(a, (list, tuple)):
+            items = [self.operand(x) for x in a]
+            if all(isinstance(x, Const) for x in items):
+                return Const(type(a)(x.value for x in items) if type(a) in (list, tuple) else a)
+            return Nested(list if isinstance(a, list) else tuple, tuple(items))
+        if isinstance(a, dict):
+            items = tuple((self.operand(k), self.operand(v)) for k, v in a.items())
+            if all(isinstance(k, Const) and isinstance(v, Const) for k, v in items):
+                return Const(a)
+            return Nested(dict, items)
+        if isinstance(a, slice):
+            items = (self.operand(a.start), self.operand(a.stop), self.operand(a.step))
+            if all(isinstance(x, Const) for x in items):
+                return Const(a)
+            return Nested(slice, items)
+        return Const(a)
+
+    def emit(self, ins: Instr) -> int:
+        self.code.append(ins)
+        return len(self.code) - 1
+
+    # -- blocks -----------------------------------------------------------------------------
+    def block(self, graph: Graph) -> list:
+        """Compile a block's nodes; returns the operands of what its output node returns."""
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                if node not in self.regs:
+                    self.new_reg(node)
+                continue
+            if node.op == "output":
+                value = node.args[0] if node.args else None
+                if graph.parent_node is None:
+                    return [self.operand(value)]
+                return [self.operand(v) for v in value]
+            self.node(node)
+        return []
+
+    def node(self, node: Node) -> None:
+        if node.op == "call_function":
+            t = node.target
+            if t is prim.Constant:
+                return
+            if t is prim.If:
+                return self.if_node(node)
+            if t is prim.Loop:
+                return self.loop_node(node)
+            if t is operator.getitem and node.args and node.args[0] in self._multi \
+                    and isinstance(node.args[1], int):
+                return  # register already assigned by the If/Loop
+            fn = self.resolve(node)
+            self.emit(Instr(CALL, fn, tuple(self.operand(a) for a in node.args),
+                            {k: self.operand(v) for k, v in node.kwargs.items()},
+                            out=self.new_reg(node), node=node))
+        elif node.op == "call_method":
+            self.emit(Instr(METHOD, node.target, tuple(self.operand(a) for a in node.args),
+                            {k: self.operand(v) for k, v in node.kwargs.items()},
+                            out=self.new_reg(node), node=node))
+        else:
+            raise NotImplementedError(f"executor: {node.op} nodes are not part of the script IR (%{node.name})")
+
+    def output_registers(self, node: Node, count: int) -> list:
+        """Registers for a multi-output node's outputs: those of its getitem readers."""
+        outs = [None] * count
+        other_users = False
+        for user in node.users:
+            if user.op == "call_function" and user.target is operator.getitem and user.args[0] is node \
+                    and isinstance(user.args[1], int) and 0 <= user.args[1] < count and not user.kwargs:
+                if outs[user.args[1]] is None:
+                    outs[user.args[1]] = self.new_reg(user)
+                else:
+                    self.regs[user] = outs[user.args[1]]
+                    self.names.setdefault(outs[user.args[1]], user.name)
+            else:
+                other_users = True
+        outs = [r if r is not None else self.new_reg() for r in outs]
+        self._multi.add(node)
+        if other_users:  # something reads the tuple itself: build it after the node
+            self._tuple_after[node] = outs
+        return outs
+
+    def finish_multi(self, node: Node, outs: list) -> None:
+        if node in self._tuple_after:
+            self.emit(Instr(CALL, _make_tuple, tuple(Reg(r) for r in outs), out=self.new_reg(node), node=node))
+
+    def if_node(self, node: Node) -> None:
+        then_block, else_block = node.blocks
+        count = len(_returns_of(then_block))
+        outs = self.output_registers(node, count)
+        jif = self.emit(Instr(JUMP_IF_FALSE, args=(self.operand(node.args[0]),), node=node, label="if"))
+        rets = self.block(then_block)
+        self.emit(Instr(MOVE, srcs=tuple(rets), dsts=tuple(outs), node=node))
+        jmp = self.emit(Instr(JUMP, node=node, label="else"))
+        self.code[jif].target = len(self.code)
+        rets = self.block(else_block)
+        self.emit(Instr(MOVE, srcs=tuple(rets), dsts=tuple(outs), node=node))
+        self.code[jmp].target = len(self.code)
+        self.finish_multi(node, outs)
+
+    def loop_node(self, node: Node) -> None:
+        body = node.blocks[0]
+        max_trips, start_cond, *init = node.args
+        outs = self.output_registers(node, len(init))
+        params = [n for n in body.nodes if n.op == "placeholder"]
+        for p in params:
+            self.new_reg(p)
+        trip, cond = self.new_reg(), self.new_reg()
+        self.names[trip], self.names[cond] = f"{node.name}.trip", f"{node.name}.cond"
+        carried = [self.regs[p] for p in params[1:]]
+        self.emit(Instr(MOVE, srcs=(Const(0), self.operand(start_cond), *[self.operand(a) for a in init]),
+                        dsts=(trip, cond, *carried), node=node))
+        test = self.emit(Instr(LOOP_TEST, args=(Reg(trip), self.operand(max_trips), Reg(cond)), node=node,
+                               label="loop"))
+        self.emit(Instr(MOVE, srcs=(Reg(trip),), dsts=(self.regs[params[0]],), node=node))
+        rets = self.block(body)
+        self.emit(Instr(MOVE, srcs=tuple(rets), dsts=(cond, *carried), node=node))
+        self.emit(Instr(INC, args=(Reg(trip),), node=node))
+        self.emit(Instr(JUMP, target=test, node=node, label="loop_end"))
+        self.code[test].target = len(self.code)
+        self.emit(Instr(MOVE, srcs=tuple(Reg(r) for r in carried), dsts=tuple(outs), node=node))
+        self.finish_multi(node, outs)
+
+
+def _make_tuple(*xs):
+    return xs
+
+
+def _returns_of(block: Graph) -> list:
+    for n in reversed(block.nodes):
+        if n.op == "output":
+            return list(n.args[0])
+    return []
+
+
+def compile_graph(graph: Graph, resolve=None) -> Plan:
+    """Compile `graph` into a Plan. `resolve(node) -> callable` picks the function a
+    call_function node runs (default: `default_resolve`)."""
+    c = _Compiler(graph, resolve or default_resolve)
+    inputs = []
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            inputs.append(c.new_reg(node))
+    rets = c.block(graph)
+    c.emit(Instr(RET, args=(rets[0] if rets else Const(None),)))
+    for ins in c.code:
+        _finalize(ins)
+    return Plan(graph, c.code, c.count, inputs, c.names)
+
+
+def _finalize(ins: Instr) -> None:
+    """Pre-build the argument template and slot map of a CALL/METHOD."""
+    if ins.op not in (CALL, METHOD):
+        return
+    if any(isinstance(a, Nested) for a in ins.args):
+        ins.template = None
+        return
+    ins.template = tuple(None if isinstance(a, Reg) else a.value for a in ins.args)
+    ins.slots = tuple((i, a.index) for i, a in enumerate(ins.args) if isinstance(a, Reg))
+
+
+def default_resolve(node: Node):
+    """The callable a call_function node runs: its target, a PrimOp's fn, or a runner for the
+    prim ops the executor implements (CallFunction/CallMethod with a callee, profile, FusionGroup)."""
+    t = node.target
+    if isinstance(t, prim.PrimOp):
+        if t is prim.CallFunction or (t is prim.CallMethod and node.meta.get("callee") is not None):
+            return _callee_runner(node)
+        if t is prim.profile:
+            return _profile_recorder(node)
+        if t is prim.FusionGroup:
+            return _subgraph_runner(node.meta["subgraph"])
+        if t is prim.TypeCheck:
+            return _type_checker(node.meta["types"])
+        if t.fn is None:
+            raise NotImplementedError(f"executor: {t.name} is not supported here (%{node.name})")
+        return t.fn
+    return t
+
+
+def _callee_runner(node: Node):
+    callee = node.meta["callee"]
+    is_method = node.target is prim.CallMethod
+
+    def run(*args):
+        from .graph_executor import executor_of
+        inputs = (args[0], *args[2:]) if is_method else args
+        return executor_of(callee).run(*inputs)
+    run._plan_name = f"{node.target.name}<{getattr(callee, 'name', callee)}>"
+    return run
+
+
+def _profile_recorder(node: Node):
+    from .profiling import record_type
+
+    def record(value):
+        record_type(node, value)
+        return value
+    record._plan_name = f"prim::profile<%{node.name}>"
+    return record
+
+
+def _subgraph_runner(subgraph: Graph):
+    state = {}
+
+    def run(*args):
+        plan = state.get("plan")
+        if plan is None:
+            plan = state["plan"] = compile_graph(subgraph)
+        from .interpreter import run_plan
+        return run_plan(plan, args)
+    run._plan_name = "prim::FusionGroup"
+    return run
+
+
+def _type_checker(types):
+    from ..ir.types import observed_tensor_type
+
+    def check(*tensors):
+        return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
+    check._plan_name = "prim::TypeCheck"
+    return check

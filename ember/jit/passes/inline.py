@@ -1,0 +1,79 @@
+"""Inline: replace calls of scripted functions and methods by a copy of the callee's graph.
+
+A ``prim::CallFunction(*inputs)`` or ``prim::CallMethod(module, name, *inputs)`` node whose
+``meta["callee"]`` is a ScriptFunction / ScriptMethod (an object with ``._graph`` or
+``.graph.fx_graph``) is replaced, recursively, by the callee's nodes (``ir.inline_graph``). A
+CallMethod without a callee (an ``@ember.jit.ignore``d Python method) stays a call.
+
+    # before:  %y : Tensor = prim::CallFunction(%x)        meta["callee"] = scripted helper
+    # after:   %y : Tensor = aten::relu(%x)
+    graph = inline(graph)
+"""
+from __future__ import annotations
+
+from ember.fx.graph import Graph
+from ember.fx.node import Node
+from ember.jit.ir import clone, inline_graph, prim, walk
+
+from ._util import finish, make_constant_before, replace_value
+from .jit_log import log_update
+
+
+def callee_graph(callee) -> Graph | None:
+    """The fx Graph of a callee object (``._graph`` first: it may still hold calls, which are
+    inlined in turn; else ``.graph.fx_graph`` / ``.graph``)."""
+    if isinstance(callee, Graph):
+        return callee
+    for attr in ("_graph", "graph"):
+        g = getattr(callee, attr, None)
+        g = getattr(g, "fx_graph", g)
+        if isinstance(g, Graph):
+            return g
+    return None
+
+
+def _inlinable(node: Node) -> bool:
+    return (node.op == "call_function" and node.target in (prim.CallFunction, prim.CallMethod)
+            and node.meta.get("callee") is not None and callee_graph(node.meta["callee"]) is not None)
+
+
+def inline(graph: Graph) -> Graph:
+    """Inline every scripted call in `graph` (and its blocks), recursively; returns the graph.
+    A callee that (indirectly) calls itself raises RuntimeError naming it, as TorchScript
+    rejects recursion. The callees' own graphs are not changed.
+
+        g = inline(fn._graph)
+    """
+    _inline_all(graph, [], {})
+    return finish("inline", graph)
+
+
+def _inline_all(graph: Graph, stack: list, done: dict) -> None:
+    """Inline the calls of `graph`; `stack` holds the callee graphs being inlined (recursion
+    check) and `done` caches each callee graph's fully inlined copy."""
+    for call in [n for n in walk(graph) if _inlinable(n)]:
+        source = callee_graph(call.meta["callee"])
+        if any(source is g for g in stack):
+            name = getattr(call.meta["callee"], "name", None) or getattr(call.meta["callee"], "__name__", "?")
+            raise RuntimeError(f"inline: {name} calls itself (recursive scripted functions are not supported)")
+        flat = done.get(id(source))
+        if flat is None:
+            flat = clone(source)
+            _inline_all(flat, stack + [source], done)
+            done[id(source)] = flat
+        _inline_call(call, flat)
+
+
+def _inline_call(call: Node, callee: Graph) -> None:
+    if call.target is prim.CallMethod:
+        inputs = [call.args[0], *call.args[2:]]
+    else:
+        inputs = list(call.args)
+    result = inline_graph(call.graph, call, callee, inputs)
+    if isinstance(result, Node) and "jit_name" in call.meta and "jit_name" not in result.meta \
+            and result not in inputs and result.graph is call.graph:
+        result.meta["jit_name"] = call.meta["jit_name"]
+    if not isinstance(result, Node) and call.users:
+        result = make_constant_before(call, result, call.type, meta_from=call)
+    log_update("inline", f"inlined {call.name}")
+    replace_value(call, result)

@@ -1,0 +1,117 @@
+"""Profiling nodes: ``prim::profile(value)`` marks where the profiling executor records what a
+tensor looked like; after profiling, the observations specialise the graph's types.
+
+- ``insert_profile_nodes(graph)``: after every tensor-typed value (root inputs, block parameters,
+  tensor-producing nodes; multi-output nodes after their getitem group) a ``prim::profile`` node
+  reads it, and every other use reads the profile node instead. Each value is profiled once.
+- The executor runs a profile node as the identity and records
+  ``node.meta["profiled_type"]`` (``record_profile``: ``observed_tensor_type``; differing
+  observations merge to the unshaped ``Tensor``).
+- ``specialize_types(graph)``: the observed types onto the values and their profile nodes
+  (profile nodes stay, so the passes that follow see dtypes and sizes).
+- ``remove_profile_nodes(graph)``: each profile node is replaced by its input, and the observed
+  type (when there is one) becomes the input's ``node.type``.
+
+    g = insert_profile_nodes(g)     # %x.2 : Tensor = prim::profile(%x.1)
+    ...run...                       # profile.meta["profiled_type"] = Float(2, 3, requires_grad=0)
+    g = remove_profile_nodes(g)     # %x.1 : Float(2, 3, requires_grad=0)
+"""
+from __future__ import annotations
+
+from ember.fx.graph import Graph
+from ember.fx.node import Node
+from ember.jit.ir import call, prim, walk
+from ember.jit.ir.types import TensorType, observed_tensor_type
+
+from ._util import finish, last_output_item
+from .jit_log import log_update
+
+
+def _is_profile(node: Node) -> bool:
+    return node.op == "call_function" and node.target is prim.profile
+
+
+def insert_profile_nodes(graph: Graph) -> Graph:
+    """Add a prim::profile node after each tensor value of `graph` and its blocks; returns it.
+
+        g = insert_profile_nodes(g)
+    """
+    for node in list(walk(graph)):
+        if node._erased or node.op == "output" or _is_profile(node) or not isinstance(node.type, TensorType):
+            continue
+        if any(_is_profile(u) for u in node.users):
+            continue   # already profiled
+        if node.op == "call_function" and node.target is prim.Constant:
+            continue   # constants are what they are: nothing to observe
+        if node.meta.get("num_outputs") is not None:
+            continue   # the tuple of a multi-output node: its getitems are profiled instead
+        graph_of = node.graph
+        if node.op == "placeholder":
+            anchor = [n for n in graph_of.nodes if n.op == "placeholder"][-1]
+        elif node.meta.get("output_of") is not None:
+            anchor = last_output_item(node.meta["output_of"])
+        else:
+            anchor = node
+        users = list(node.users)
+        with graph_of.inserting_after(anchor):
+            prof = call(graph_of, prim.profile, (node,), type_=node.type)
+        for user in users:
+            user.replace_input_with(node, prof)
+    return finish("profiling", graph)
+
+
+def merge_profiled_types(old: TensorType | None, new: TensorType) -> TensorType:
+    """Combine two observations: equal ones stay, differing ones become the unshaped ``Tensor``."""
+    if old is None or old == new:
+        return new
+    return TensorType()
+
+
+def record_profile(node: Node, value) -> None:
+    """What the executor does when a profile node runs: observe `value` if it is a tensor."""
+    import ember
+    if isinstance(value, ember.Tensor):
+        node.meta["profiled_type"] = merge_profiled_types(node.meta.get("profiled_type"),
+                                                          observed_tensor_type(value))
+
+
+def _observed(node: Node) -> TensorType | None:
+    seen = node.meta.get("profiled_type")
+    if isinstance(seen, TensorType) and (seen.dtype is not None or seen.sizes is not None):
+        return seen
+    return None
+
+
+def specialize_types(graph: Graph) -> Graph:
+    """Give each profiled value (and its profile node) the observed tensor type, keeping the
+    profile nodes; passes then see dtypes and sizes. Returns the graph.
+
+        g = specialize_types(g)   # %x.1 : Float(2, 3, requires_grad=0); %3 = prim::profile(%x.1)
+    """
+    for node in list(walk(graph)):
+        if node._erased or not _is_profile(node):
+            continue
+        seen, value = _observed(node), node.args[0]
+        if seen is not None and isinstance(value, Node) and isinstance(value.type, TensorType):
+            value.type = seen
+            node.type = seen
+    return finish("profiling", graph)
+
+
+def remove_profile_nodes(graph: Graph) -> Graph:
+    """Replace every prim::profile by its input, specialising the input's type to what was
+    observed (left generic when nothing or conflicting things were seen); returns the graph.
+
+        g = remove_profile_nodes(g)
+    """
+    for node in list(walk(graph)):
+        if node._erased or not _is_profile(node):
+            continue
+        value = node.args[0]
+        seen = _observed(node)
+        if isinstance(value, Node) and seen is not None and isinstance(value.type, TensorType):
+            value.type = seen
+            log_update("profiling", f"specialised {value.name} to {seen}")
+        node.replace_all_uses_with(value)
+        node.graph.erase_node(node)
+    return finish("profiling", graph)

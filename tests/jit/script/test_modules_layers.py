@@ -1,0 +1,177 @@
+"""ember.jit.script on ember's own nn layers (the scriptable forwards of
+ember/jit/frontend/module_builtins.py), BatchNorm's shared running stats, save/load, graph_for,
+deepcopy and the ``__script_forward__`` hook; each scripted module against the eager one."""
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+
+
+def _close(a, b, tol=1e-5):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+
+
+def _check(module, *make_inputs, runs=3):
+    """Script `module`; compare scripted vs eager over a few fresh inputs (profiling + optimised runs)."""
+    scripted = ember.jit.script(module)
+    for _ in range(runs):
+        inputs = [make() for make in make_inputs]
+        _close(scripted(*inputs), module(*inputs))
+    return scripted
+
+
+def _randn(*shape):
+    return lambda: ember.randn(*shape)
+
+
+class TwoLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Linear(4, 8)
+        self.l2 = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.l2(ember.tanh(self.l1(x)))
+
+
+
+def test_builtin_layers_conv_layernorm_embedding():
+    class Mixed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 3, 3, padding=1)
+            self.norm = nn.LayerNorm(5)
+            self.act = nn.GELU()
+
+        def forward(self, x):
+            return self.act(self.norm(self.conv(x)))
+
+    _check(Mixed(), _randn(1, 2, 5, 5))
+
+    class Emb(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+
+        def forward(self, idx):
+            return self.emb(idx).sum(0)
+
+    _check(Emb(), lambda: ember.tensor(np.random.randint(0, 10, size=(6,))))
+
+
+_BUILTIN_LAYERS = [
+    (lambda: nn.LeakyReLU(0.2), (3, 4)), (lambda: nn.ELU(), (3, 4)), (lambda: nn.Hardtanh(), (3, 4)),
+    (lambda: nn.ReLU6(), (3, 4)), (lambda: nn.Softplus(), (3, 4)), (lambda: nn.Softmax(dim=1), (3, 4)),
+    (lambda: nn.LogSoftmax(dim=1), (3, 4)), (lambda: nn.SiLU(), (3, 4)), (lambda: nn.Mish(), (3, 4)),
+    (lambda: nn.GLU(), (3, 4)), (lambda: nn.Softshrink(), (3, 4)), (lambda: nn.Threshold(0.1, 2.0), (3, 4)),
+    (lambda: nn.Flatten(), (2, 3, 4)), (lambda: nn.MaxPool2d(2), (1, 2, 4, 4)),
+    (lambda: nn.AvgPool2d(2), (1, 2, 4, 4)), (lambda: nn.AdaptiveAvgPool2d(2), (1, 2, 4, 4)),
+    (lambda: nn.Conv1d(2, 3, 3), (1, 2, 6)), (lambda: nn.Identity(), (3,)),
+    (lambda: nn.Dropout2d().eval(), (1, 2, 3, 3)), (lambda: nn.BatchNorm2d(3).eval(), (2, 3, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("make,shape", _BUILTIN_LAYERS)
+def test_builtin_layer_scripts(make, shape):
+    _check(make(), _randn(*shape), runs=2)
+
+
+def test_batchnorm_training_updates_shared_running_stats():
+    import copy
+    eager = nn.BatchNorm1d(4)
+    twin = copy.deepcopy(eager)
+    scripted = ember.jit.script(twin)
+    for _ in range(3):
+        x = ember.randn(6, 4)
+        _close(scripted(x), eager(x))
+    _close(twin.running_mean, eager.running_mean)
+    _close(twin.running_var, eager.running_var)
+    assert twin.num_batches_tracked.item() == eager.num_batches_tracked.item() == 3
+
+
+def test_save_load_roundtrip(tmp_path):
+    m = TwoLayer()
+    scripted = ember.jit.script(m)
+    path = tmp_path / "two_layer.pt"
+    scripted.save(str(path))
+    loaded = ember.jit.load(str(path))
+    x = ember.randn(3, 4)
+    _close(loaded(x), m(x))
+    assert set(loaded.state_dict()) == set(m.state_dict())
+
+
+def test_graph_for_and_modulelist_indexing():
+    class Indexed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(3, 3), nn.Sequential(nn.Linear(3, 2), nn.ReLU())])
+
+        def forward(self, x):
+            return self.layers[1](self.layers[0](x))
+
+    scripted = _check(Indexed(), _randn(2, 3))
+    text = str(scripted.graph_for(ember.randn(2, 3)))
+    assert text.startswith("graph(")
+    assert "prim::CallMethod" not in str(scripted.graph)  # .graph is inlined, like TorchScript's
+
+
+def test_deepcopy_rescripts_with_copied_state():
+    import copy
+    import pickle
+
+    class Acc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            self.calls += 1
+            return self.lin(x) * float(self.calls)
+
+    scripted = ember.jit.script(Acc())
+    x = ember.randn(3)
+    scripted(x)
+    dup = copy.deepcopy(scripted)
+    assert isinstance(dup, ember.jit.RecursiveScriptModule) and dup.calls == 1
+    assert dup.lin.weight is not scripted.lin.weight
+    _close(dup(x), scripted(x))
+    with pytest.raises(TypeError, match="ember.jit.save"):
+        pickle.dumps(scripted)
+
+
+def test_script_forward_hook_replaces_unscriptable_forward():
+    class Hooked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = 3.0
+
+        def forward(self, x):
+            return ember.tensor(x.numpy() * self.k)  # eager-only (numpy round trip)
+
+        def __script_forward__(self, x):
+            return x * self.k
+
+    _check(Hooked(), _randn(4))
+
+
+def test_traced_submodule_inside_scripted_module():
+    inner = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    traced = ember.jit.trace(inner, (ember.randn(2, 3),))
+
+    class Top(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.feat = traced
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            h = self.feat(x)
+            if h.sum() > 0:  # control flow around the traced part
+                h = h * 2.0
+            return self.head(h)
+
+    scripted = _check(Top(), lambda: ember.randn(5, 3))
+    assert "__torch__.ember.nn.modules.container.Sequential" in str(scripted.graph)
+    assert scripted.feat.original_name == "Sequential"
