@@ -179,11 +179,17 @@ def clone(graph: Graph, value_map: dict | None = None) -> Graph:
     return new
 
 
-def _copy_into(src: Graph, dst: Graph, value_map: dict) -> None:
+def _copy_into(src: Graph, dst: Graph, value_map: dict, skip_placeholders: bool = False) -> Any:
+    """Copy `src`'s nodes (and their blocks) into `dst` at its insert point, recording each copy
+    in `value_map`. Stops at src's output node and returns its remapped value (None without one)."""
     for node in src.nodes:
+        if node.op == "placeholder" and skip_placeholders:
+            continue
+        if node.op == "output" and skip_placeholders:
+            return _remap(node.args[0], value_map)
         copy = dst.create_node(node.op, node.target,
                                _remap(node.args, value_map), _remap(node.kwargs, value_map),
-                               name=node.name, type_expr=node.type)
+                               name=None if skip_placeholders else node.name, type_expr=node.type)
         copy.meta = dict(node.meta)
         if "output_of" in copy.meta:
             copy.meta["output_of"] = value_map.get(node.meta["output_of"], node.meta["output_of"])
@@ -194,6 +200,7 @@ def _copy_into(src: Graph, dst: Graph, value_map: dict) -> None:
             new_block._namespace = root_graph(dst)._namespace
             copy.blocks.append(new_block)
             _copy_into(block, new_block, value_map)
+    return None
 
 
 def _remap(a, value_map: dict):
@@ -209,26 +216,5 @@ def inline_graph(graph: Graph, before: Node, callee: Graph, inputs: list) -> Any
     if len(params) != len(inputs):
         raise RuntimeError(f"inline_graph: callee takes {len(params)} inputs, got {len(inputs)}")
     value_map.update(zip(params, inputs))
-    result = None
     with graph.inserting_before(before):
-        staging = Graph()  # copy through a scratch graph so blocks get parents in `graph`
-        for node in callee.nodes:
-            if node.op == "placeholder":
-                continue
-            if node.op == "output":
-                result = _remap(node.args[0], value_map)
-                break
-            copy = graph.create_node(node.op, node.target, _remap(node.args, value_map),
-                                     _remap(node.kwargs, value_map), type_expr=node.type)
-            copy.meta = dict(node.meta)
-            if "output_of" in copy.meta:
-                copy.meta["output_of"] = value_map.get(node.meta["output_of"], node.meta["output_of"])
-            value_map[node] = copy
-            for block in node.blocks:
-                new_block = Graph()
-                new_block.parent_node = copy
-                new_block._namespace = root_graph(graph)._namespace
-                copy.blocks.append(new_block)
-                _copy_into(block, new_block, value_map)
-        del staging
-    return result
+        return _copy_into(callee, graph, value_map, skip_placeholders=True)

@@ -80,7 +80,9 @@ class Program:
     differs from ember's: the torch stage then compares torch.jit.script with torch eager);
     `torch_builtin_errors`: the program's errors come from builtins (int division by zero, list
     index, dict key), which torch's interpreter raises as a plain RuntimeError with its own text:
-    the torch stage then requires a RuntimeError on exactly the calls where eager raised.
+    the torch stage then requires a RuntimeError on exactly the calls where eager raised;
+    `saveable`: True, or why ember.jit.save must refuse the program (e.g. it calls an
+    @jit.ignore'd Python function): the fresh stage then asserts that save raises.
     Modules' state_dict after each call is always compared (buffers a forward updates)."""
     target: str
     inputs: object
@@ -93,6 +95,7 @@ class Program:
     eval: bool = False
     rng: bool = False
     torch_builtin_errors: bool = False
+    saveable: object = True
 
     @property
     def name(self):
@@ -380,6 +383,14 @@ def fresh_results(programs, module_globals):
     folder = tempfile.mkdtemp(prefix="ember_script_fresh_")
     out, manifest = {}, []
     for prog in programs:
+        if prog.saveable is not True:
+            scripted = ember.jit.script(build(prog, module_globals, ember))
+            try:
+                ember.jit.save(scripted, os.path.join(folder, "refused.pt"))
+                out[prog.name] = AssertionError(f"ember.jit.save accepted it; expected a refusal: {prog.saveable}")
+            except Exception:  # the expected refusal
+                out[prog.name] = "refused"
+            continue
         try:
             scripted = ember.jit.script(build(prog, module_globals, ember))
             file = f"{prog.name}.pt"
@@ -501,6 +512,8 @@ def _stage_fresh(prog, module_globals, eager, programs):
     got = fresh_results(programs, module_globals).get(prog.name)
     if isinstance(got, Exception):
         raise got
+    if got == "refused":
+        return
     for call, (g, w) in enumerate(zip(got, eager)):
         assert_outcome(g, w, f"fresh process call {call}", 1e-5, 1e-6, same_exception)
 

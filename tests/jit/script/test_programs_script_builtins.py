@@ -99,6 +99,16 @@ def calls_scripted_helper(x):
 _SCRIPTED_HELPER = lib.jit.script(scripted_helper)
 
 
+@lib.jit.ignore
+def python_only(x) -> float:
+    return float(np.abs(x.detach().numpy()).max())
+
+
+def calls_ignored_function(x):
+    m = python_only(x)
+    return x / m
+
+
 def printing(x):
     print("script program printing:", x.sum(), 3)
     return x + 1
@@ -166,6 +176,7 @@ PROGRAMS = [
     P(tolist_sum, tensors((5,))),
     P(calls_scripted_helper, tensors((3,))),
     P(printing, tensors((2,))),
+    P(calls_ignored_function, tensors((4,)), saveable="it calls an @jit.ignore'd Python function"),
     P(optional_local, lambda rng, c: ([arr(rng, 2) for _ in range(c)],)),
     P(tuple_loop_target, tensors((2,))),
     P(str_methods, lambda rng, c: (("abc", "xbz", "ab", "")[c],)),
