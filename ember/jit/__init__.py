@@ -1,8 +1,12 @@
 """ember.jit: TorchScript-like frontends. ``trace`` records the ops a program runs (the Tracer
-dispatch key) into an ember.fx graph, printed TorchScript-style.
+dispatch key) into an ember.fx graph; ``script`` compiles Python source into the same IR with
+control flow as nested blocks (frontend/, ir/), optimised by passes/ and run by the profiling
+graph executor (executor/); ``save``/``load`` store either without their Python source.
 
     traced = ember.jit.trace(lambda a, b: a + b, (ember.randn(3), ember.randn(3)))
     print(traced.graph)
+    scripted = ember.jit.script(fn)          # fn: a function or an nn.Module
+    print(scripted.graph, scripted.code)
 
 Names load on first use (the table says from where); importing ember.jit registers the Tracer
 key's fallback.
