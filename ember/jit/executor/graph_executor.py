@@ -47,6 +47,7 @@ from ember._core.dispatch import tls as _tls
 from ember._core.tensor import Tensor as _Tensor
 
 from . import config
+from ..ir import prim
 from .instructions import compile_graph
 from .interpreter import run_plan
 
@@ -103,7 +104,11 @@ def _fx_graph(graph) -> Graph:
 def run_graph(graph, inputs) -> object:
     """Run `graph` once on `inputs` through the instruction interpreter (no inlining, no
     profiling, no optimisation)."""
-    return run_plan(compile_graph(_fx_graph(graph)), list(inputs))
+    g = _fx_graph(graph)
+    plan = compile_graph(g)
+    if sets_grad_mode(g):
+        return restoring_grad_mode(lambda *xs: run_plan(plan, list(xs)))(*inputs)
+    return run_plan(plan, list(inputs))
 
 
 def executor_of(callee) -> "GraphExecutor":
@@ -169,6 +174,29 @@ class _Runner:
                 warnings.warn(f"ember.jit: generating code for a plan failed ({type(e).__name__}: {e}); "
                               f"running it in the instruction interpreter", RuntimeWarning, stacklevel=2)
         self.call = fn if fn is not None else (lambda *xs, plan=self.plan: run_plan(plan, xs))
+        if sets_grad_mode(graph):
+            self.call = restoring_grad_mode(self.call)
+
+
+def sets_grad_mode(graph) -> bool:
+    """True if `graph` (or a block of it) changes the grad mode (``with no_grad():`` in script)."""
+    from ..ir import walk
+    return any(n.op == "call_function" and n.target is prim.SetGradEnabled for n in walk(graph))
+
+
+def restoring_grad_mode(call):
+    """`call` wrapped so that the grad mode is restored when it raises: a scripted ``with
+    no_grad():`` restores the mode itself only on normal exit (the IR has no exception edges)."""
+    from ember.autograd.grad_mode import _set_enabled, is_grad_enabled
+
+    def guarded(*inputs):
+        enabled = is_grad_enabled()
+        try:
+            return call(*inputs)
+        except BaseException:
+            _set_enabled(enabled)
+            raise
+    return guarded
 
 
 class GraphExecutor:

@@ -164,7 +164,8 @@ def _guaranteed(graph: Graph, inputs, assumed: set) -> set:
     params = [n for n in graph.nodes if n.op == "placeholder"]
     typed_ok: set = {p for p, x in zip(params, inputs) if isinstance(x, ember.Tensor)} | assumed
     value_ok: set = set()                                                     # value guaranteed
-    reshaping = any(n.op == "call_method" and n.target in _RESHAPING_INPLACE for n in walk(graph))
+    reshaping = any(n.op == "call_method" and n.target in _RESHAPING_INPLACE or _input_grad_mode(n)
+                    for n in walk(graph))
 
     def ok(a) -> bool:
         if isinstance(a, (list, tuple)):
@@ -233,6 +234,15 @@ _LIST_MUTATORS = {"append", "pop", "insert", "extend", "clear", "remove", "rever
 def _mutated(list_node) -> bool:
     return any((u.op == "call_method" and u.target in _LIST_MUTATORS and u.args[0] is list_node) or
                (u.target is operator.setitem) for u in list_node.users)
+
+
+def _input_grad_mode(node) -> bool:
+    """A ``with set_grad_enabled(flag):`` whose flag is a runtime value: the signature (which
+    has the input's type, not its value) then does not fix the requires_grad of what follows."""
+    if node.op != "call_function" or node.target is not prim.SetGradEnabled:
+        return False
+    flag = node.args[0]
+    return hasattr(flag, "op") and flag.target not in (prim.Constant, prim.IsGradEnabled)
 
 
 def _has_tensor(a) -> bool:

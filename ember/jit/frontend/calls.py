@@ -276,6 +276,20 @@ class CallMixin:
                 except FrontendError:
                     return self.const(False, e)
             return self.attribute(base, attr, e)
+        if name == "len" and len(e.args) == 1 and not e.keywords:
+            v = self.emit_expr(e.args[0])
+            n = self.static_len(v)
+            if n is not None:   # module containers have a fixed length: a constant, as in torch
+                node = getattr(v, "node", None)
+                while isinstance(node, Node) and node.target is prim.GetAttr and not node.users:
+                    parent = node.args[0]
+                    node.graph.erase_node(node)   # the container itself is not needed
+                    node = parent
+                return self.const(n, e)
+            v = self.to_value(v, e.args[0])
+            if not isinstance(v.type, (ListType, TupleType, StrType, DictType, TensorType)):
+                raise self.error(e, f"len() is not defined for '{rules.py_type_str(v.type)}'")
+            return self.emit(builtins.len, (v,), e, rules.INT)
         args, kwargs = self.call_args(e)
         types = [a.type for a in args]
         if name == "print":
@@ -404,6 +418,19 @@ class CallMixin:
         if kind in ("method", "ignored"):
             return ModuleMethod(mv, name, info)
         raise self.error(e, f"Module attribute '{name}' of kind {kind!r} cannot be used in script")
+
+    @staticmethod
+    def static_len(v):
+        """The length of a ModuleList / Sequential / ModuleDict (or unrolled) value, else None."""
+        if isinstance(v, Unrolled):
+            return len(v.values)
+        if isinstance(v, (ModuleListValue, ModuleValue)) and v.items is not None:
+            return len(v.items)
+        module = getattr(getattr(v, "info", None), "module", None) if isinstance(v, ModuleValue) else None
+        import ember.nn as nn
+        if isinstance(module, (nn.ModuleDict, nn.ModuleList, nn.Sequential)):
+            return len(module)
+        return None
 
     def modulelist_item(self, mlv: ModuleListValue, i: int, e):
         if not -len(mlv.items) <= i < len(mlv.items):

@@ -110,7 +110,8 @@ class UnsupportedNodeError(NotSupportedError):
     def _hint(kind: str) -> str:
         hints = {"Lambda": " (use a named function defined at module level)",
                  "FunctionDef": " (define helper functions at module level; script compiles them when called)",
-                 "With": " (move the context manager outside the scripted function)",
+                 "With": " (script supports `with ember.no_grad()`, `ember.enable_grad()` and "
+                         "`ember.set_grad_enabled(flag)`; move other context managers outside the scripted function)",
                  "Try": " (raise exceptions with `raise`; handling them needs eager Python)",
                  "Global": " (read module-level constants directly; they become constants)",
                  "Set": " (use a List or Dict)", "SetComp": " (use a list comprehension)",

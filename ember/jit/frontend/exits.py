@@ -27,6 +27,8 @@ def always_exits(stmts: list) -> bool:
             return True
         if isinstance(s, ast.If) and s.orelse and always_exits(s.body) and always_exits(s.orelse):
             return True
+        if isinstance(s, ast.With) and always_exits(s.body):
+            return True
     return False
 
 
@@ -147,6 +149,19 @@ class ExitLowering:
                 new._synthetic = getattr(s, "_synthetic", False)
                 out.append(new)
                 if then_exits and else_exits:
+                    return out
+                flags = self._flags(_exit_kinds([s]), loop)
+                if flags and rest:
+                    out.append(_guard(flags, self.block(rest, loop), rest[0]))
+                    return out
+                i += 1
+                continue
+            if isinstance(s, ast.With):   # grad-mode blocks: the body is lowered in place
+                new = ast.With(items=s.items, body=self.block(s.body, loop), type_comment=None)
+                ast.copy_location(new, s)
+                new.end_lineno, new.end_col_offset = s.end_lineno, s.end_col_offset
+                out.append(new)
+                if always_exits(s.body):
                     return out
                 flags = self._flags(_exit_kinds([s]), loop)
                 if flags and rest:

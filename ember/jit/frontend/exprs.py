@@ -480,54 +480,9 @@ class ExprMixin:
                 args.append(self.value(part.value))
         return self.emit("format", (self.const("".join(fmt), e), *args), e, rules.STR)
 
-    def expr_ListComp(self, e):
-        if len(e.generators) != 1 or e.generators[0].is_async:
-            raise self.error(e, "list comprehensions in script have exactly one `for` clause")
-        gen = e.generators[0]
-        self.comp_count += 1
-        name = f"$comp{self.comp_count}"
-        # comprehension variables have their own scope: rename them so they cannot clobber locals
-        bound = {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
-        renamer = _Renamer({b: f"$c{self.comp_count}_{b}" for b in bound})
-        e = ast.ListComp(elt=renamer.visit(_copy(e.elt)), generators=[ast.comprehension(
-            target=renamer.visit(_copy(gen.target)), iter=gen.iter,
-            ifs=[renamer.visit(_copy(c)) for c in gen.ifs], is_async=0)], lineno=e.lineno,
-            col_offset=e.col_offset, end_lineno=e.end_lineno, end_col_offset=e.end_col_offset)
-        gen = e.generators[0]
-        lst = self.emit(prim.ListConstruct, (), e, ListType(rules.T_))
-        lst.meta["comprehension"] = True
-        self.env[name] = lst
-        append = ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append",
-                                                            ctx=ast.Load()), args=[e.elt], keywords=[]))
-        body: list = [append]
-        for cond in reversed(gen.ifs):
-            body = [ast.If(test=cond, body=body, orelse=[])]
-        loop = ast.For(target=gen.target, iter=gen.iter, body=body, orelse=[], type_comment=None)
-        for node in ast.walk(loop):
-            if not hasattr(node, "lineno") or node in (append, append.value, append.value.func,
-                                                       append.value.func.value):
-                ast.copy_location(node, e)
-        self.emit_stmt(loop)
-        lst.meta.pop("comprehension", None)
-        return self.env.pop(name)
-
     def _unsupported(self, e):
         raise UnsupportedNodeError(self.ctx, e)
 
-    expr_Lambda = expr_Set = expr_SetComp = expr_DictComp = expr_GeneratorExp = expr_Yield = _unsupported
+    expr_Lambda = expr_Set = expr_SetComp = expr_Yield = _unsupported
     expr_YieldFrom = expr_Await = expr_Starred = expr_NamedExpr = _unsupported
 
-
-class _Renamer(ast.NodeTransformer):
-    def __init__(self, names: dict):
-        self.names = names
-
-    def visit_Name(self, node):
-        if node.id in self.names:
-            return ast.copy_location(ast.Name(id=self.names[node.id], ctx=node.ctx), node)
-        return node
-
-
-def _copy(node):
-    import copy
-    return copy.deepcopy(node)

@@ -37,10 +37,12 @@ from ember.jit.ir.types import (NO_DEFAULT, Argument, DictType, FunctionType, Li
 from . import builtins as rules
 from .builtins import BottomType
 from .calls import CallMixin
+from .comprehensions import ComprehensionMixin
 from .errors import FrontendError, NotSupportedError, SourceContext, UnsupportedNodeError
 from .exits import RETVAL, UNINIT, ExitLowering
 from .exprs import BINOPS, ExprMixin, ModuleListValue, ModuleValue, PyObj, is_constant
 from .loops import LoopMixin
+from .withs import WithMixin
 
 _COMPILING: list = []
 
@@ -80,7 +82,7 @@ def _parse(py_fn):
     return fn, fdef, ctx
 
 
-class FunctionCompiler(CallMixin, LoopMixin, ExprMixin):
+class FunctionCompiler(CallMixin, LoopMixin, WithMixin, ComprehensionMixin, ExprMixin):
     """Compiles one function; see the module docstring."""
 
     def __init__(self, py_fn, self_info=None, name=None):

@@ -179,6 +179,10 @@ class _Coder:
             return f"unchecked_cast({args[0]})"
         if t is prim.Print:
             return f"print({', '.join(args)})"
+        if t is prim.IsGradEnabled:   # `with no_grad():` lowered: save, set, ..., restore
+            return "ember.is_grad_enabled()"
+        if t is prim.SetGradEnabled:
+            return f"ember.set_grad_enabled({args[0]})"
         return f"ops.{t.name.replace('::', '.')}({', '.join(args)})"
 
     # -- statements ---------------------------------------------------------------------

@@ -76,6 +76,18 @@ def _print(*values):
     print(*values)
 
 
+def _is_grad_enabled() -> bool:
+    from ember.autograd.grad_mode import is_grad_enabled
+    return is_grad_enabled()
+
+
+def _set_grad_enabled(enabled: bool) -> None:
+    # ember's grad mode is thread-local state; the frontend pairs every set with a restore
+    # of the value read by IsGradEnabled, and the executor restores it when a run raises.
+    from ember.autograd.grad_mode import _set_enabled
+    _set_enabled(bool(enabled))
+
+
 _ROWS = [
     # name                    fn                            pure   cse    meaning
     ("prim::Constant",        lambda value: value,          True,  True,  "args=(value,): a constant (int, float, bool, str, None, dtype, device, tuple of those, Tensor)"),
@@ -95,6 +107,8 @@ _ROWS = [
     ("prim::CallMethod",      _call_method,                 False, False, "args=(module, method_name, *inputs); the Inline pass replaces scripted methods by their graph"),
     ("prim::CallFunction",    None,                         False, False, "args=inputs, meta['callee'] a ScriptFunction; the Inline pass replaces it by the callee's graph"),
     ("prim::Print",           _print,                       False, False, "print(*args)"),
+    ("prim::IsGradEnabled",   _is_grad_enabled,             False, False, "the current grad mode (a bool); impure: it reads state that SetGradEnabled changes"),
+    ("prim::SetGradEnabled",  _set_grad_enabled,            False, False, "args=(enabled,): set the grad mode (`with no_grad():` sets it, then restores the IsGradEnabled value)"),
     ("prim::profile",         None,                         False, False, "args=(value,): the profiling executor records its dtype/shape/requires_grad in meta['profiled_type']"),
     ("prim::TypeCheck",       None,                         True,  False, "args=(*tensors,), meta['types']: True if every tensor matches its observed type"),
     ("prim::FusionGroup",     None,                         True,  False, "args=inputs, meta['subgraph']: a fused region (the fuser plugs in here)"),

@@ -5,7 +5,8 @@ their type: 1, 1.0 and True differ) and the first dominates the second: it comes
 same graph, or in a graph that encloses the second's block. Only pure, deterministic nodes with
 immutable results qualify (never random ops, never fresh lists/dicts, never opaque calls), and
 none that read or produce a value the graph may mutate in place (purity.MutationInfo: if any
-tensor is written in place, tensor-valued nodes are left alone).
+tensor is written in place, tensor-valued nodes are left alone). A prim::SetGradEnabled (a
+scripted ``with no_grad():``) is a barrier: nothing before it is reused after it.
 
     # before: %a = aten::mul(%x, %y); %b = aten::mul(%x, %y); %c = aten::add(%a, %b)
     # after:  %a = aten::mul(%x, %y); %c = aten::add(%a, %a)
@@ -17,6 +18,7 @@ from collections import ChainMap
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
+from ember.jit.ir import prim
 
 from ._util import finish
 from .jit_log import log_update
@@ -35,6 +37,11 @@ def eliminate_common_subexpression(graph: Graph) -> Graph:
 def _cse_block(block: Graph, seen: ChainMap, mutations: MutationInfo) -> None:
     for node in list(block.nodes):
         if node._erased:
+            continue
+        if node.op == "call_function" and node.target is prim.SetGradEnabled:
+            # a grad-mode change is a barrier: the same op gives a value with or without autograd
+            # history on either side of it, so nothing before it may stand in for what follows
+            seen = ChainMap()
             continue
         for b in node.blocks:   # a block sees what dominates its parent node, not its siblings' values
             _cse_block(b, seen.new_child(), mutations)

@@ -57,8 +57,6 @@ STAGES = ("script", "print", "grad", "torch", "fresh")
 
 # (program name, stage) -> why it fails today. Strict: the stage must still fail.
 KNOWN_GAPS: dict = {
-    ("no_grad_block", "script"): "`with lib.no_grad():` inside a scripted function (torch supports it) -- A1",
-    ("ModuleListLen", "script"): "len() of an nn.ModuleList attribute (torch supports it) -- A1/A2",
 }
 
 
