@@ -144,6 +144,11 @@ def _yield_value(tx, inst):
     tx.push(ConstantVariable(None))
 
 
+def _before_with(tx, inst):
+    from .variables.ctx_manager import before_with
+    before_with(tx, inst)
+
+
 def _raise(tx, inst):
     unimplemented("raise inside a compiled region")
 
@@ -161,7 +166,7 @@ def register(handlers: dict) -> None:
         "KW_NAMES": _kw_names, "CALL": _call, "CALL_FUNCTION_EX": _call_function_ex, "GET_ITER": _get_iter,
         "FOR_ITER": _for_iter, "END_FOR": _end_for, "RETURN_VALUE": _return_value, "RETURN_CONST": _return_const,
         "MAKE_FUNCTION": _make_function, "RETURN_GENERATOR": _return_generator, "YIELD_VALUE": _yield_value,
-        "RAISE_VARARGS": _raise,
+        "RAISE_VARARGS": _raise, "BEFORE_WITH": _before_with,
     })
     for name in ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE", "JUMP"):
         handlers[name] = _jump

@@ -56,6 +56,9 @@ class OutputGraph:
         self.created_nodes: list = []
         self.instructions = None              # the final instruction list for the transformed code
         self.compiled = False
+        # the grad mode as the captured code stands at the current instruction (a with block of
+        # ember.no_grad() switches it; variables/ctx_manager.py): meta tensors are computed under it
+        self.grad_enabled = ember.is_grad_enabled()
 
     # ------------------------------------------------------------------ guards
     def guard(self, source, kind_name, value):
@@ -132,10 +135,10 @@ class OutputGraph:
 
     # ------------------------------------------------------------------ checkpoints (graph breaks roll back)
     def checkpoint(self):
-        return len(self.created_nodes), self.side_effects.checkpoint(), len(self.graph_inputs)
+        return len(self.created_nodes), self.side_effects.checkpoint(), len(self.graph_inputs), self.grad_enabled
 
     def restore(self, mark):
-        nodes, effects, inputs = mark
+        nodes, effects, inputs, self.grad_enabled = mark
         for node in reversed(self.created_nodes[nodes:]):   # users were created after their inputs
             self.graph.erase_node(node)
         del self.created_nodes[nodes:]
@@ -165,6 +168,10 @@ class OutputGraph:
         compiled = self.backend(gm, example_inputs)
         if compiled is None:
             compiled = gm.forward
+        if any(n.op == "call_function" and getattr(n.target, "__name__", "") in
+               ("_set_grad_enabled", "_enter_inference_mode") for n in self.graph.nodes):
+            from .variables.ctx_manager import restoring_grad_mode
+            compiled = restoring_grad_mode(compiled)
         self.graphs.append(gm)
         self.new_globals[name] = compiled
         return name
@@ -226,6 +233,8 @@ class OutputGraph:
 
     def compile_and_return(self, tx, retval):
         """RETURN_VALUE reached in the root frame."""
+        from .variables.ctx_manager import drop_cancelling_grad_switches
+        drop_cancelling_grad_switches(self)   # before deciding whether there is a graph, as torch
         if self.count_calls() == 0 and self.side_effects.is_empty() and not self.break_reasons:
             self.instructions = None     # nothing worth compiling: run the original
             return
@@ -264,6 +273,10 @@ class OutputGraph:
         if inst.opname in ("CALL", "CALL_FUNCTION_EX") and inlined:
             stack = _route_callee(self, tx, inst, stack)
         n_operands = {"CALL": (inst.arg or 0) + 2, "CALL_FUNCTION_EX": 3 + ((inst.arg or 0) & 1)}.get(inst.opname, 1)
+        # inside grad-mode with blocks: leave them in the graph, re-enter them in the resume function
+        from .variables.ctx_manager import drop_cancelling_grad_switches, prepare_break_in_blocks
+        stack, enter_positions = prepare_break_in_blocks(tx, inst, stack, n_operands)
+        drop_cancelling_grad_switches(self)
         null_positions = tuple(i for i, vt in enumerate(stack[:len(stack) - n_operands])
                                if isinstance(vt, NullVariable))
         # a NULL of a pending call below the break's operands is only read back by the resume
@@ -308,7 +321,8 @@ class OutputGraph:
             # shared per (code, offset, layout): a recompile or another break that continues here
             # reuses the continuation's compiled entries instead of capturing it again
             code = ResumeCodeCache.lookup(self.code, target_inst.offset, nstack, argnames,
-                                          null_positions=null_positions, cells_as_freevars=shared_cells)
+                                          null_positions=null_positions, enter_positions=enter_positions,
+                                          cells_as_freevars=shared_cells)
             load_fn = self._load_resume_function(code, target_inst.offset)
             out = []
             if nstack == 0:

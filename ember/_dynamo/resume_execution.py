@@ -95,10 +95,14 @@ def _copy_instructions(instructions: list[Instruction]) -> dict[int, Instruction
 
 
 def make_resume_code(code: types.CodeType, resume_offset: int, nstack: int, argnames: tuple[str, ...],
-                     name: str, *, null_positions: tuple[int, ...] = (),
+                     name: str, *, null_positions: tuple[int, ...] = (), enter_positions: tuple[int, ...] = (),
                      cells_as_freevars: bool = False, _offset_map: dict | None = None) -> types.CodeType:
     """A code object `name(__stack0, ..., __stack<nstack-1>, *argnames)` that pushes the stack
     values (NULL at `null_positions`), then runs `code` from the instruction at `resume_offset`.
+
+    enter_positions: stack indices inside `with` bodies where the caller passes the context manager
+    itself rather than its `__exit__`: the stack restore enters it (BEFORE_WITH; POP_TOP), so the
+    block is re-entered when the continuation starts (a grad-mode block left at a graph break).
 
     cells_as_freevars=True turns the original's cell variables into free variables of the resume code
     (co_freevars = original co_freevars + co_cellvars): build the function with closure = the original
@@ -124,7 +128,7 @@ def make_resume_code(code: types.CodeType, resume_offset: int, nstack: int, argn
                          f"they come from the closure")
     if len(set(argnames)) != len(argnames) or set(argnames) & set(stack_names):
         raise ValueError(f"make_resume_code: argnames must be unique and not named __stack<i>, got {argnames}")
-    nulls = set(null_positions)
+    nulls, enters = set(null_positions), set(enter_positions)
     if any(not 0 <= i < nstack for i in nulls):
         raise ValueError(f"make_resume_code: null_positions {sorted(nulls)} must lie in range({nstack})")
 
@@ -148,8 +152,11 @@ def make_resume_code(code: types.CodeType, resume_offset: int, nstack: int, argn
         copies = _copy_instructions(kept)
         prologue = [copies[id(inst)] for inst in instructions[:n_prologue]]
         body = [copies[id(inst)] for inst in instructions[n_prologue:] if id(inst) in copies]
-        restore = [create_instruction("PUSH_NULL") if i in nulls else create_instruction("LOAD_FAST", argval=n)
-                   for i, n in enumerate(stack_names)]
+        restore = []
+        for i, n in enumerate(stack_names):
+            restore.append(create_instruction("PUSH_NULL") if i in nulls else create_instruction("LOAD_FAST", argval=n))
+            if i in enters:
+                restore.extend([create_instruction("BEFORE_WITH"), create_instruction("POP_TOP")])
         restore.append(create_jump_absolute(copies[id(instructions[index])]))
         if PY312_PLUS:   # 3.12 LOAD_FAST assumes the compiler proved the local bound; our locals are new
             for inst in body:
@@ -209,13 +216,14 @@ class ResumeCodeCache:
 
     @classmethod
     def lookup(cls, code: types.CodeType, offset: int, nstack: int, argnames: tuple[str, ...], *,
-               null_positions: tuple[int, ...] = (), cells_as_freevars: bool = False) -> types.CodeType:
+               null_positions: tuple[int, ...] = (), enter_positions: tuple[int, ...] = (),
+               cells_as_freevars: bool = False) -> types.CodeType:
         """The resume code for continuing `code` at `offset` (make_resume_code's arguments), made
         once per original code and layout."""
         origin = cls._origin.get(id(code))
         if origin is not None and origin[0]() is code and offset in origin[2]:
             code, offset = origin[1], origin[2][offset]
-        key = (offset, nstack, tuple(argnames), tuple(null_positions), cells_as_freevars)
+        key = (offset, nstack, tuple(argnames), tuple(null_positions), cells_as_freevars, tuple(enter_positions))
         entry = cls._by_code.get(id(code))
         if entry is None or entry[0]() is not code:
             ref = weakref.ref(code, lambda _, k=id(code): cls._by_code.pop(k, None))
@@ -227,6 +235,7 @@ class ResumeCodeCache:
                 name = f"__resume_at_{offset}_{len(table) + 1}"
             mapping: dict[int, int] = {}
             table[key] = new = make_resume_code(code, offset, nstack, argnames, name, null_positions=null_positions,
+                                                enter_positions=enter_positions,
                                                 cells_as_freevars=cells_as_freevars, _offset_map=mapping)
             cls._origin[id(new)] = (weakref.ref(new, lambda _, k=id(new): cls._origin.pop(k, None)), code, mapping)
         return table[key]

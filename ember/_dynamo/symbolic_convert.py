@@ -241,7 +241,10 @@ class InstructionTranslator(InstructionTranslatorBase):
                 if self.fullgraph:
                     raise
                 if not self.can_break_at(inst, e):
-                    raise exc.SkipFrame(e.reason, filename=reason.filename, lineno=reason.lineno,
+                    why = e.reason
+                    if self.in_grad_mode_block():   # torch resumes inside the block; ember runs it eagerly
+                        why += " (inside a grad-mode with block: the frame runs eagerly)"
+                    raise exc.SkipFrame(why, filename=reason.filename, lineno=reason.lineno,
                                         source_line=reason.source_line) from e
                 self.output.restore(checkpoint)
                 self.stack = stack_before
@@ -251,12 +254,21 @@ class InstructionTranslator(InstructionTranslatorBase):
                 self.output.compile_and_break(self, inst, reason, inlined=getattr(e, "inlined", False))
                 return
 
+    def in_grad_mode_block(self) -> bool:
+        """True inside a captured ``with ember.no_grad():`` block (its ``__exit__`` is on the stack)."""
+        from .variables.ctx_manager import GradModeVariable
+        from .variables.misc import BoundMethodVariable
+        return any(isinstance(vt, BoundMethodVariable) and isinstance(vt.obj, GradModeVariable)
+                   for vt in self.stack)
+
     def can_break_at(self, inst, e) -> bool:
         kind = _jump_kind(inst.opname)
         if inst.opname not in ("CALL", "CALL_FUNCTION_EX") and not kind.startswith("POP_JUMP_IF"):
             return False
-        if inst.exn_tab_entry is not None:   # inside try/with: the handler could not be rebuilt
-            return False
+        if inst.exn_tab_entry is not None:   # inside try/with: the handler could not be rebuilt,
+            from .variables.ctx_manager import grad_blocks_at   # except grad-mode with blocks
+            if grad_blocks_at(self, inst) is None:
+                return False
         return not self.has_backedge(inst)
 
     def has_backedge(self, inst) -> bool:

@@ -39,6 +39,26 @@ def _set_enabled(enabled: bool) -> None:
         tls.exclude |= AUTOGRAD_BIT
 
 
+def _set_grad_enabled(mode: bool) -> None:
+    """Switch grad mode on this thread (torch._C._set_grad_enabled): the call ember.compile records in
+    a graph where a ``no_grad`` / ``enable_grad`` / ``set_grad_enabled`` region begins or ends, so
+    the switch happens when the graph runs."""
+    _set_enabled(bool(mode))
+
+
+def _enter_inference_mode(mode: bool):
+    """Enter ``inference_mode(mode)``; returns the token ``_exit_inference_mode`` leaves it with (the
+    pair of calls ember.compile records for an inference_mode block, as torch's)."""
+    ctx = inference_mode(mode)
+    ctx.__enter__()
+    return ctx
+
+
+def _exit_inference_mode(token) -> None:
+    """Leave the inference_mode block `token` (from ``_enter_inference_mode``) was entered by."""
+    token.__exit__(None, None, None)
+
+
 def _wrap(fn, make_ctx):
     """`fn` run inside a fresh context manager (generators: around each step, as PyTorch)."""
     if inspect.isgeneratorfunction(fn):

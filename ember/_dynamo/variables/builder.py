@@ -84,9 +84,26 @@ def wrap_python_object(tx, value, source, *, guard=True):
     from .functions import UserFunctionVariable, UserMethodVariable, PartialVariable
     from .misc import PythonValueVariable, UserDefinedObjectVariable
     from .tensor_functions import EmberFunctionVariable
+    import ember
+    from .ctx_manager import (GradModeClassVariable, is_enterable_grad_mode_object, is_grad_mode_class,
+                              is_grad_mode_clone, variable_for_object)
     out = tx.output
     if is_supported_builtin(value):
         return BuiltinVariable(value, source)
+    if is_grad_mode_class(value):
+        if guard and source is not None:
+            out.guard(source, "ID_MATCH", value)
+        return GradModeClassVariable(value, source)
+    if is_enterable_grad_mode_object(value):   # e.g. the block a resume function re-enters
+        if guard and source is not None:
+            out.guard(source, "TYPE_MATCH", value)
+            if type(value) is ember.inference_mode:
+                out.guard(_sources().AttrSource(source, "mode"), "CONSTANT_MATCH", value.mode)
+        return variable_for_object(tx, value)
+    if is_grad_mode_clone(value):   # a grad-mode decorator's wrapper making its context manager
+        if guard and source is not None:
+            out.guard(source, "TYPE_MATCH", value)
+        return GradModeClassVariable(value, source, clone_of=value.__self__)
     if _is_ember_function(value):
         if guard and source is not None:
             out.guard(source, "FUNCTION_MATCH", value)

@@ -171,6 +171,10 @@ def call_tensor_op(tx, kind: str, target, args: list, kwargs: dict) -> VariableT
     node_kwargs = {k: p[0] for k, p in lowered_kw.items()}
     meta_args = [p[1] for p in lowered]
     meta_kwargs = {k: p[1] for k, p in lowered_kw.items()}
+    from ember.autograd.grad_mode import _set_grad_enabled
+    entry_mode = ember.is_grad_enabled()
+    if tx.output.grad_enabled != entry_mode:   # inside a captured grad-mode region (ctx_manager.py)
+        _set_grad_enabled(tx.output.grad_enabled)
     try:
         if kind == "call_method":
             fn = getattr(meta_args[0], target)
@@ -186,6 +190,8 @@ def call_tensor_op(tx, kind: str, target, args: list, kwargs: dict) -> VariableT
         unimplemented(f"{_target_name(target)} has no meta implementation: {e}")
     except Exception as e:   # the op itself fails (bad shapes etc.): eager will raise the real error
         unimplemented(f"{_target_name(target)} failed on example inputs: {type(e).__name__}: {e}")
+    finally:
+        _set_grad_enabled(entry_mode)
     node = tx.output.create_node(tx, kind, target, node_args, node_kwargs)
     return wrap_example(tx, node, example, state["device"] or ember.device("cpu"))
 

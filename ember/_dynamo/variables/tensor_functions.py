@@ -62,7 +62,7 @@ class EmberFunctionVariable(ValueVariable):
             unimplemented(f"call to ember.{name}")
         if name == "is_grad_enabled":
             tx.output.guard(None, "GRAD_MODE", ember.is_grad_enabled())
-            return ConstantVariable(ember.is_grad_enabled())
+            return ConstantVariable(tx.output.grad_enabled)   # inside a captured no_grad block: False
         if name in _FOLD_ON_METADATA and args:
             if name == "is_tensor":
                 return ConstantVariable(isinstance(args[0], TensorVariable))
