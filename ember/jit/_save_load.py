@@ -29,6 +29,7 @@ import zipfile
 
 import numpy as np
 
+from ._callable import CompiledGraphCallable
 from .ir import prim
 from .ir import serialize as ser
 from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
@@ -441,97 +442,36 @@ def _decode_module(data: dict, tensors) -> "LoadedScriptModule":
 # ---------------------------------------------------------------------------------------------
 # loaded objects
 # ---------------------------------------------------------------------------------------------
-def _bind(schema: Signature, args: tuple, kwargs: dict, skip: int) -> list:
-    """Positional + keyword arguments + defaults in schema order (RuntimeError, as TorchScript)."""
-    params = schema.arguments[skip:]
-    if len(args) > len(params):
-        raise RuntimeError(f"{schema.name}() expected at most {len(params)} argument(s) but received "
-                           f"{len(args)} argument(s). Declaration: {schema!r}")
-    values = list(args)
-    for p in params[len(args):]:
-        if p.name in kwargs:
-            values.append(kwargs.pop(p.name))
-        elif p.default is not NO_DEFAULT:
-            values.append(p.default)
-        else:
-            raise RuntimeError(f"{schema.name}() is missing value for argument '{p.name}'. Declaration: {schema!r}")
-    if kwargs:
-        raise RuntimeError(f"{schema.name}() got an unexpected keyword argument '{sorted(kwargs)[0]}'. "
-                           f"Declaration: {schema!r}")
-    return values
+class _Loaded(CompiledGraphCallable):
+    """Shared by loaded functions and methods: the saved graph is already inlined."""
+
+    def _init_loaded(self, name: str, graph, schema: Signature) -> None:
+        self._graph = self._inlined = graph
+        self._init_callable(name, schema)
 
 
-class _Runnable:
-    """Shared by loaded functions and methods: the graph, its executor, .graph and .code."""
-
-    def _init(self, name: str, graph, schema: Signature) -> None:
-        self.name = self.__name__ = name
-        self._graph = graph
-        self.schema = schema
-        self._executor = None
-
-    def _run(self, inputs: list):
-        if self._executor is None:
-            try:
-                from .executor import GraphExecutor
-                self._executor = GraphExecutor(self._graph)
-            except ImportError:
-                from .ir.evaluate import evaluate
-                self._executor = False
-                self._evaluate = evaluate
-        if self._executor is False:
-            return self._evaluate(self._graph, inputs)
-        return self._executor.run(*inputs)
-
-    @property
-    def graph(self):
-        from .ir.printer import ScriptGraph
-        return ScriptGraph(self._graph)
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        from .ir.code import format_code
-        return format_code(self._graph, self.name)
-
-    def graph_for(self, *args, **kwargs):
-        """The executor's optimised graph for these inputs (printable)."""
-        from .ir.printer import ScriptGraph
-        self._run(self._inputs(args, kwargs))
-        if self._executor is False:
-            return ScriptGraph(self._graph)
-        return ScriptGraph(self._executor.graph_for(*self._inputs(args, kwargs)))
-
-
-class LoadedScriptFunction(_Runnable):
+class LoadedScriptFunction(_Loaded):
     """A function loaded by `ember.jit.load`: callable, with ``.graph``, ``.code``, ``.schema``."""
 
     def __init__(self, name: str, graph, schema: Signature):
-        self._init(name, graph, schema)
-
-    def _inputs(self, args, kwargs):
-        return _bind(self.schema, args, dict(kwargs), 0)
-
-    def __call__(self, *args, **kwargs):
-        return self._run(self._inputs(args, kwargs))
+        self._init_loaded(name, graph, schema)
 
     def __repr__(self):
         return f"<ember.jit loaded ScriptFunction {self.name}>"
 
 
-class LoadedScriptMethod(_Runnable):
+class LoadedScriptMethod(_Loaded):
     """A method of a loaded module; calling it passes the module as ``self``."""
 
+    _skip = 1
+
     def __init__(self, owner, name: str, graph, schema: Signature):
-        self._init(name, graph, schema)
         self.owner = owner
+        self._init_loaded(name, graph, schema)
 
-    def _inputs(self, args, kwargs):
-        return [self.owner] + _bind(self.schema, args, dict(kwargs), 1)
-
-    def __call__(self, *args, **kwargs):
-        return self._run(self._inputs(args, kwargs))
+    @property
+    def _receiver(self) -> tuple:
+        return (self.owner,)
 
 
 def _module_base():

@@ -19,151 +19,33 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .ir.printer import ScriptGraph
-from .ir.types import NO_DEFAULT, type_of_value
+from ._callable import CompiledGraphCallable
 
 _CACHE: dict = {}   # python function -> ScriptFunction (recursive compilation reuses it)
 
 
-class ScriptFunction:
+class ScriptFunction(CompiledGraphCallable):
     """A scripted function: ``.graph``, ``.code``, ``.schema``, ``.graph_for(*args)``, callable.
 
     `_graph` is the inlined fx graph the executor runs; `_graph_uninlined` keeps the
     prim::CallFunction nodes of calls to other scripted functions."""
 
     def __init__(self, fn, graph, schema, name=None):
+        self._init_callable(name or schema.name, schema)
         self._fn = fn
-        self.name = self.__name__ = name or schema.name
         self.__qualname__ = getattr(fn, "__qualname__", self.name)
         self.__doc__ = getattr(fn, "__doc__", None)
-        self.schema = schema
         self._graph_uninlined = graph
-        self._inlined = None
-        self._executor = None
-        self._declaration = None
 
     @property
     def _graph(self):
-        if self._inlined is None:
-            self._inlined = _inline(self._graph_uninlined)
-        return self._inlined
-
-    @property
-    def graph(self) -> ScriptGraph:
-        return ScriptGraph(self._graph)
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        from .ir.code import format_code
-        return format_code(self._graph, self.name)
-
-    def _bind(self, args, kwargs) -> list:
-        formals = self.schema.arguments
-        if self._declaration is None:  # built once: a per-call string costs more than the run
-            self._declaration = _declaration(self.schema)
-        decl = self._declaration
-        if len(args) > len(formals):
-            raise RuntimeError(f"{self.name}() expected at most {len(formals)} argument(s) but received "
-                               f"{len(args)} argument(s). Declaration: {decl}")
-        values = list(args)
-        names = [a.name for a in formals]
-        for k in kwargs:
-            if k not in names:
-                raise RuntimeError(f"{self.name}() got an unexpected keyword argument '{k}'. Declaration: {decl}")
-            if names.index(k) < len(args):
-                raise RuntimeError(f"{self.name}() got multiple values for argument '{k}'. Declaration: {decl}")
-        for a in formals[len(args):]:
-            if a.name in kwargs:
-                values.append(kwargs[a.name])
-            elif a.default is not NO_DEFAULT:
-                values.append(a.default)
-            else:
-                raise RuntimeError(f"{self.name}() is missing value for argument '{a.name}'. Declaration: {decl}")
-        for pos, (a, v) in enumerate(zip(formals, values)):
-            if not _value_matches(v, a.type):
-                from .frontend.builtins import py_type_str
-                try:
-                    found = py_type_str(type_of_value(v))
-                except ValueError:
-                    found = type(v).__name__
-                raise RuntimeError(f"{self.name}() Expected a value of type '{py_type_str(a.type)}' for argument "
-                                   f"'{a.name}' but instead found type '{found}'.\nPosition: {pos}\nValue: {v!r}\n"
-                                   f"Declaration: {decl}")
-        return values
-
-    def __call__(self, *args, **kwargs):
-        values = self._bind(args, kwargs)
-        return self._run(values)
-
-    def _run(self, values):
-        if self._executor is None:
-            from .executor import GraphExecutor
-            self._executor = GraphExecutor(self._graph)
-        return self._executor.run(*values)
-
-    def graph_for(self, *args, **kwargs):
-        """The optimised graph the executor runs for these inputs (printable)."""
-        values = self._bind(args, kwargs)
-        if self._executor is None:
-            self._run(values)
-        return ScriptGraph(self._executor.graph_for(*values))
+        return self.inlined_fx_graph
 
     def __repr__(self):
         return f"<ember.jit.ScriptFunction {self.name}>"
 
     def __deepcopy__(self, memo):
         return self   # graphs copied by passes keep pointing at the same compiled callee
-
-
-def _declaration(schema) -> str:
-    from .frontend.calls import signature_str
-    return signature_str(schema)
-
-
-def _value_matches(v, t) -> bool:
-    from .ir.types import (AnyType, BoolType, DictType, FloatType, IntType, ListType, NoneType, NumberType,
-                           OptionalType, TensorType, TupleType)
-    import ember
-    if isinstance(t, AnyType):
-        return True
-    if isinstance(t, OptionalType):
-        return v is None or _value_matches(v, t.elem)
-    if isinstance(t, TensorType):
-        return isinstance(v, ember.Tensor)
-    if isinstance(t, BoolType):
-        return isinstance(v, bool)
-    if isinstance(t, IntType):
-        return isinstance(v, int) and not isinstance(v, bool)
-    if isinstance(t, FloatType):
-        return isinstance(v, (float, int)) and not isinstance(v, bool)
-    if isinstance(t, NumberType):
-        return isinstance(v, (int, float))
-    if isinstance(t, NoneType):
-        return v is None
-    if isinstance(t, ListType):
-        return isinstance(v, list) and all(_value_matches(x, t.elem) for x in v)
-    if isinstance(t, TupleType):
-        return isinstance(v, tuple) and len(v) == len(t.elems) and all(
-            _value_matches(x, e) for x, e in zip(v, t.elems))
-    if isinstance(t, DictType):
-        return isinstance(v, dict) and all(_value_matches(k, t.key) and _value_matches(x, t.value)
-                                           for k, x in v.items())
-    try:
-        return type_of_value(v) == t
-    except ValueError:
-        return False
-
-
-def _inline(graph):
-    """The graph with prim::CallFunction/CallMethod calls replaced by their callees' graphs."""
-    try:
-        from .passes import inline
-    except ImportError:
-        return graph
-    from .ir import clone
-    return inline(clone(graph))
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):

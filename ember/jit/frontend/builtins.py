@@ -177,7 +177,12 @@ def _has_dim(args: list, kwargs: dict, first: int) -> bool:
 
 def function_result_type(name: str, arg_types: list, kwarg_types: dict) -> ScriptType:
     """Result type of ember.<name>(...) / ember.nn.functional.<name>(...) (Tensor unless listed)."""
-    if name in _TUPLE_RESULT or (name in _TUPLE_WITH_DIM and _has_dim(arg_types, kwarg_types, 1)):
+    return _listed_result_type(name, arg_types, kwarg_types, 1)
+
+
+def _listed_result_type(name: str, arg_types: list, kwarg_types: dict, dim_at: int) -> ScriptType:
+    # the tables above; `dim_at`: where a positional dim stands (after the tensor for functions)
+    if name in _TUPLE_RESULT or (name in _TUPLE_WITH_DIM and _has_dim(arg_types, kwarg_types, dim_at)):
         return TT
     if name in _LIST_RESULT:
         return LT
@@ -207,15 +212,7 @@ def tensor_method_type(name: str, arg_types: list, kwarg_types: dict) -> ScriptT
         return INT if (arg_types or "dim" in kwarg_types) else ListType(INT)
     if name == "item":
         return NUM
-    if name in _TUPLE_RESULT or (name in _TUPLE_WITH_DIM and _has_dim(arg_types, kwarg_types, 0)):
-        return TT
-    if name in _LIST_RESULT:
-        return LT
-    if name in _INT_RESULT:
-        return INT
-    if name in _BOOL_RESULT:
-        return BOOL
-    return T_
+    return _listed_result_type(name, arg_types, kwarg_types, 0)
 
 
 def list_method_type(name: str, list_type: ListType, arg_types: list) -> ScriptType | None:

@@ -150,9 +150,7 @@ class ExitLowering:
                 out.append(new)
                 if then_exits and else_exits:
                     return out
-                flags = self._flags(_exit_kinds([s]), loop)
-                if flags and rest:
-                    out.append(_guard(flags, self.block(rest, loop), rest[0]))
+                if self._guard_rest(out, s, rest, loop):
                     return out
                 i += 1
                 continue
@@ -163,9 +161,7 @@ class ExitLowering:
                 out.append(new)
                 if always_exits(s.body):
                     return out
-                flags = self._flags(_exit_kinds([s]), loop)
-                if flags and rest:
-                    out.append(_guard(flags, self.block(rest, loop), rest[0]))
+                if self._guard_rest(out, s, rest, loop):
                     return out
                 i += 1
                 continue
@@ -193,6 +189,15 @@ class ExitLowering:
             out.append(s)
             i += 1
         return out
+
+    def _guard_rest(self, out: list, s, rest: list, loop) -> bool:
+        """Append the statements after `s`, guarded by the exit flags `s` may set; True when it
+        did (they are then lowered, the block is done)."""
+        flags = self._flags(_exit_kinds([s]), loop)
+        if flags and rest:
+            out.append(_guard(flags, self.block(rest, loop), rest[0]))
+            return True
+        return False
 
     @staticmethod
     def _flags(kinds: set, loop) -> list:

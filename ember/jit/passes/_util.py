@@ -125,21 +125,7 @@ def add_outputs(node: Node, types: list, block_values: list) -> list:
     count = num_outputs(node)
     for block, values in zip(node.blocks, block_values):
         set_block_returns(block, block_returns(block) + list(values))
-    anchor = node
-    while anchor.next.op == "call_function" and anchor.next.meta.get("output_of") is node:
-        anchor = anchor.next
-    new_items = []
-    for j, t in enumerate(types):
-        with node.graph.inserting_after(anchor):
-            item = node.graph.call_function(operator.getitem, (node, count + j))
-        item.type = t
-        item.meta["output_of"] = node
-        new_items.append(item)
-        anchor = item
-    elems = node.type.elems if isinstance(node.type, TupleType) else (None,) * count
-    node.type = TupleType(tuple(elems) + tuple(types))
-    node.meta["num_outputs"] = count + len(types)
-    return new_items
+    return _append_output_items(node, count, types)
 
 
 def add_loop_carried(node: Node, inits: list, types: list, returns: list) -> tuple:
@@ -156,19 +142,25 @@ def add_loop_carried(node: Node, inits: list, types: list, returns: list) -> tup
         anchor = p
     node.args = tuple(node.args) + tuple(inits)
     set_block_returns(body, block_returns(body) + list(returns))
-    after = last_output_item(node)
+    return params, _append_output_items(node, count, types)
+
+
+def _append_output_items(node: Node, count: int, types: list) -> list:
+    """Add outputs `count`, `count + 1`, ... of `types` to a multi-output node (its type and
+    ``num_outputs``); return their getitem nodes, placed after its existing ones."""
+    anchor = last_output_item(node)
     items = []
     for j, t in enumerate(types):
-        with node.graph.inserting_after(after):
+        with node.graph.inserting_after(anchor):
             item = node.graph.call_function(operator.getitem, (node, count + j))
         item.type = t
         item.meta["output_of"] = node
         items.append(item)
-        after = item
+        anchor = item
     elems = node.type.elems if isinstance(node.type, TupleType) else (None,) * count
     node.type = TupleType(tuple(elems) + tuple(types))
     node.meta["num_outputs"] = count + len(types)
-    return params, items
+    return items
 
 
 def last_output_item(node: Node) -> Node:

@@ -104,8 +104,7 @@ def _split_if_tuples(node: Node) -> bool:
         items = output_getitems(node).get(i)
         if not items:
             continue
-        if not any(u.op == "call_function" and u.target in (operator.getitem, prim.TupleIndex, prim.TupleUnpack)
-                   for item in items for u in item.users):
+        if not any(_is_indexed(item) for item in items):
             continue   # nobody reads single elements: splitting would not help
         builds = [_construct(block_returns(b)[i]) for b in node.blocks]
         if any(b is None for b in builds) or len({len(b.args) for b in builds}) != 1:
@@ -116,13 +115,7 @@ def _split_if_tuples(node: Node) -> bool:
             else [a.type if isinstance(a, Node) else None for a in builds[0].args]
         values = [[a if isinstance(a, Node) else _materialise(a, output_node(blk)) for a in b.args]
                   for blk, b in zip(node.blocks, builds)]
-        new_items = add_outputs(node, elem_types, values)
-        with node.graph.inserting_after(last_output_item(node)):
-            rebuilt = call(node.graph, prim.TupleConstruct, tuple(new_items), type_=out_type)
-        for item in items:
-            if "jit_name" in item.meta:
-                rebuilt.meta["jit_name"] = item.meta["jit_name"]
-            replace_value(item, rebuilt)
+        _rebuild_output(node, items, add_outputs(node, elem_types, values), out_type)
         log_update("lower_tuples", f"split tuple output {i} of {node.name}")
         changed = True
     return changed
@@ -156,15 +149,21 @@ def _split_loop_tuples(node: Node) -> bool:
                 if user is not inside and user.op != "output":
                     user.replace_input_with(param, inside)
         if items:
-            with node.graph.inserting_after(last_output_item(node)):
-                rebuilt = call(node.graph, prim.TupleConstruct, tuple(new_items), type_=t)
-            for item in items:
-                if "jit_name" in item.meta:
-                    rebuilt.meta["jit_name"] = item.meta["jit_name"]
-                replace_value(item, rebuilt)
+            _rebuild_output(node, items, new_items, t)
         log_update("lower_tuples", f"split carried tuple {i} of {node.name}")
         changed = True
     return changed
+
+
+def _rebuild_output(node: Node, items: list, new_items: list, type_) -> None:
+    """The uses of `items` (getitems of a tuple output of `node`, now split into the outputs
+    `new_items`) read a tuple rebuilt from the new outputs instead."""
+    with node.graph.inserting_after(last_output_item(node)):
+        rebuilt = call(node.graph, prim.TupleConstruct, tuple(new_items), type_=type_)
+    for item in items:
+        if "jit_name" in item.meta:
+            rebuilt.meta["jit_name"] = item.meta["jit_name"]
+        replace_value(item, rebuilt)
 
 
 def _is_indexed(value: Node) -> bool:

@@ -12,51 +12,7 @@ import ember
 from ember.jit.ir import prim, walk
 from ember.jit.ir.types import IntType, TensorType
 
-RNG = np.random.default_rng(0)
-
-
-def rand(*shape):
-    return ember.tensor(RNG.standard_normal(shape).astype(np.float32))
-
-
-def same(a, b):
-    if isinstance(a, ember.Tensor):
-        assert isinstance(b, ember.Tensor)
-        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
-    elif isinstance(a, (list, tuple)):
-        assert type(a) is type(b) or (isinstance(a, tuple) and isinstance(b, tuple)), (a, b)
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            same(x, y)
-    elif isinstance(a, float):
-        assert b == pytest.approx(a, rel=1e-5, abs=1e-6)
-    else:
-        assert a == b, (a, b)
-
-
-def check(fn, *inputs, **kw):
-    """Script fn, compare with eager on the inputs; returns the ScriptFunction."""
-    sf = ember.jit.script(fn)
-    sf._graph_uninlined.lint()   # well-formed: defs before uses, block scoping, unique names
-    same(fn(*inputs, **kw), sf(*inputs, **kw))
-    return sf
-
-
-def targets(sf):
-    """Every node target name of the un-inlined graph (prim ops by name)."""
-    out = []
-    for n in walk(sf._graph_uninlined):
-        t = n.target
-        out.append(t.name if prim.is_prim(t) else (t if isinstance(t, str) else getattr(t, "__name__", str(t))))
-    return out
-
-
-def count(sf, target):
-    return sum(1 for n in walk(sf._graph_uninlined) if n.target is target)
-
-
-def out_type(sf):
-    return sf.schema.return_type
+from _helpers import check, count, out_type, rand, same
 
 
 # ---------------------------------------------------------------------------------------------

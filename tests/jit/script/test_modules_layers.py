@@ -7,33 +7,7 @@ import pytest
 import ember
 import ember.nn as nn
 
-
-def _close(a, b, tol=1e-5):
-    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
-
-
-def _check(module, *make_inputs, runs=3):
-    """Script `module`; compare scripted vs eager over a few fresh inputs (profiling + optimised runs)."""
-    scripted = ember.jit.script(module)
-    for _ in range(runs):
-        inputs = [make() for make in make_inputs]
-        _close(scripted(*inputs), module(*inputs))
-    return scripted
-
-
-def _randn(*shape):
-    return lambda: ember.randn(*shape)
-
-
-class TwoLayer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.l1 = nn.Linear(4, 8)
-        self.l2 = nn.Linear(8, 3)
-
-    def forward(self, x):
-        return self.l2(ember.tanh(self.l1(x)))
-
+from _helpers import TwoLayer, check_module as _check, close as _close, randn_maker as _randn
 
 
 def test_builtin_layers_conv_layernorm_embedding():
