@@ -77,6 +77,65 @@ def _is_operator(target) -> bool:
     return hasattr(target, "schema") and hasattr(target, "redispatch")
 
 
+# Traced sizes (see _sizes.py): ``x.size(d)`` is a ``call_method size`` node, arithmetic on sizes
+# an ``operator`` call. PyTorch's tracer holds sizes as 0-dim Long tensors, so they print as
+# ``aten::size`` + ``prim::NumToTensor``, arithmetic as tensor ops with 0-dim constants, and each
+# use as an int argument as an ``aten::Int`` (placed right after the value's producer).
+_INT_OPS = ((operator.add, "aten::add"), (operator.sub, "aten::sub"), (operator.mul, "aten::mul"),
+            (operator.floordiv, "aten::floor_divide"), (operator.mod, "aten::remainder"),
+            (operator.neg, "aten::neg"), (operator.lt, "aten::lt"), (operator.le, "aten::le"),
+            (operator.gt, "aten::gt"), (operator.ge, "aten::ge"), (operator.eq, "aten::eq"),
+            (operator.ne, "aten::ne"))
+_LONG = "Long(requires_grad=0, device=cpu)"
+
+
+def _int_op_name(target):
+    for fn, name in _INT_OPS:
+        if target is fn:
+            return name
+    return None
+
+
+def is_int_node(node) -> bool:
+    """True for a traced size (``size`` call_method) or arithmetic on traced sizes."""
+    if node.op == "call_method":
+        return node.target == "size"
+    return node.op == "call_function" and _int_op_name(node.target) is not None
+
+
+def _is_node(value) -> bool:
+    return hasattr(value, "op") and hasattr(value, "meta")
+
+
+def _int_value_count(node) -> int:
+    """How many TorchScript values the printed form of an int node uses."""
+    if node.op == "call_method":
+        return 3                    # the dim constant, aten::size, prim::NumToTensor
+    count = 1 + sum(1 for a in node.args if not _is_node(a))
+    return count + (1 if node.target in (operator.add, operator.sub) else 0)   # alpha
+
+
+def drop_dead_int_nodes(graph) -> None:
+    """Erase unused traced sizes (``x.shape`` records every dim) as PyTorch's dead-code pass
+    does; the values they used still count in the numbering (``meta["jit_skip"]`` on the next
+    node), as in PyTorch."""
+    nodes = list(graph.nodes)
+    dead = set()
+    for node in reversed(nodes):
+        if is_int_node(node) and all(u in dead for u in node.users):
+            dead.add(node)
+    skip = 0
+    for node in nodes:
+        if node in dead:
+            skip += _int_value_count(node) + node.meta.get("jit_skip", 0)
+        elif skip:
+            node.meta["jit_skip"] = node.meta.get("jit_skip", 0) + skip
+            skip = 0
+    for node in reversed(nodes):
+        if node in dead:
+            graph.erase_node(node)
+
+
 class _Printer:
     def __init__(self, graph, with_shapes: bool, with_locations: bool):
         self.graph = graph
@@ -86,6 +145,8 @@ class _Printer:
         self.names: dict = {}       # node -> printed value name (without %)
         self.lines: list = []
         self.node_lines: dict = {}  # call_function node -> its printed line
+        self.int_lines: dict = {}   # int node -> index of its last line in self.lines
+        self.after: dict = {}       # line index -> aten::Int lines placed after it
 
     def new_value(self, node=None) -> str:
         number = self.next_number
@@ -121,8 +182,12 @@ class _Printer:
             self.emit(f"%{name} : NoneType = prim::Constant()")
             return name
         if isinstance(value, (list, tuple)):
-            items = [self.operand(v, schema_type, at) for v in value]
-            elem = "Tensor" if any(isinstance(v, Tensor) or hasattr(v, "op") for v in value) else (
+            # PyTorch converts the traced sizes in a list (aten::Int) before making its constants
+            converted = {i: self.operand(v, schema_type, at) for i, v in enumerate(value) if v in self.int_lines}
+            items = [converted[i] if i in converted else self.operand(v, schema_type, at)
+                     for i, v in enumerate(value)]
+            elem = "Tensor" if any(isinstance(v, Tensor) or (_is_node(v) and v not in self.int_lines)
+                                   for v in value) else (
                 "float" if any(isinstance(v, float) for v in value) else "int")
             name = self.new_value()
             self.emit(f"%{name} : {elem}[] = prim::ListConstruct({', '.join('%' + i for i in items)})")
@@ -152,10 +217,45 @@ class _Printer:
         self.emit(f"%{name} : {typ} = prim::Constant[value={text}](){loc}")
         return name
 
-    def operand(self, value, schema_type: str, at) -> str:
-        if hasattr(value, "op") and hasattr(value, "meta") and value in self.names:
+    def operand(self, value, schema_type: str, at, arg_type: str = "") -> str:
+        if _is_node(value) and value in self.names:
+            if value in self.int_lines and schema_type != "Tensor" and arg_type != "Tensor":
+                # a traced size used as an int: aten::Int of its 0-dim tensor
+                name = self.new_value()
+                self.after.setdefault(self.int_lines[value], []).append(
+                    f"%{name} : int = aten::Int(%{self.names[value]})")
+                return name
             return self.names[value]
         return self.constant(value, schema_type, at)
+
+    def int_node(self, node) -> None:
+        """A traced size or arithmetic on sizes (see `is_int_node`)."""
+        loc = self.loc(node)
+        long_type = _LONG if self.with_shapes else "Tensor"
+        if node.op == "call_method":
+            x, dim = node.args
+            c = self.new_value()
+            self.emit(f"%{c} : int = prim::Constant[value={dim}](){loc}")
+            s = self.new_value()
+            self.emit(f"%{s} : int = aten::size(%{self.names[x]}, %{c}){loc}")
+            t = self.new_value(node)
+            self.emit(f"%{t} : {'Long(device=cpu)' if self.with_shapes else 'Tensor'} = prim::NumToTensor(%{s})")
+        else:
+            op_name, args = _int_op_name(node.target), list(node.args)
+            if len(args) == 2 and not _is_node(args[0]):      # 2 * n: Tensor.__rmul__ and friends
+                if node.target in (operator.add, operator.mul, operator.sub):
+                    args.reverse()
+                if node.target is operator.sub:
+                    op_name = "aten::rsub"
+            kind = "Scalar" if op_name == "aten::rsub" else "Tensor"   # rsub takes a Scalar
+            operands = [self.names[a] if _is_node(a) else self.constant(a, kind, node) for a in args]
+            if node.target in (operator.add, operator.sub):
+                alpha = self.new_value()
+                self.emit(f"%{alpha} : int = prim::Constant[value=1](){loc}")
+                operands.append(alpha)
+            r = self.new_value(node)
+            self.emit(f"%{r} : {long_type} = {op_name}({', '.join('%' + o for o in operands)}){loc}")
+        self.int_lines[node] = len(self.lines) - 1
 
     # -- nodes ----------------------------------------------------------------------------
     def placeholder(self, node) -> str:
@@ -190,7 +290,7 @@ class _Printer:
             else:
                 continue
             wraps = arg.type == "Tensor" and op_name in _WRAPPED_NUMBER_OPS
-            operands.append(self.operand(value, "Tensor" if wraps else "Scalar", node))
+            operands.append(self.operand(value, "Tensor" if wraps else "Scalar", node, arg.type))
         args_text = ", ".join("%" + o for o in operands)
         val = node.meta.get("val")
         if isinstance(val, (tuple, list)):
@@ -245,10 +345,13 @@ class _Printer:
         if self_type is not None:
             inputs.append(f"%self : {self_type}")
         for node in self.graph.nodes:
+            self.next_number += node.meta.get("jit_skip", 0)
             if node.op == "placeholder":
                 inputs.append(self.placeholder(node))
             elif node.op == "get_attr":
                 self.get_attr(node)
+            elif is_int_node(node):
+                self.int_node(node)
             elif node.op == "call_function":
                 self.call(node)
             elif node.op == "output":
@@ -256,7 +359,11 @@ class _Printer:
                 name, _ = self.output_value(result)
                 self.emit(f"return (%{name})")
         header = "graph(" + ",\n      ".join(inputs) + "):"
-        return "\n".join([header] + self.lines) + "\n"
+        lines = [header]
+        for i, line in enumerate(self.lines):
+            lines.append(line)
+            lines.extend("  " + extra for extra in reversed(self.after.get(i, ())))
+        return "\n".join(lines) + "\n"
 
 
 def format_graph(graph, *, with_shapes: bool = True, with_locations: bool = True, self_type=None) -> str:

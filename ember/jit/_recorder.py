@@ -13,7 +13,9 @@ then on stands for the new node; a view is a new tensor and a new node. A tensor
 is no traced value becomes a constant: a module parameter/buffer is a ``get_attr`` of its
 qualified name, any other tensor a ``get_attr`` of ``_tensor_constant<N>`` (like PyTorch).
 Python numbers, lists and other values are kept in the node's arguments as they are, so Python
-control flow and Python arithmetic are specialised to what happened during the trace.
+control flow and Python arithmetic are specialised to what happened during the trace; the
+exception are sizes of traced tensors (`record_size`, `record_int`; see _sizes.py), which are
+nodes of their own.
 
 Each node gets ``meta["val"]`` (a meta tensor with the result's shape, dtype and strides),
 ``meta["stack_trace"]`` (the user's frame), and, for the TorchScript-style printer,
@@ -181,6 +183,10 @@ class _Recorder:
                 self._name_from_frame(entry[1], value, frame)
                 return entry[1]
             return self._constant(value)
+        if isinstance(value, int) and getattr(value, "_recorder", None) is self and not output:
+            # a TracedInt (see _sizes.py): the node that computes it, not the number
+            self._name_from_frame(value._node, value, frame)
+            return value._node
         if isinstance(value, (list, tuple)) and not isinstance(value, str):
             mapped = [self.graph_arg(v, frame, output) for v in value]
             if isinstance(value, tuple) and hasattr(value, "_fields") and not output:
@@ -227,6 +233,40 @@ class _Recorder:
         else:
             node.meta["val"] = result
 
+    # -- traced sizes (see _sizes.py) ---------------------------------------------------------
+    def _locate(self, node, frame) -> None:
+        node.meta["stack_trace"] = format_stack_trace(_user_frame(frame))
+        if frame is not None:
+            node.meta["jit_loc"] = (frame.f_code.co_filename, frame.f_lineno)
+
+    def record_size(self, t: Tensor, dim: int, value: int, frame):
+        """``t.size(dim)`` as a ``call_method size`` node and a TracedInt holding it (a plain
+        int when `t` is no traced value: sizes of constants are constants)."""
+        from ._sizes import TracedInt
+        entry = self.values.get(id(t))
+        if entry is None:
+            return value
+        self._name_from_frame(entry[1], t, frame)
+        node = self.graph.call_method("size", (entry[1], dim))
+        node.meta["val"] = value
+        self._locate(node, frame)
+        return TracedInt(value, node, self)
+
+    def record_int(self, op, operands: tuple, value: int, frame):
+        """``op(*operands)`` on traced ints (an ``operator`` call node) and its TracedInt."""
+        from ._sizes import TracedInt
+        args = []
+        for v in operands:
+            if isinstance(v, TracedInt) and v._recorder is self:
+                self._name_from_frame(v._node, v, frame)
+                args.append(v._node)
+            else:
+                args.append(int.__int__(v))
+        node = self.graph.call_function(op, tuple(args))
+        node.meta["val"] = value
+        self._locate(node, frame)
+        return TracedInt(value, node, self)
+
     def record(self, op, args, result, frame) -> None:
         """Append the node for one op call (its arguments split as the op's binding takes them:
         positional ones in args, keyword-only ones in kwargs)."""
@@ -238,9 +278,7 @@ class _Recorder:
             else:
                 node_args.append(mapped)
         node = self.graph.call_function(op, tuple(node_args), node_kwargs)
-        node.meta["stack_trace"] = format_stack_trace(_user_frame(frame))
-        if frame is not None:
-            node.meta["jit_loc"] = (frame.f_code.co_filename, frame.f_lineno)
+        self._locate(node, frame)
         self.bind_result(node, result)
 
 
@@ -251,7 +289,8 @@ def _tracer_fallback(op, keys, *args):
         return op.redispatch(keys, *args)
     with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
         result = op.redispatch(keys, *args)
-    recorder.record(op, args, result, _caller_frame())
+        # recorded untraced too: reading a shape while recording must not record a size
+        recorder.record(op, args, result, _caller_frame())
     return result
 
 
@@ -271,13 +310,15 @@ class recording:
         _thread.recorder = self.recorder
         self._include = _IncludeDispatchKeyGuard(DispatchKey.Tracer)
         self._include.__enter__()
-        from . import _conversions
+        from . import _conversions, _sizes
         _conversions.install()
+        _sizes.install()
         return self.recorder
 
     def __exit__(self, *exc):
-        from . import _conversions
+        from . import _conversions, _sizes
         _conversions.uninstall()
+        _sizes.uninstall()
         self._include.__exit__(*exc)
         _thread.recorder = None
         return False

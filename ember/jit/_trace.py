@@ -9,8 +9,9 @@
     traced(x, y)             # replays the recorded ops on new inputs
 
 Seed 001 "Pytorch Jit trace": the example inputs become the graph's inputs, every op that runs
-is recorded (see _recorder.py: the Tracer dispatch key), anything else (Python numbers, control
-flow, shapes) is frozen to what happened in this run. Converting a tensor to a Python value
+is recorded (see _recorder.py: the Tracer dispatch key), and so are sizes read from traced
+tensors (``x.size(0)``, ``x.shape[1] * 2``: see _sizes.py); anything else (Python numbers,
+control flow) is frozen to what happened in this run. Converting a tensor to a Python value
 warns (TracerWarning). ``check_trace`` traces again (with copies of the example inputs, and
 with every ``check_inputs`` entry) and compares: a different graph raises TracingCheckError,
 different values warn.
@@ -24,7 +25,7 @@ import warnings
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
-from ._ir_text import TorchScriptGraph, format_graph, node_lines
+from ._ir_text import TorchScriptGraph, drop_dead_int_nodes, format_graph, node_lines
 from . import _script
 from ._recorder import TracerWarning, _Recorder, recording
 
@@ -166,6 +167,7 @@ def _record(fn, module, inputs: tuple, strict: bool) -> _Recorder:
         result = fn(*inputs)
     _check_outputs_strict(result, strict)
     recorder.set_output(result)
+    drop_dead_int_nodes(recorder.graph)
     recorder.graph.lint()
     return recorder
 

@@ -313,3 +313,127 @@ def test_traced_function_is_a_script_function_like_torch():
     assert isinstance(traced_torch, real_torch.jit.ScriptFunction)
     assert isinstance(traced, ember.jit.ScriptFunction)
     assert traced(ember.ones(2)).tolist() == traced_torch(real_torch.ones(2)).tolist()
+
+
+# ---------------------------------------------------------------------------------------
+# traced sizes: x.size(0) / x.shape[i] are recorded (aten::size), not frozen
+# ---------------------------------------------------------------------------------------
+SIZE_PROGRAMS = {  # name -> (source, shape traced on, shape run on, same locations as torch?)
+    "view_size0": ("def f(x):\n    return x.view(x.size(0), -1)\n", (2, 3, 4), (5, 3, 4), True),
+    "reshape_shape_mul": ("def f(x):\n    return x.reshape(x.shape[0], x.shape[1] * 2, -1)\n",
+                          (2, 6, 4), (3, 4, 4), True),
+    "shape_unpack": ("def f(x):\n    b, c = x.shape[:2]\n    return x.view(b, c, -1).sum(-1) * x.size(-1)\n",
+                     (2, 3, 4), (3, 2, 5), True),
+    "size_all": ("def f(x):\n    s = x.size()\n    return x.view(s[0], -1) * s[1]\n", (2, 3), (4, 5), True),
+    # torch records // and 1 - n in its own Python (torch/_tensor.py): compare without locations
+    "floordiv_rmul": ("def f(x):\n    return x.view(-1, x.size(1) // 2, 2 * x.size(2) - 1 + 1)\n",
+                      (2, 4, 3), (3, 6, 2), False),
+    "rsub_mul_sizes": ("def f(x):\n    return x + (1 - x.size(0)) + x.size(1) * x.size(0)\n", (2, 3), (4, 5), False),
+}
+
+
+def strip_locations(text: str) -> str:
+    return "\n".join(line.split(" # ")[0] for line in text.splitlines())
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_PROGRAMS))
+def test_traced_sizes_generalise_like_torch(name):
+    src, shape, other, same_locations = SIZE_PROGRAMS[name]
+    ours, theirs = trace_both(src, [shape])
+    mine, torchs = str(ours.graph), str(theirs.graph)
+    assert "aten::size" in mine
+    assert (mine == torchs) if same_locations else (strip_locations(mine) == strip_locations(torchs))
+    x = arrays([other], 1)[0]
+    eager = load(src, ember)["f"](ember.from_numpy(x))
+    got = ours(ember.from_numpy(x))
+    want = theirs(real_torch.from_numpy(x))
+    assert tuple(got.shape) == tuple(eager.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), eager.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+MLP_SRC = """
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 8)
+        self.fc2 = nn.Linear(8, 3)
+    def forward(self, x):
+        h = x.view(x.size(0), -1)
+        h = self.fc1(h).relu()
+        return self.fc2(h).reshape(x.shape[0], 1, -1) * x.size(1)
+"""
+
+
+def mlp_pair():
+    ours, theirs = load(MLP_SRC, ember)["MLP"](), load(MLP_SRC, real_torch)["MLP"]()
+    with real_torch.no_grad():
+        for (_, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+            q.copy_(real_torch.from_numpy(p.detach().numpy()))
+    return ours, theirs
+
+
+def test_traced_mlp_with_view_size_runs_on_other_batch_sizes():
+    module, torch_module = mlp_pair()
+    x = arrays([(2, 3, 4)], 0)[0]
+    traced = ember.jit.trace(module, ember.from_numpy(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch_traced = real_torch.jit.trace(torch_module, real_torch.from_numpy(x))
+    # torch's module graphs call submodules (prim::CallMethod) where ember's inline them, so
+    # compare the size handling: the same aten::size / NumToTensor / aten::Int nodes
+    kinds = ("aten::size(%x", "prim::NumToTensor", "aten::Int", "aten::view", "aten::reshape")
+    for kind in kinds:
+        assert str(traced.graph).count(kind) == str(torch_traced.inlined_graph).count(kind), kind
+    assert "aten::size" in str(traced.graph)
+    for batch in (1, 4, 7):
+        y = arrays([(batch, 3, 4)], batch)[0]
+        with ember.no_grad():
+            got, eager = traced(ember.from_numpy(y)), module(ember.from_numpy(y))
+        want = torch_traced(real_torch.from_numpy(y)).detach()
+        assert tuple(got.shape) == tuple(eager.shape) == tuple(want.shape) == (batch, 1, 3)
+        np.testing.assert_allclose(got.numpy(), eager.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_saved_traced_sizes_still_generalise(tmp_path):
+    module, _ = mlp_pair()
+    traced = ember.jit.trace(module, ember.randn(2, 3, 4))
+    ember.jit.save(traced, str(tmp_path / "mlp.pt"))
+    loaded = ember.jit.load(str(tmp_path / "mlp.pt"))
+    fn = ember.jit.trace(load("def f(x):\n    return x.reshape(x.shape[0] // 2, x.shape[1] * 2)\n", ember)["f"],
+                         ember.randn(4, 3))
+    ember.jit.save(fn, str(tmp_path / "fn.pt"))
+    loaded_fn = ember.jit.load(str(tmp_path / "fn.pt"))
+    y, z = ember.randn(5, 3, 4), ember.randn(8, 3)
+    with ember.no_grad():
+        np.testing.assert_allclose(loaded(y).numpy(), module(y).numpy(), rtol=1e-6)
+    assert loaded_fn(z).tolist() == z.reshape(4, 6).tolist()
+
+
+SIZE_CONVERSIONS = {
+    "int": "def f(x):\n    return x.view(int(x.size(0)), -1)\n",
+    "compare": "def f(x):\n    if x.size(0) > 1:\n        return x + 1\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_CONVERSIONS))
+def test_frozen_sizes_warn_like_torch(name):
+    src = SIZE_CONVERSIONS[name]
+    x = arrays([(2, 3)], 0)[0]
+    ours = recorded_warnings(ember.jit.trace, load(src, ember)["f"], ember.from_numpy(x), check_trace=False)
+    theirs = recorded_warnings(real_torch.jit.trace, load(src, real_torch)["f"], real_torch.from_numpy(x),
+                               check_trace=False)
+    assert ours and ours == theirs
+    ours_graph, theirs_graph = trace_both(src, [(2, 3)], check_trace=False)
+    assert str(ours_graph.graph) == str(theirs_graph.graph)
+
+
+def test_sizes_are_plain_ints_outside_traces():
+    size, shape = ember.Tensor.size, ember.Tensor.shape
+    x = ember.randn(2, 3)
+    seen = []
+    ember.jit.trace(lambda t: seen.append(type(t.size(0))) or t * 2, x)
+    assert seen and seen[0] is not int            # a traced size inside the trace
+    assert ember.Tensor.size is size and ember.Tensor.shape is shape
+    assert type(x.size(0)) is int and all(type(s) is int for s in x.shape)

@@ -1,0 +1,224 @@
+"""Traced sizes: ``x.size(0)``, ``x.size()`` and ``x.shape`` while a trace records.
+
+PyTorch's tracer returns a size as a 0-dim tensor holding an ``aten::size`` node, so a program
+like ``x.view(x.size(0), -1)`` generalises to other batch sizes. ember returns a `TracedInt`
+instead: a real ``int`` (kernels, NumPy and Python code take it as one) that also remembers the
+graph node computing it. The recorder puts that node, not the number, into the arguments of an
+op it is passed to, and ``+ - * // %`` and unary ``-`` on traced ints are recorded too (as
+``operator`` calls), so the replayed graph recomputes them from the new input's shape.
+
+A traced int that becomes a plain Python value (``int(n)``, ``float(n)``, ``n / 2``, a
+comparison) is frozen into the trace; that warns like PyTorch (TracerWarning), from user code
+only. ``range(n)`` and indexing use ``__index__``, which Python does not let an int subclass
+override: those freeze silently.
+
+Like `_conversions`, ``Tensor.size`` and ``Tensor.shape`` are wrapped only while a trace runs
+(reference-counted), so eager code pays nothing.
+"""
+from __future__ import annotations
+
+import operator
+import sys
+import threading
+
+from .._core.tensor import Size, Tensor
+from ._recorder import _EMBER_DIR, _MACHINERY_DIRS, current_recorder, is_recording, warn_at_user_frame
+
+_TAIL = (" might cause the trace to be incorrect. We can't record the data flow of Python values, so this value "
+         "will be treated as a constant in the future. This means that the trace might not generalize to other "
+         "inputs!")
+_INT_MSG = "Converting a tensor to a Python integer" + _TAIL
+_FLOAT_MSG = "Converting a tensor to a Python float" + _TAIL
+_BOOL_MSG = "Converting a tensor to a Python boolean" + _TAIL
+
+
+def _from_user_code() -> bool:
+    # two frames up: the caller of the TracedInt method (ember's own code never warns)
+    frame = sys._getframe(2)
+    return not frame.f_code.co_filename.startswith(_EMBER_DIR)
+
+
+def _live_recorder(value):
+    """The recorder `value` belongs to, if that trace is recording now in user-level code."""
+    recorder = value._recorder
+    if recorder is not None and recorder is current_recorder() and is_recording():
+        return recorder
+    return None
+
+
+def _binary(op, a, b):
+    """Record ``op(a, b)`` where a or b is a TracedInt (the other an int or TracedInt)."""
+    result = op(int.__int__(a) if isinstance(a, int) else a, int.__int__(b) if isinstance(b, int) else b)
+    traced = a if isinstance(a, TracedInt) else b
+    recorder = _live_recorder(traced)
+    if recorder is None or not isinstance(result, int) or isinstance(result, bool):
+        return result
+    return recorder.record_int(op, (a, b), result, sys._getframe(2))
+
+
+class TracedInt(int):
+    """An int computed from a traced tensor's shape; ``_node`` is the graph node computing it."""
+
+    def __new__(cls, value: int, node, recorder):
+        self = int.__new__(cls, value)
+        self._node = node
+        self._recorder = recorder
+        return self
+
+    def __repr__(self):
+        return int.__repr__(self)
+
+    __str__ = __repr__
+    __hash__ = int.__hash__
+
+    def __reduce__(self):      # copies and pickles are plain ints
+        return (int, (int.__int__(self),))
+
+    def _arith(op, swap=False):
+        def method(self, other):
+            if not isinstance(other, int) or isinstance(other, bool):
+                if isinstance(other, float) and _live_recorder(self) is not None and _from_user_code():
+                    warn_at_user_frame(_FLOAT_MSG)
+                return getattr(int, f"__{'r' if swap else ''}{op.__name__.strip('_')}__")(self, other)
+            return _binary(op, other, self) if swap else _binary(op, self, other)
+        return method
+
+    __add__, __radd__ = _arith(operator.add), _arith(operator.add, True)
+    __sub__, __rsub__ = _arith(operator.sub), _arith(operator.sub, True)
+    __mul__, __rmul__ = _arith(operator.mul), _arith(operator.mul, True)
+    __floordiv__, __rfloordiv__ = _arith(operator.floordiv), _arith(operator.floordiv, True)
+    __mod__, __rmod__ = _arith(operator.mod), _arith(operator.mod, True)
+    del _arith
+
+    def __neg__(self):
+        recorder = _live_recorder(self)
+        value = -int.__int__(self)
+        if recorder is None:
+            return value
+        return recorder.record_int(operator.neg, (self,), value, sys._getframe(1))
+
+    def __pos__(self):
+        return self
+
+    # -- conversions that freeze the value: warn like PyTorch ------------------------------
+    def _frozen(message, base):
+        def method(self, *args):
+            if _live_recorder(self) is not None and _from_user_code():
+                warn_at_user_frame(message)
+            return base(self, *args)
+        method.__name__ = base.__name__
+        return method
+
+    def _compare(op, base):
+        # PyTorch records the comparison (a dead node, but it uses up value numbers) and
+        # warns when its result becomes a Python bool
+        def method(self, other):
+            result = base(self, other)
+            recorder = _live_recorder(self)
+            if recorder is not None and _from_user_code() and result is not NotImplemented:
+                warn_at_user_frame(_BOOL_MSG)
+                if isinstance(other, int) and not isinstance(other, bool):
+                    recorder.record_int(op, (self, other), int(result), sys._getframe(1))
+            return result
+        method.__name__ = base.__name__
+        return method
+
+    __lt__ = _compare(operator.lt, int.__lt__)
+    __le__ = _compare(operator.le, int.__le__)
+    __gt__ = _compare(operator.gt, int.__gt__)
+    __ge__ = _compare(operator.ge, int.__ge__)
+    __eq__ = _compare(operator.eq, int.__eq__)
+    __ne__ = _compare(operator.ne, int.__ne__)
+    del _compare
+
+    __int__ = _frozen(_INT_MSG, int.__int__)
+    __float__ = _frozen(_FLOAT_MSG, int.__float__)
+    __truediv__ = _frozen(_FLOAT_MSG, int.__truediv__)
+    __rtruediv__ = _frozen(_FLOAT_MSG, int.__rtruediv__)
+    __bool__ = _frozen(_BOOL_MSG, int.__bool__)
+    del _frozen
+
+
+# ---------------------------------------------------------------------------------------
+# Tensor.size / Tensor.shape while tracing
+# ---------------------------------------------------------------------------------------
+_lock = threading.Lock()
+_installed = 0
+_originals: dict = {}
+_ap_originals: dict = {}
+
+
+def _traced_sizes(t: Tensor, dim, original_size):
+    recorder = current_recorder()
+    frame = sys._getframe(2)
+    name = frame.f_code.co_filename
+    if name.startswith(_MACHINERY_DIRS) or name.startswith("<ember"):
+        # shapes read by the dispatcher, the bindings or the jit itself (compiling a
+        # script_if_tracing function) are its own business, not the traced program's
+        return original_size(t) if dim is None else original_size(t, dim)
+    if dim is not None:
+        value = original_size(t, dim)
+        return recorder.record_size(t, dim, value, frame)
+    shape = original_size(t)
+    return Size(recorder.record_size(t, d, s, frame) for d, s in enumerate(shape))
+
+
+def _keep_traced(original, is_list: bool):
+    """An argument converter of ember.ops.argparse that hands TracedInts on as they are (the
+    converters turn int subclasses into plain ints, which would freeze them)."""
+    def convert(x, *args):
+        out = original(x, *args)
+        if not is_recording():
+            return out
+        if isinstance(x, TracedInt):
+            return (x,) * len(out) if is_list else x
+        if is_list and isinstance(x, (list, tuple)) and any(isinstance(v, TracedInt) for v in x):
+            return tuple(v if isinstance(v, TracedInt) else o for v, o in zip(x, out))
+        return out
+    return convert
+
+
+def install() -> None:
+    """Wrap Tensor.size and Tensor.shape, and the int argument converters (first caller only)."""
+    global _installed
+    with _lock:
+        _installed += 1
+        if _installed > 1:
+            return
+        from ..ops import argparse as ap
+        for name, is_list in (("to_int", False), ("to_number", False), ("to_int_list", True)):
+            original = ap.__dict__[name]
+            _ap_originals[name] = original
+            setattr(ap, name, _keep_traced(original, is_list))
+        original_size = Tensor.__dict__["size"]
+        original_shape = Tensor.__dict__["shape"]
+        _originals.update(size=original_size, shape=original_shape)
+
+        def size(self, dim=None):
+            if not is_recording():
+                return original_size(self, dim)
+            return _traced_sizes(self, dim, original_size)
+        size.__doc__ = original_size.__doc__
+
+        def shape(self):
+            if not is_recording():
+                return original_shape.fget(self)
+            return _traced_sizes(self, None, original_size)
+        Tensor.size = size
+        Tensor.shape = property(shape, doc=original_shape.__doc__)
+
+
+def uninstall() -> None:
+    """Restore Tensor.size and Tensor.shape (last caller only)."""
+    global _installed
+    with _lock:
+        _installed -= 1
+        if _installed > 0:
+            return
+        for name, original in _originals.items():
+            setattr(Tensor, name, original)
+        _originals.clear()
+        from ..ops import argparse as ap
+        for name, original in _ap_originals.items():
+            setattr(ap, name, original)
+        _ap_originals.clear()
