@@ -151,6 +151,16 @@ class CompiledGraphCallable:
         inputs = self._inputs(args, kwargs)
         return ScriptGraph(self._get_executor().graph_for(*inputs))
 
+    def get_debug_state(self) -> dict:
+        """What the graph executor holds (torch's ``get_debug_state``): its plans by input
+        signature (each prints its instruction list; ``plan.source`` is the generated Python),
+        the optimised and profiled graphs, and run counters.
+
+            fn(x); fn(x)
+            print(next(iter(fn.get_debug_state()["plans"].values())))
+        """
+        return self._get_executor().debug_state()
+
     # -- running --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         executor = self._executor

@@ -78,3 +78,27 @@ def test_values_match_eager_and_torch_on_fresh_inputs():
                                    rtol=1e-6)
         np.testing.assert_allclose(got.numpy(), torch_scripted(torch.from_numpy(x), torch.from_numpy(y)).numpy(),
                                    rtol=1e-5, atol=1e-6)
+
+
+def seed_example_for_debug_state(a, b):   # its own function: script() caches per function
+    c = a + b
+    d = c * c
+    e = ember.tanh(d * c)
+    return d + (e + e)
+
+
+def test_debug_state_shows_the_plan_the_executor_runs():
+    scripted = ember.jit.script(seed_example_for_debug_state)
+    a, b = (ember.from_numpy(x) for x in _inputs(1))
+    scripted(a, b)
+    scripted(a, b)
+    state = scripted.get_debug_state()
+    assert state["stats"]["profiling_runs"] == 1 and state["stats"]["optimized_runs"] == 1
+    (plan,) = state["plans"].values()
+    listing = str(plan)
+    # one CALL per op of the seed example, in program order, then the return
+    calls = [line.split("= ", 1)[1].split("(")[0] for line in listing.splitlines() if " CALL " in line]
+    assert [c.split(".")[0] for c in calls] == ["aten::add", "aten::mul", "aten::mul", "aten::tanh",
+                                                "aten::add", "aten::add"]
+    assert listing.rstrip().splitlines()[-1].split()[1] == "RET"
+    assert "def " in plan.source
