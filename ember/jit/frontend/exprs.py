@@ -233,7 +233,16 @@ class ExprMixin:
         return self.emit(op, (v,), e, t)
 
     def expr_BoolOp(self, e):
-        return self.emit_cond(e)[0]
+        # a value: Python's and/or return an operand, script's return a bool -- the same only
+        # when every operand is a bool (checked by value_check)
+        return self.emit_cond(e, value_check=True)[0]
+
+    def _check_bool_operand(self, v: Node, e):
+        if not isinstance(v.type, BoolType):
+            raise self.error(e, f"an 'and'/'or' used as a value needs bool operands in script (Python would return "
+                                f"this '{rules.py_type_str(v.type)}' operand itself); compare it explicitly or "
+                                f"use it as a condition")
+        return v
 
     def expr_Compare(self, e):
         if len(e.ops) == 1:   # a value: Tensor comparisons stay Tensors (masks)
@@ -281,38 +290,47 @@ class ExprMixin:
         return None
 
     # -- conditions ------------------------------------------------------------------------------
-    def emit_cond(self, e):
-        """Emit a condition; returns (bool node, refinements if true, refinements if false)."""
+    def emit_cond(self, e, value_check=False):
+        """Emit a condition; returns (bool node, refinements if true, refinements if false).
+        value_check: `e` is an operand of an and/or used as a value (it must be a bool)."""
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             v, t, f = self.emit_cond(e.operand)
             if is_constant(v):
                 return self.const(not v.args[0], e), f, t
             return self.emit(operator.not_, (v,), e, rules.BOOL), f, t
         if isinstance(e, ast.BoolOp):
-            return self.bool_op(isinstance(e.op, ast.And), e.values, e)
+            return self.bool_op(isinstance(e.op, ast.And), e.values, e, value_check)
         if isinstance(e, ast.Compare):
             left = self.value(e.left)
             if len(e.ops) == 1:
                 res, t, f = self.compare(type(e.ops[0]), left, self.value(e.comparators[0]), e)
+                if value_check:
+                    self._check_bool_operand(res, e)
                 return self.to_bool(res, e), t, f
             # chained a < b < c: (a < b) and (b < c), each operand evaluated once
             values = [left] + [self.value(c) for c in e.comparators]
             parts = [self.compare(type(op), values[i], values[i + 1], e)[0] for i, op in enumerate(e.ops)]
+            if value_check:
+                for p in parts:
+                    self._check_bool_operand(p, e)
             result = self.to_bool(parts[0], e)
             for p in parts[1:]:
                 result = self.emit(operator.and_, (result, self.to_bool(p, e)), e, rules.BOOL)
             return result, {}, {}
-        return self.to_bool(self.value(e), e), {}, {}
+        v = self.value(e)
+        if value_check:
+            self._check_bool_operand(v, e)
+        return self.to_bool(v, e), {}, {}
 
-    def bool_op(self, is_and: bool, values: list, e):
-        """Short-circuit ``and``/``or`` of conditions through prim::If."""
-        first, t1, f1 = self.emit_cond(values[0])
+    def bool_op(self, is_and: bool, values: list, e, value_check=False):
+        """Short-circuit ``and``/``or`` of conditions through prim::If (value_check: see emit_cond)."""
+        first, t1, f1 = self.emit_cond(values[0], value_check)
         first = self.to_bool(first, values[0])
         if len(values) == 1:
             return first, t1, f1
         if is_constant(first):
             if bool(first.args[0]) == is_and:   # True and ... / False or ...
-                return self.bool_op(is_and, values[1:], e)
+                return self.bool_op(is_and, values[1:], e, value_check)
             return first, {}, {}
         node = call(self.graph, prim.If, (first,), loc=self.loc(e))
         then_b, else_b = add_block(node), add_block(node)
@@ -320,7 +338,7 @@ class ExprMixin:
         try:
             self.graph, self.env = (then_b if is_and else else_b), dict(saved_env)
             self.apply_refinements(t1 if is_and else f1, e)
-            rest, t2, f2 = self.bool_op(is_and, values[1:], e)
+            rest, t2, f2 = self.bool_op(is_and, values[1:], e, value_check)
             rest = self.to_bool(rest, e)
             set_block_returns(self.graph, [rest])
             self.graph = else_b if is_and else then_b

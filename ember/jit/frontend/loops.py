@@ -59,6 +59,39 @@ def _flag_test(flags: list, src, extra=None):
     return ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), src)
 
 
+_SIZE_CHANGING = {"append", "pop", "extend", "insert", "remove", "clear", "popitem", "update", "setdefault"}
+
+
+def _iterated_names(e) -> list:
+    """Names of the containers a ``for`` iterates over (``a``, ``enumerate(a)``, ``zip(a, b)``,
+    ``d.items()``)."""
+    if isinstance(e, ast.Name):
+        return [e.id]
+    if isinstance(e, ast.Call):
+        if isinstance(e.func, ast.Name) and e.func.id in ("enumerate", "zip"):
+            return [n for a in e.args for n in _iterated_names(a)]
+        if isinstance(e.func, ast.Attribute) and e.func.attr in ("keys", "values", "items") and not e.args:
+            return _iterated_names(e.func.value)
+    return []
+
+
+def _size_change(stmts: list, names: list):
+    """The first statement node of `stmts` that changes the size of a container named in `names`
+    (``a.append(...)``, ``a += ...``, ``del d[k]``...), or None."""
+    for s in stmts:
+        for n in ast.walk(s):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _SIZE_CHANGING
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id in names):
+                return n, n.func.value.id
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in names:
+                return n, n.target.id
+            if isinstance(n, ast.Delete):
+                for t in n.targets:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in names:
+                        return n, t.value.id
+    return None
+
+
 class LoopMixin:
     """Loop statements (see module docstring)."""
 
@@ -75,6 +108,14 @@ class LoopMixin:
             raise NotSupportedError(self.ctx, s, "for-else loops aren't supported")
         it = self.iterable(s.iter)
         flags = getattr(s, "_exit_flags", [])
+        mutable = [n for n in _iterated_names(s.iter)
+                   if isinstance(self.env.get(n), Node) and isinstance(self.env[n].type, (ListType, DictType))]
+        changed = None if isinstance(it, list) else _size_change(s.body, mutable)
+        if changed is not None:
+            # Python re-reads the length each step (or raises for dicts); script reads it once, so
+            # such a loop would silently run a different number of times
+            raise self.error(changed[0], f"changing the size of '{changed[1]}' while iterating over it is not "
+                                         f"supported in script")
         if isinstance(it, list):
             return self.unroll(s, it, flags)
         test = _flag_test(flags, s)
@@ -117,7 +158,9 @@ class LoopMixin:
             elem = t.elem if isinstance(t, ListType) else rules.STR
             return _Indexed(self.emit(builtins.len, (v,), e, rules.INT),
                             lambda i: self.emit(operator.getitem, (v, i), e, elem))
-        if isinstance(t, TensorType):
+        if isinstance(t, TensorType):   # a 0-d tensor: eager's TypeError, not size(0)'s IndexError
+            no_dims = self.emit(operator.eq, (self.emit("dim", (v,), e, rules.INT), self.const(0, e)), e, rules.BOOL)
+            self._raise_if(no_dims, "TypeError", "iteration over a 0-d tensor", e)
             return _Indexed(self.emit("size", (v, self.const(0, e)), e, rules.INT),
                             lambda i: self.emit(operator.getitem, (v, i), e, rules.T_))
         raise self.error(e, f"'{rules.py_type_str(t)}' object is not iterable in script (script iterates over "
@@ -143,6 +186,7 @@ class LoopMixin:
                 raise self.error(e.args[2], "range() arg 3 must not be zero")
             adj = self.emit(operator.add, (span, self.const(k - 1 if k > 0 else k + 1, e)), e, rules.INT)
         else:   # trips = (span + step - sign(step)) // step, sign computed in the graph
+            self._check_step_nonzero(step, e)
             positive = self.emit(operator.gt, (step, self.const(0, e)), e, rules.BOOL)
             sign = self.emit(operator.sub, (self.emit(operator.mul, (positive, self.const(2, e)), e, rules.INT),
                                             self.const(1, e)), e, rules.INT)
@@ -150,6 +194,24 @@ class LoopMixin:
         length = self.emit(operator.floordiv, (adj, step), e, rules.INT)
         return _Indexed(length, lambda i: self.emit(operator.add, (start, self.emit(
             operator.mul, (i, step), e, rules.INT)), e, rules.INT))
+
+    def _check_step_nonzero(self, step, e):
+        """A run-time step of 0 raises ValueError like Python's range (not the trip count's
+        ZeroDivisionError)."""
+        zero = self.emit(operator.eq, (step, self.const(0, e)), e, rules.BOOL)
+        self._raise_if(zero, "ValueError", "range() arg 3 must not be zero", e)
+
+    def _raise_if(self, cond, cls: str, message: str, e):
+        """Emit ``if cond: raise cls(message)``."""
+        node = call(self.graph, prim.If, (cond,), loc=self.loc(e))
+        then_b, else_b = add_block(node), add_block(node)
+        saved = self.graph
+        self.graph = then_b
+        self.emit(prim.RaiseException, (self.const(message, e), cls), e, rules.NONE)
+        self.graph = saved
+        set_block_returns(then_b, [])
+        set_block_returns(else_b, [])
+        unpack_outputs(node, [])
 
     def _indexed(self, e, what):
         it = self.iterable(e)

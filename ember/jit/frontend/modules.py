@@ -14,6 +14,9 @@ How it fits together (the frontend <-> module protocol of the shared spec):
   ``ScriptMethod``, compiled on first use and cached.
 - At run time a method's graph gets the scripted module object as input 0; ``prim::GetAttr``
   reads its attributes, so ``scripted.eval()`` / ``scripted.n = 5`` are seen by the next call.
+  What compiled code folded cannot change: setting a constant, a None-typed attribute, a tuple
+  attribute to another length, or a submodule to another class (or one whose folded attributes
+  differ) raises, as torch refuses re-typing a ScriptModule's attribute.
 
 Choices where the spec leaves room (documented for the lead):
 - Only the top module's ``forward`` and its ``@ember.jit.export`` methods compile eagerly;
@@ -392,6 +395,33 @@ class RecursiveScriptModule(ScriptModule):
         info = self.__dict__.get("_info")
         return super().__dir__() + (list(info._methods) if info is not None else [])
 
+    def __setattr__(self, name, value):
+        # compiled code folded constants and None-typed attributes (`if self.bias is not None`);
+        # a new value there would be silently ignored, so refuse it as torch does
+        info = self.__dict__.get("_info")
+        attr = info._attrs.get(name) if info is not None else None
+        if attr is not None:
+            if attr.kind == "constant" and not (value is attr.value or _same_constant(value, attr.value)):
+                raise AttributeError(f"cannot set constant '{name}' of scripted module "
+                                     f"'{info.qualified_name}': compiled code uses its value {attr.value!r}")
+            if isinstance(attr.type, NoneType) and value is not None:
+                raise TypeError(f"cannot set attribute '{name}' of scripted module '{info.qualified_name}' to a "
+                                f"'{type(value).__name__}': it was None when scripted (type NoneType) and compiled "
+                                f"code assumes it stays None")
+            if isinstance(attr.type, TupleType) and not (isinstance(value, tuple)
+                                                         and len(value) == len(attr.type.elems)):
+                # loops over a tuple attribute were unrolled to its length when compiled
+                raise TypeError(f"cannot set attribute '{name}' of scripted module '{info.qualified_name}' to "
+                                f"{value!r}: compiled code assumes a tuple of {len(attr.type.elems)} elements")
+            if attr.kind in ("module", "modulelist") and value is not attr.value:
+                why = _swap_mismatch(attr.module_info, value)
+                if why is not None:
+                    raise TypeError(f"cannot replace submodule '{name}' of scripted module "
+                                    f"'{info.qualified_name}' with this '{type(value).__name__}': compiled code "
+                                    f"inlined the '{type(attr.module_info.module).__name__}' it had when "
+                                    f"scripted ({why})")
+        super().__setattr__(name, value)
+
     def __deepcopy__(self, memo):
         """A deep copy, scripted again: graphs are rebuilt for the copy (they name their module),
         tensors and attributes are copied from this scripted module's current state."""
@@ -413,6 +443,40 @@ class RecursiveScriptModule(ScriptModule):
 
     def __getstate__(self):
         raise TypeError("a RecursiveScriptModule cannot be pickled; use ember.jit.save / ember.jit.load")
+
+
+def _swap_mismatch(old_info: ModuleInfo, new) -> str | None:
+    """Why module `new` cannot stand in for the scripted child `old_info` describes (its class
+    differs, or an attribute compiled code folded -- a constant, a None -- differs), or None."""
+    new_info = new.__dict__.get("_info") if isinstance(new, RecursiveScriptModule) else None
+    new_cls = type(new_info.module) if new_info is not None else type(new)
+    if new_cls is not type(old_info.module):
+        return "a different class"
+    for name, attr in old_info._attrs.items():
+        if attr is None:
+            continue
+        value = getattr(new, name, None)
+        if attr.kind in ("module", "modulelist"):
+            why = None if value is attr.value else (
+                _swap_mismatch(attr.module_info, value) if value is not None else "it is None")
+            if why is not None:
+                return f"submodule '{name}': {why}"
+        elif (attr.kind == "constant" and not (value is attr.value or _same_constant(value, attr.value))
+              or isinstance(attr.type, NoneType) and value is not None
+              or isinstance(attr.type, TupleType) and not (isinstance(value, tuple)
+                                                          and len(value) == len(attr.type.elems))):
+            return f"'{name}' differs from the value compiled in"
+    return None
+
+
+def _same_constant(a, b) -> bool:
+    """A constant re-set to an equal value (a list for a tuple-typed constant too)."""
+    if isinstance(a, list):
+        a = tuple(a)
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # e.g. a Tensor comparison: not the same constant
+        return False
 
 
 class _BoundMethod:

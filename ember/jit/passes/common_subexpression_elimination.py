@@ -5,7 +5,8 @@ their type: 1, 1.0 and True differ) and the first dominates the second: it comes
 same graph, or in a graph that encloses the second's block. Only pure, deterministic nodes with
 immutable results qualify (never random ops, never fresh lists/dicts, never opaque calls), and
 none that read or produce a value the graph may mutate in place (purity.MutationInfo: if any
-tensor is written in place, tensor-valued nodes are left alone). A prim::SetGradEnabled (a
+tensor is written in place, tensor-valued nodes are left alone), and never two tensor values that
+both leave the graph (the caller would get one object twice). A prim::SetGradEnabled (a
 scripted ``with no_grad():``) is a barrier: nothing before it is reused after it.
 
     # before: %a = aten::mul(%x, %y); %b = aten::mul(%x, %y); %c = aten::add(%a, %b)
@@ -22,7 +23,7 @@ from ember.jit.ir import prim
 
 from ._util import finish
 from .jit_log import log_update
-from .purity import MutationInfo, is_cse_safe
+from .purity import MutationInfo, is_cse_safe, is_mutable_type, stays_private
 
 
 def eliminate_common_subexpression(graph: Graph) -> Graph:
@@ -51,6 +52,9 @@ def _cse_block(block: Graph, seen: ChainMap, mutations: MutationInfo) -> None:
         if key is None:
             continue
         earlier = seen.get(key)
+        if earlier is not None and not earlier._erased and is_mutable_type(node.type) \
+                and not stays_private(node) and not stays_private(earlier):
+            continue   # both values leave the graph (or meet `is`): eager's are distinct objects
         if earlier is not None and not earlier._erased:
             log_update("common_subexpression_elimination", f"replaced {node.name} by {earlier.name}")
             node.replace_all_uses_with(earlier)

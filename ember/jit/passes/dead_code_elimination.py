@@ -4,7 +4,9 @@ Works through nested blocks: unused outputs of a ``prim::If`` are dropped from b
 an unused loop-carried value is dropped when nothing live in the body reads it (a liveness
 fixpoint, since ``c = c + 1`` keeps ``c`` alive only through itself); an If/Loop whose outputs
 are all unused and whose blocks have no side effects is deleted. In-place ops, list mutation,
-prints, ``prim::RaiseException``, ``prim::SetAttr`` and random ops always stay.
+prints, ``prim::RaiseException``, ``prim::SetAttr`` and random ops always stay, and so do the
+builtins that raise on their values in eager (``l[i]``, ``d[k]``, ``a // b``, ``int(s)``): dropping
+an unused one would turn eager's IndexError/KeyError/ZeroDivisionError into a silent success.
 
     # before: %a = aten::tanh(%x); %b = aten::relu(%x); return (%b)
     # after:  %b = aten::relu(%x); return (%b)
@@ -12,9 +14,13 @@ prints, ``prim::RaiseException``, ``prim::SetAttr`` and random ops always stay.
 """
 from __future__ import annotations
 
+import builtins
+import operator
+
 from ember.fx.graph import Graph
 from ember.fx.node import Node
-from ember.jit.ir import block_returns, prim, set_block_returns
+from ember.jit.ir import block_returns, prim, set_block_returns, walk
+from ember.jit.ir.types import BoolType, FloatType, IntType, TensorType, TupleType
 
 from ._util import drop_outputs, finish, num_outputs, output_getitems
 from .jit_log import log_update
@@ -36,7 +42,7 @@ def _dce_block(block: Graph) -> None:
             continue
         if node.blocks:
             _prune_control_flow(node)
-        if not node.users and not has_side_effects(node):
+        if not node.users and not _must_stay(node):
             log_update("dead_code_elimination", f"removed {node.name}")
             block.erase_node(node)
 
@@ -90,13 +96,38 @@ def _prune_loop(node: Node) -> None:
         drop_outputs(node, dead)
 
 
+_RAISING = {operator.getitem, operator.floordiv, operator.mod, operator.truediv, builtins.divmod,
+            builtins.int, builtins.float}
+
+
+def _may_raise(node: Node) -> bool:
+    """A builtin that raises on some values (index/key out of range, division by zero, int("x")),
+    except where its argument types rule that out (a tuple at a constant index, a tensor divided)."""
+    if node.op != "call_function" or node.target not in _RAISING:
+        return False
+    args = [a.type if isinstance(a, Node) else a for a in node.args]
+    if node.target is operator.getitem:
+        return not (isinstance(args[0], TupleType) and not isinstance(node.args[1], Node))
+    if node.target in (builtins.int, builtins.float):
+        return not all(isinstance(t, (IntType, FloatType, BoolType, TensorType, int, float)) for t in args)
+    # division: a tensor operand gives inf/nan (or raises on its own as an op), numbers can raise
+    return not any(isinstance(t, TensorType) for t in args)
+
+
+def _must_stay(node: Node) -> bool:
+    """Kept even when unused: side effects, or an exception eager would raise (also in blocks)."""
+    if has_side_effects(node) or _may_raise(node):
+        return True
+    return any(_may_raise(n) for b in node.blocks for n in walk(b))
+
+
 def _needed_in_body(body: Graph, roots: list) -> set:
     """Nodes of `body` (and values from outside it) that the roots or any side-effecting node
     depend on, including values read inside nested blocks of needed nodes."""
     needed: set = set()
     stack = [r for r in roots if isinstance(r, Node)]
     for n in body.nodes:
-        if n.op not in ("placeholder", "output") and has_side_effects(n):
+        if n.op not in ("placeholder", "output") and _must_stay(n):
             stack.append(n)
     while stack:
         n = stack.pop()

@@ -5,7 +5,8 @@
   ``-0.0 + 0`` is ``0.0``); tensors only when the profiled dtype is known (a float dtype with an
   int/float scalar; an integer dtype with an int scalar and not ``/``; never bool, where ``+ 0``
   promotes). Skipped for tensors when the graph mutates tensors in place (x and the result would
-  then alias).
+  then alias) or when the result leaves the graph (purity.stays_private: eager returns a fresh
+  tensor the caller may mutate); likewise ``-(-x)`` and ``view``/``reshape`` to x's own sizes.
 - ``x.to(dtype)``, ``x.type_as(y)``, ``x.float()`` / ``.double()`` / ``.long()`` ..., when the
   specialised dtype already matches; ``x.view(sizes)`` / ``x.reshape(sizes)`` to x's own known
   sizes; ``x.contiguous().contiguous()`` -> one ``contiguous``.
@@ -32,7 +33,7 @@ from ember.jit.ir.types import BoolType, FloatType, IntType, TensorType, TupleTy
 
 from ._util import constant_value, finish, make_constant_before, replace_value
 from .jit_log import log_update
-from .purity import MutationInfo, has_side_effects, is_constant, mutated_inputs
+from .purity import MutationInfo, has_side_effects, is_constant, mutated_inputs, stays_private
 
 MAX_ROUNDS = 20
 _ADD, _SUB, _MUL, _DIV, _NEG = "add", "sub", "mul", "div", "neg"
@@ -103,7 +104,8 @@ def _rewrite(node: Node, mutations: MutationInfo):
             x = inner.args[0]
             if isinstance(x, Node) and isinstance(x.type, (IntType, FloatType)):
                 return x
-            if isinstance(x, Node) and isinstance(x.type, TensorType) and not mutations.tensors:
+            if isinstance(x, Node) and isinstance(x.type, TensorType) and not mutations.tensors \
+                    and stays_private(node):
                 return x
         return _NO
     t = node.target
@@ -157,7 +159,8 @@ def _identity_arith(node: Node, kind: str, mutations: MutationInfo):
             continue
         if node.op == "call_method" and x is not args[0]:
             continue
-        if _result_is_x(x, scalar, kind, mutations):
+        if _result_is_x(x, scalar, kind, mutations) and (
+                not isinstance(x.type, TensorType) or stays_private(node)):
             return x
     return _NO
 
@@ -271,7 +274,8 @@ def _tensor_method(node: Node):
     if name in ("view", "reshape") and t.sizes is not None and not kwargs:
         sizes = rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
         values = [_number(s) for s in sizes]
-        if all(isinstance(v, int) for v in values) and tuple(values) == tuple(t.sizes):
+        if all(isinstance(v, int) for v in values) and tuple(values) == tuple(t.sizes) \
+                and stays_private(node):
             return x
         return _NO
     if name == "contiguous" and not rest and not kwargs and x.op == "call_method" and x.target == "contiguous":

@@ -206,6 +206,27 @@ def is_cse_safe(node) -> bool:
     return not creates_mutable_container(node)
 
 
+_SAFE_ATTRS = ("dtype", "shape", "device", "ndim", "requires_grad", "is_cuda")
+_ESCAPES = (prim.TupleConstruct, prim.ListConstruct, prim.DictConstruct, prim.If, prim.Loop, prim.SetAttr,
+            prim.CallFunction, prim.CallMethod, builtins.list, operator.is_, operator.is_not, builtins.id)
+
+
+def stays_private(node) -> bool:
+    """The value `node` makes is only read by computations of this graph: never returned (from
+    the graph or a block), stored in a container, passed to a call, compared by identity or asked
+    for autograd metadata. Only such a value may become an alias of another (a rewrite to an
+    input it equals, or CSE): eager makes a fresh object, and a caller mutating or inspecting one
+    (``y.add_``, ``y is x``, ``y.grad_fn``) would otherwise see the other change."""
+    for user in node.users:
+        if user.op != "call_function" and user.op != "call_method":
+            return False
+        if has_side_effects(user) or node in mutated_inputs(user) or user.target in _ESCAPES:
+            return False
+        if user.target is builtins.getattr and (len(user.args) != 2 or user.args[1] not in _SAFE_ATTRS):
+            return False
+    return True
+
+
 class MutationInfo:
     """What a whole graph (and its blocks) may mutate, coarsely.
 
