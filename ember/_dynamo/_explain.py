@@ -65,10 +65,10 @@ def _op_name(op) -> str:
 
 
 def _scope(guard) -> str:
-    from .source import GlobalSource
+    from .source import GlobalSource, ModuleGlobalSource
     if guard.source is None:
         return "global"
-    return "global" if isinstance(guard.source.root(), GlobalSource) else "local"
+    return "global" if isinstance(guard.source.root(), (GlobalSource, ModuleGlobalSource)) else "local"
 
 
 def explain(fn, *extra_args, **extra_kwargs):

@@ -157,7 +157,30 @@ class PyCodegen:
             self.load_fast(self.output_name)
             self.load_const(index)
             return self.subscr()
+        if vt.source is None and _is_new_container(vt):
+            # a list/dict/set/iterator made in the frame and held twice (b = a; a callee's argument
+            # and a local) must be rebuilt once
+            cached = self.tempvars.get(id(vt))
+            if cached == "":
+                unimplemented("rebuilding a container that contains itself")
+            if cached:
+                return self.load_fast(cached)
+            self.tempvars[id(vt)] = ""
+            vt.reconstruct(self)
+            name = self.new_temp("___new_container")
+            self.dup_top()
+            self.store_fast(name)
+            self.tempvars[id(vt)] = name
+            return
         vt.reconstruct(self)
+
+
+def _is_new_container(vt) -> bool:
+    from .variables.dicts import ConstDictVariable
+    from .variables.lists import ListIteratorVariable, ListVariable
+    from .variables.sets import SetVariable
+    return isinstance(vt, (ListVariable, ConstDictVariable, ListIteratorVariable)) or (
+        isinstance(vt, SetVariable) and not vt.frozen)
 
 
 def load_local(code, name):

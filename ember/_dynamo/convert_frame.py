@@ -51,6 +51,11 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
         _trace_log("graph_breaks", lambda: f"skipping {code.co_name}: generator functions run eagerly")
         return None
     route_call = getattr(getattr(wrap_resume, "__self__", None), "route", None)
+    from .. import is_grad_enabled
+    from .._core.dtype import get_default_dtype
+    from .guards import GuardKind, install_guard
+    from .source import GlobalStateSource
+    entry_grad, entry_dtype = is_grad_enabled(), get_default_dtype()
     output = OutputGraph(code, f_globals, backend, wrap_resume, closure, route_call=route_call)
     tx = InstructionTranslator(code, f_globals, f_locals, closure, output, fullgraph=fullgraph)
     try:
@@ -85,6 +90,13 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
 
     new_code = transform_code_object(code, transform)
     _trace_log("bytecode", lambda: _format_bytecodes(code, new_code))
+    if output.graphs:
+        # graphs fold the grad mode (requires_grad of results) and the default dtype (factories)
+        # even when no tensor input brings TENSOR_MATCH's dispatch-state check: torch's GLOBAL_STATE
+        install_guard(output.guards, GlobalStateSource("grad_enabled"), GuardKind.CONSTANT_MATCH, entry_grad)
+        install_guard(output.guards, GlobalStateSource("default_dtype"), GuardKind.ID_MATCH, entry_dtype)
+    if len(output.mutable_sources) > 1:   # distinct containers/objects read from the frame stay distinct
+        install_guard(output.guards, output.mutable_sources[0], GuardKind.NO_TENSOR_ALIASING, output.mutable_sources)
     result = CompileResult(new_code, sorted(output.guards, key=_guard_sort_key), dict(output.new_globals),
                            list(output.graphs), list(output.break_reasons))
     return result

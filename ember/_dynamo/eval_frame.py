@@ -147,6 +147,15 @@ class _CompileOptions:
 
 
 def _call_routed(fn, opts, *args, **kwargs):
+    if fn.__defaults__ or fn.__kwdefaults__:
+        # entries' checks bind omitted arguments to the defaults of the function they were
+        # captured from; this function object may have others (same code, made at run time)
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError:
+            return fn(*args, **kwargs)      # the eager call raises it for the user
+        bound.apply_defaults()
+        args, kwargs = bound.args, bound.kwargs
     return _on_miss(fn, opts, [], *args, **kwargs)
 
 
@@ -159,18 +168,28 @@ def _make_wrapper(fn: types.FunctionType, opts: _CompileOptions):
     key = id(entries)
     _entry_lists[key] = weakref.ref(entries, lambda _, key=key: _entry_lists.pop(key, None))
     miss = functools.partial(_on_miss, fn, opts, entries)
-    params, call = signature_text(code, fn.__defaults__, fn.__kwdefaults__)
+    # Omitted arguments are bound to a marker and read from `fn` on each call, so defaults
+    # rebound (fn.__defaults__ = ...) or mutated in place (fn.__kwdefaults__[k] = v) after
+    # compiling are the ones guarded and used, as in an eager call.
+    defaults = (_OMITTED,) * len(fn.__defaults__ or ())
+    kwdefaults = dict.fromkeys(fn.__kwdefaults__ or {}, _OMITTED)
+    params, call = signature_text(code, defaults, kwdefaults)
+    npos = code.co_argcount
+    fill = "".join(f"    if {name} is ___O: {name} = ___dflt(___fn0, {name!r}, {i - npos})\n"
+                   for i, name in enumerate(code.co_varnames[:npos]) if i >= npos - len(defaults))
+    fill += "".join(f"    if {name} is ___O: {name} = ___dflt(___fn0, {name!r}, None)\n" for name in kwdefaults)
     check_call = call + (", ___closure=___cl" if code.co_freevars else "")
     if code.co_freevars and code.co_flags & 0x08:   # **kwargs must come last
         head, _, tail = call.rpartition(", **")
         check_call = (f"{head}, ___closure=___cl, **{tail}" if head else f"___closure=___cl, **{tail}")
     src = (f"def {_safe_name(fn.__name__)}({params}):\n"
+           f"{fill}"
            f"    for ___check, ___fn in ___entries:\n"
            f"        if ___check({check_call}):\n"
            f"            return ___fn({call})\n"
            f"    return ___miss({call})\n")
-    namespace = {"___entries": entries, "___miss": miss, "___d": tuple(fn.__defaults__ or ()),
-                 "___kd": dict(fn.__kwdefaults__ or {}), "___cl": fn.__closure__}
+    namespace = {"___entries": entries, "___miss": miss, "___d": defaults, "___kd": kwdefaults,
+                 "___cl": fn.__closure__, "___O": _OMITTED, "___dflt": _default_of, "___fn0": fn}
     exec(builtins.compile(src, f"<ember.compile wrapper of {fn.__qualname__}>", "exec"), namespace)
     wrapper = namespace[_safe_name(fn.__name__)]
     functools.update_wrapper(wrapper, fn)
@@ -178,6 +197,26 @@ def _make_wrapper(fn: types.FunctionType, opts: _CompileOptions):
     wrapper._ember_entries = entries
     wrapper._ember_compile_options = opts
     return wrapper
+
+
+class _Omitted:
+    """The wrapper's default for every parameter that has one: "not passed, read fn's default"."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<default>"
+
+
+_OMITTED = _Omitted()
+
+
+def _default_of(fn, name, index):
+    """`fn`'s current default for parameter `name` (positional: `index` counts from the end of
+    __defaults__; keyword-only: None), raising the TypeError an eager call raises when it has none."""
+    try:
+        return fn.__kwdefaults__[name] if index is None else fn.__defaults__[index]
+    except (TypeError, KeyError, IndexError):
+        raise TypeError(f"{fn.__name__}() missing 1 required argument: {name!r}") from None
 
 
 def _safe_name(name: str) -> str:
@@ -404,6 +443,9 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
     return disabled
 
 
+DISABLED_WRAPPER_CODE = disable(lambda: None).__code__   # capture breaks on calls of this code
+
+
 # ------------------------------------------------------------------------------------------------
 # Modules
 
@@ -428,6 +470,9 @@ class OptimizedModule(Module):
         object.__setattr__(self, "training", mod.training)
 
     def forward(self, *args, **kwargs):
+        mod = self._orig_mod
+        if mod._forward_hooks or mod._forward_pre_hooks or "forward" in mod.__dict__:
+            return mod(*args, **kwargs)   # hooks / an instance forward: run as eager does (uncompiled)
         return self._compiled_forward(*args, **kwargs)
 
     def __getattr__(self, name):

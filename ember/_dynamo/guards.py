@@ -24,7 +24,10 @@ import math
 import types
 
 from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, keys_of, tls
-from .source import ClosureCellSource, GlobalSource, Source, source_sort_key
+from .._core.dtype import _default as _default_dtype_box
+from .._core.dtype import get_default_dtype
+from .source import (ClosureCellSource, GlobalShadowsBuiltinSource, GlobalSource, GlobalStateSource,
+                     ModuleGlobalSource, Source, source_sort_key)
 
 
 class GuardKind(enum.Enum):
@@ -83,7 +86,9 @@ def _capture_tensor(value):
 
 
 def _capture_training(value):
-    return (value, bool(value.training))
+    # hooks and an instance-level forward change what calling the module runs: pinned too
+    return (value, bool(value.training), bool(value._forward_hooks or value._forward_pre_hooks),
+            "forward" in value.__dict__)
 
 
 _CAPTURE = {
@@ -143,12 +148,16 @@ _EXPR = {
     GuardKind.TENSOR_MATCH: _tensor_expr,
     GuardKind.TYPE_MATCH: lambda x, t, const: f"type({x}) is {const(t)}",
     GuardKind.ID_MATCH: lambda x, v, const: f"{x} is {const(v)}",
-    GuardKind.FUNCTION_MATCH: lambda x, v, const: f"{x} is {const(v)}",
+    GuardKind.FUNCTION_MATCH: lambda x, v, const: f"{x} is {const(v)}" + (
+        # the body was inlined: a function given another __code__ after capture is another function
+        f" and {x}.__code__ is {const(v.__code__)}" if isinstance(v, types.FunctionType) else ""),
     GuardKind.EQUALS_MATCH: _constant_expr,
     GuardKind.CONSTANT_MATCH: _constant_expr,
     GuardKind.LENGTH_CHECK: lambda x, n, const: f"len({x}) == {n}",
     GuardKind.DICT_KEYS: lambda x, keys, const: f"tuple({x}.keys()) == {const(keys)}",
-    GuardKind.NN_MODULE: lambda x, e, const: f"{x} is {const(e[0])} and {x}.training is {e[1]}",
+    GuardKind.NN_MODULE: lambda x, e, const: (
+        f"{x} is {const(e[0])} and {x}.training is {e[1]}"
+        f" and bool({x}._forward_hooks or {x}._forward_pre_hooks) is {e[2]} and ('forward' in {x}.__dict__) is {e[3]}"),
     GuardKind.GRAD_MODE: lambda x, enabled, const: f"(___tls.exclude & {AUTOGRAD_BIT} == 0) is {enabled}",
     GuardKind.DISPATCH_TLS: lambda x, e, const: f"___tls.include == {e[0]} and ___tls.exclude == {e[1]}",
     GuardKind.OBJECT_ALIASING: lambda x, other, const: f"{x} is {other.expr()}",
@@ -331,8 +340,11 @@ class CheckFn:
                 return tensor_mismatch(short, guard.expected, value) or "GLOBAL_STATE changed: grad_mode "
             if guard.kind is GuardKind.NN_MODULE:   # same module, other training flag: torch's wording
                 try:
-                    if eval(guard.source.expr(), env) is guard.expected[0]:
+                    module = eval(guard.source.expr(), env)
+                    if module is guard.expected[0] and bool(module.training) != guard.expected[1]:
                         return f"{short}.training == {guard.expected[1]}"
+                    if module is guard.expected[0]:
+                        return f"{short}: forward hooks or an instance-level forward changed"
                 except Exception:   # noqa: BLE001
                     pass
             return _describe(guard, short)
@@ -367,7 +379,8 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
     rows = sorted(set(guards), key=lambda g: (_KIND_ORDER.get(g.kind, 99), _depth(g.source),
                                               source_sort_key(g.source, names)))
     rows = _add_dispatch_state_and_aliasing(rows)
-    env = {"G": f_globals, "___tls": tls}
+    env = {"G": f_globals, "___tls": tls, "___default_dtype": get_default_dtype, "___dtype_box": _default_dtype_box,
+           "___grad_enabled": lambda: (tls.exclude & AUTOGRAD_BIT) == 0}
     constants: dict = {}
 
     def const(value):
@@ -384,6 +397,13 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
         parts.append(_EXPR[guard.kind](x, guard.expected, const))
     for cname, value in constants.values():
         env[cname] = value
+    for guard in rows:   # globals of other modules (functions inlined from there) read as ___G<id>
+        others = guard.expected if guard.kind is GuardKind.NO_TENSOR_ALIASING else (
+            (guard.expected,) if guard.kind is GuardKind.OBJECT_ALIASING else ())
+        for source in (guard.source, *others):
+            root = source.root() if source is not None else None
+            if hasattr(root, "env_name"):
+                env[root.env_name()] = root.f_globals
     has_closure = bool(code.co_freevars)
     params, _ = signature_text(code, defaults, kwdefaults, "___closure=___default_closure" if has_closure else "")
     body = "\n            and ".join(f"({p})" for p in parts) or "True"
@@ -412,6 +432,8 @@ def _add_dispatch_state_and_aliasing(rows: list) -> list:
     extra = []
     e = tensor_rows[0].expected
     extra.append(Guard(None, GuardKind.DISPATCH_TLS, (e.tls_include, e.tls_exclude)))
+    # grad mode is a bit of the exclude set the DISPATCH_TLS row compares whole: drop its own row
+    rows = [g for g in rows if not (isinstance(g.source, GlobalStateSource) and g.source.what == "grad_enabled")]
     by_id: dict = {}
     for g in tensor_rows:
         by_id.setdefault(g.expected.captured_id, []).append(g.source)
@@ -420,7 +442,7 @@ def _add_dispatch_state_and_aliasing(rows: list) -> list:
         for other in sources[1:]:
             tail.append(Guard(other, GuardKind.OBJECT_ALIASING, sources[0]))
     distinct = tuple(sources[0] for sources in by_id.values())
-    if len(distinct) > 1 and not any(g.kind is GuardKind.NO_TENSOR_ALIASING for g in rows):
+    if len(distinct) > 1 and not any(g.kind is GuardKind.NO_TENSOR_ALIASING and g.source is None for g in rows):
         tail.append(Guard(None, GuardKind.NO_TENSOR_ALIASING, distinct))
     return extra + rows + tail
 
@@ -436,11 +458,13 @@ def format_guards(guards) -> str:
          - local 'b' TENSOR_MATCH
          - global 'torch' FUNCTION_MATCH
     """
-    rows = [g for g in guards if g.source is not None]
+    # (not one of torch's guards: hidden from its listing)
+    rows = [g for g in guards if g.source is not None
+            and not isinstance(g.source, (GlobalShadowsBuiltinSource, GlobalStateSource))]
     rows.sort(key=lambda g: (source_sort_key(g.source), _KIND_ORDER.get(g.kind, 99)))
     lines = ["GUARDS:"]
     for g in rows:
-        scope = "global" if isinstance(g.source.root(), GlobalSource) else "local"
+        scope = "global" if isinstance(g.source.root(), (GlobalSource, ModuleGlobalSource)) else "local"
         name = g.source.short_name()
         if scope == "global" and name.startswith("G["):
             end = name.index("]")

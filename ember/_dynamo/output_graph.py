@@ -48,6 +48,7 @@ class OutputGraph:
         self.input_by_id: dict = {}           # id(real tensor) -> TensorVariable
         self.variable_cache: dict = {}        # id(real object) -> (object, tracker): lists, dicts, modules, ...
         self.guards: set = set()
+        self.mutable_sources: list = []       # sources of distinct lists/dicts/sets/objects read (aliasing guard)
         self.side_effects = SideEffects()
         self.new_globals: dict = {}
         self._global_names: dict = {}         # id(value) -> name in new_globals
@@ -288,7 +289,11 @@ class OutputGraph:
         # a cell the frame still reads after the break (captured by an inner function that may run
         # meanwhile, e.g. the callee run at this break) is shared: the frame's real cells get the
         # tracked values and reach the resume function through its closure
-        shared_cells = any(n in live_names and n not in self.code.co_varnames for n in self.code.co_cellvars)
+        # A cell only written after the break (k = 7, read by an inner function made before it) is
+        # shared too: the inner function must see the write.
+        written = _cells_written_after(tx, inst)
+        shared_cells = any((n in live_names or n in written) and n not in self.code.co_varnames
+                           for n in self.code.co_cellvars)
         if shared_cells:
             live_locals.update((n, tx.symbolic_locals[n]) for n in self.code.co_cellvars if n in tx.symbolic_locals)
         from .variables import NestedUserFunctionVariable
@@ -352,6 +357,21 @@ class OutputGraph:
             jump = create_instruction(kind, target=jump_block[0])
             self.instructions = [*prefix, jump, *fall_block, *jump_block]
         self.compiled = True
+
+
+def _cells_written_after(tx, inst) -> set:
+    """Names STORE_DEREF/DELETE_DEREF may write once the frame goes on from `inst` (a jump back
+    from after it makes the jump target's code reachable again)."""
+    insts = tx.instructions
+    start = tx.index_of[id(inst)]
+    moved = True
+    while moved:
+        moved = False
+        for later in insts[start:]:
+            target = getattr(later, "target", None)
+            if target is not None and id(target) in tx.index_of and tx.index_of[id(target)] < start:
+                start, moved = tx.index_of[id(target)], True
+    return {i.argval for i in insts[start:] if i.opname in ("STORE_DEREF", "DELETE_DEREF")}
 
 
 def _route_callee(out, tx, inst, stack):

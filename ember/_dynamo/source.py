@@ -79,6 +79,72 @@ class GlobalSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class ModuleGlobalSource(Source):
+    """A global of another module, read by a function inlined from there: ``G_othermod['SCALE']``.
+    The module's globals dict is held by the source; guard functions see it as ``___G<id>``."""
+    globals_id: int
+    global_name: str
+    f_globals: dict = dataclasses.field(compare=False, hash=False, repr=False)
+
+    def env_name(self) -> str:
+        return f"___G{self.globals_id}"
+
+    def name(self) -> str:
+        return f"G_{self.f_globals.get('__name__', '?')}[{self.global_name!r}]"
+
+    def expr(self) -> str:
+        return f"{self.env_name()}[{self.global_name!r}]"
+
+    def short_name(self) -> str:
+        return self.name()
+
+    def reconstruct(self, codegen) -> None:
+        codegen.load_python_value(self.f_globals)
+        codegen.load_const(self.global_name)
+        codegen.subscr()
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalShadowsBuiltinSource(Source):
+    """Whether a module global now shadows builtin `builtin_name` (a bool): guarded False when the
+    captured code read the builtin, so ``len = my_len`` in the module later recompiles."""
+    globals_id: int
+    builtin_name: str
+    f_globals: dict = dataclasses.field(compare=False, hash=False, repr=False)
+
+    def env_name(self) -> str:
+        return f"___G{self.globals_id}"
+
+    def name(self) -> str:
+        return f"({self.builtin_name!r} in G)"
+
+    def expr(self) -> str:
+        return f"({self.builtin_name!r} in {self.env_name()})"
+
+    def reconstruct(self, codegen) -> None:
+        raise NotImplementedError("GlobalShadowsBuiltinSource.reconstruct")
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalStateSource(Source):
+    """Part of torch's GLOBAL_STATE guard that graphs fold in: ``GlobalStateSource("default_dtype")``
+    reads ember.get_default_dtype(), ``GlobalStateSource("grad_enabled")`` ember.is_grad_enabled()
+    (guard functions call them as ``___default_dtype()`` / ``___grad_enabled()``)."""
+    what: str
+
+    def name(self) -> str:
+        return f"___{self.what}()"
+
+    def expr(self) -> str:
+        if self.what == "default_dtype":
+            return "___dtype_box.value"   # what get_default_dtype() returns, without the call
+        return f"___{self.what}()"
+
+    def reconstruct(self, codegen) -> None:
+        raise NotImplementedError("GlobalStateSource.reconstruct")
+
+
+@dataclasses.dataclass(frozen=True)
 class ClosureCellSource(Source):
     """A free variable of the function, read through its closure cell: printed ``L['k']`` like torch."""
     cell_name: str
@@ -119,6 +185,28 @@ class AttrSource(Source):
     def reconstruct(self, codegen) -> None:
         self.base.reconstruct(codegen)
         codegen.load_attr(self.member)
+
+
+@dataclasses.dataclass(frozen=True)
+class HasAttrSource(Source):
+    """``hasattr(base, member)`` (a bool): guarded where capture found the attribute missing."""
+    base: Source
+    member: str
+
+    def name(self) -> str:
+        return f"hasattr({self.base.name()}, {self.member!r})"
+
+    def expr(self) -> str:
+        return f"hasattr({self.base.expr()}, {self.member!r})"
+
+    def short_name(self) -> str:
+        return f"hasattr({self.base.short_name()}, {self.member!r})"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+    def reconstruct(self, codegen) -> None:
+        raise NotImplementedError("HasAttrSource.reconstruct")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -104,12 +104,14 @@ class InstructionTranslatorBase:
         if pending is not None:
             return pending
         if name in self.f_globals:
-            guard_source = src.GlobalSource(name) if self.f_globals is self.output.root_globals else None
-            value = self.f_globals[name]
-            if guard_source is None:   # an inlined function from another module: read, no guard possible here
-                return wrap(self, value, None, guard=False)
-            return wrap(self, value, guard_source)
+            if self.f_globals is self.output.root_globals:
+                guard_source = src.GlobalSource(name)
+            else:   # an inlined function from another module: its module's globals are guarded too
+                guard_source = src.ModuleGlobalSource(id(self.f_globals), name, self.f_globals)
+            return wrap(self, self.f_globals[name], guard_source)
         if name in self.f_builtins:
+            self.output.guard(src.GlobalShadowsBuiltinSource(id(self.f_globals), name, self.f_globals),
+                              "CONSTANT_MATCH", False)
             return wrap(self, self.f_builtins[name], None, guard=False)
         unimplemented(f"NameError: name {name!r} is not defined")
 
@@ -139,6 +141,9 @@ class InstructionTranslatorBase:
         if depth > _MAX_INLINE_DEPTH:
             unimplemented("recursion too deep to inline")
         code = fn_vt.get_code()
+        from .eval_frame import DISABLED_WRAPPER_CODE
+        if code is DISABLED_WRAPPER_CODE:   # (by code: reading fn_vt.fn could add an identity guard)
+            unimplemented("Skip calling a function wrapped by ember.compiler.disable()")
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
             unimplemented("calling a coroutine")
         bound = fn_vt.bind(self, args, kwargs)
@@ -230,6 +235,10 @@ class InstructionTranslator(InstructionTranslatorBase):
             kw_before = self.kw_names
             # an inlined call may rebind this frame's cells (nonlocal) before it breaks
             locals_before = dict(self.symbolic_locals) if inst.opname in ("CALL", "CALL_FUNCTION_EX") else None
+            # ... and advance an iterator it was passed (a comprehension's): rewound at a break, so the
+            # call re-run for real sees every item
+            iterators = [(vt, vt.index) for vt in [*stack_before, *self.symbolic_locals.values()]
+                         if isinstance(vt, ListIteratorVariable)] if locals_before is not None else ()
             checkpoint = self.output.checkpoint()
             try:
                 self.step()
@@ -251,6 +260,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                 self.kw_names = kw_before
                 if locals_before is not None:
                     self.symbolic_locals = locals_before
+                for vt, index in iterators:
+                    vt.index = index
                 self.output.compile_and_break(self, inst, reason, inlined=getattr(e, "inlined", False))
                 return
 

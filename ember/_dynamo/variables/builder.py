@@ -33,10 +33,25 @@ def wrap(tx, value, source, *, guard: bool = True) -> VariableTracker:
         return _wrap_constant(out, value, source, guard)
     cached = out.variable_cache.get(id(value))
     if cached is not None and cached[0] is value:   # one tracker per mutable object: aliasing is kept
+        first = cached[1].source
+        if guard and source is not None and first is not None and first != source and _is_mutable(cached[1]):
+            out.guard(source, "OBJECT_ALIASING", first)   # f(l, l): a later f(l, m) must not reuse this
         return cached[1]
     vt = _wrap_object(tx, value, source, guard)
     out.variable_cache[id(value)] = (value, vt)
+    if guard and source is not None and _is_mutable(vt):
+        out.mutable_sources.append(source)   # f(l, m) captured: a later f(l, l) must not reuse this
     return vt
+
+
+def _is_mutable(vt) -> bool:
+    """Trackers of mutable Python objects whose aliasing changes what mutating code does."""
+    from .dicts import ConstDictVariable
+    from .lists import ListVariable
+    from .misc import UserDefinedObjectVariable
+    from .sets import SetVariable
+    return isinstance(vt, (ListVariable, ConstDictVariable, UserDefinedObjectVariable)) or (
+        isinstance(vt, SetVariable) and not vt.frozen)
 
 
 def _wrap_constant(out, value, source, guard):
@@ -89,6 +104,8 @@ def wrap_python_object(tx, value, source, *, guard=True):
                               is_grad_mode_clone, variable_for_object)
     out = tx.output
     if is_supported_builtin(value):
+        if guard and source is not None:   # an argument `fn` that is abs now may be another callable later
+            out.guard(source, "ID_MATCH", value)
         return BuiltinVariable(value, source)
     if is_grad_mode_class(value):
         if guard and source is not None:
@@ -115,6 +132,8 @@ def wrap_python_object(tx, value, source, *, guard=True):
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         src = _sources()
         self_vt = wrap(tx, value.__self__, src.AttrSource(source, "__self__") if source else None, guard=guard)
+        if guard and source is not None:   # a.m1 now, a.m2 later: another function
+            out.guard(src.AttrSource(source, "__func__"), "ID_MATCH", value.__func__)
         return UserMethodVariable(value.__func__, self_vt, source)
     if isinstance(value, functools.partial):
         src = _sources()

@@ -177,6 +177,10 @@ def _operator(tx, fn, args, kwargs):
                 BuiltinVariable.same_value(tx, a, b) for a, b in zip(args[0].items, args[1].items))
             return ConstantVariable(same if fn is operator.eq else not same)
     if fn in (operator.eq, operator.ne):
+        # identity answers only for types that compare by identity; a user __eq__ would be skipped
+        for t in (a.python_type() for a in args):
+            if getattr(t, "__eq__", None) is not object.__eq__ or getattr(t, "__ne__", None) is not object.__ne__:
+                unimplemented(f"operator.{fn.__name__} on a {t.__name__} (compares by its own __eq__)")
         same = args[0] is args[1]
         return ConstantVariable(same if fn is operator.eq else not same)
     unimplemented(f"operator.{fn.__name__} on {args}")
@@ -378,9 +382,17 @@ def _getattr(tx, fn, args, kwargs):
             return args[0].var_getattr(tx, name)
         except Unsupported as e:
             if "AttributeError" in e.reason or "has no attribute" in e.reason:
+                _guard_missing(tx, args[0], name)
                 return args[2]
             raise
     return args[0].var_getattr(tx, name)
+
+
+def _guard_missing(tx, obj, name):
+    """Capture found `obj.name` missing: setting it on the object later must recompile."""
+    if obj.source is not None:
+        from ..source import HasAttrSource
+        tx.output.guard(HasAttrSource(obj.source, name), "CONSTANT_MATCH", False)
 
 
 @_handler(hasattr)
@@ -390,13 +402,20 @@ def _hasattr(tx, fn, args, kwargs):
     from .tensor import TensorVariable
     if isinstance(args[0], TensorVariable) and not hasattr(args[0].example, name) \
             and not hasattr(args[0].python_type(), name):
-        # Tensor attributes come from the class, so a name missing there is missing at run time too.
+        # Tensor attributes come from the class, so a name missing there is missing at run time
+        # too -- unless set on the instance (x.flag = 1): read the input itself, guard the absence
+        if args[0].source is not None:
+            real = next((v for _, s, v in tx.output.graph_inputs if s == args[0].source), None)
+            if real is None or name in getattr(real, "__dict__", {}):
+                unimplemented(f"hasattr on a tensor input's own attribute {name!r}")
+            _guard_missing(tx, args[0], name)
         return ConstantVariable(False)
     try:
         args[0].var_getattr(tx, name)
         return ConstantVariable(True)
     except Unsupported as e:
         if "AttributeError" in e.reason or "has no attribute" in e.reason:
+            _guard_missing(tx, args[0], name)
             return ConstantVariable(False)
         raise
 

@@ -94,7 +94,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         for i, value in enumerate(self.fn.__defaults__ or ()):
             source = src.GetItemSource(src.AttrSource(self.source, "__defaults__"), i) if self.source else None
             defaults.append(wrap(tx, value, source, guard=source is not None))
-        kwdefaults = {k: wrap(tx, v, None, guard=False) for k, v in (self.fn.__kwdefaults__ or {}).items()}
+        kwdefaults = {}
+        for k, value in (self.fn.__kwdefaults__ or {}).items():   # may be changed in place after capture
+            source = src.GetItemSource(src.AttrSource(self.source, "__kwdefaults__"), k) if self.source else None
+            kwdefaults[k] = wrap(tx, value, source, guard=source is not None)
         return bind_arguments(self.get_code(), args, kwargs, defaults, kwdefaults, self.get_name())
 
     def closure_cell(self, tx, name):

@@ -60,6 +60,11 @@ class PythonValueVariable(ValueVariable):
         import ember
         guard = not isinstance(attr, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)) \
             and not callable(attr) or isinstance(attr, ember.nn.Module)
+        if isinstance(attr, (types.FunctionType, type)) and not isinstance(self.value, types.ModuleType) or \
+                isinstance(attr, types.FunctionType) and not (getattr(attr, "__module__", None) or "").startswith("ember"):
+            # user functions and a class's functions/classes can be rebound (mod.helper = other,
+            # Cls.method = other): guarded; ember's own library functions stay unguarded
+            guard = True
         return wrap(tx, attr, src.AttrSource(self.source, name) if self.source is not None else None, guard=guard)
 
     def call_function(self, tx, args, kwargs):
@@ -117,19 +122,43 @@ class UserDefinedObjectVariable(VariableTracker):
                 break
         instance_dict = getattr(self.value, "__dict__", {})
         if isinstance(class_attr, property):
+            if self.source is not None:   # the class's property may be replaced after capture
+                tx.output.guard(src.AttrSource(src.AttrSource(self.source, "__class__"), name), "ID_MATCH",
+                                class_attr)
             return UserFunctionVariable(class_attr.fget).call_function(tx, [self], {})
         if name in instance_dict:
             source = src.AttrSource(self.source, name) if self.source is not None else None
             return wrap(tx, instance_dict[name], source)
+        if self.source is not None and class_attr is not None:
+            # read from the class: guard that the instance still does not shadow it and that the
+            # class (or a base) was not patched after capture
+            self._guard_class_attr(tx, src.AttrSource(self.source, name), class_attr)
         if isinstance(class_attr, staticmethod):
             return UserFunctionVariable(class_attr.__func__)
-        if isinstance(class_attr, classmethod):
-            return UserMethodVariable(class_attr.__func__, PythonValueVariable(cls))
+        if isinstance(class_attr, classmethod):   # cls.K read in it is guarded through obj.__class__
+            cls_source = src.AttrSource(self.source, "__class__") if self.source is not None else None
+            return UserMethodVariable(class_attr.__func__, PythonValueVariable(cls, cls_source))
         if isinstance(class_attr, types.FunctionType):
             return UserMethodVariable(class_attr, self)
         if class_attr is not None:
+            if self.source is not None and not hasattr(type(class_attr), "__get__"):
+                # a class-level list/dict/tensor: read through the object, so its contents are guarded
+                return wrap(tx, class_attr, src.AttrSource(self.source, name))
             return wrap(tx, class_attr, None, guard=False)
         unimplemented(f"AttributeError: {cls.__name__!r} object has no attribute {name!r}")
+
+    @staticmethod
+    def _guard_class_attr(tx, source, class_attr):
+        from .. import source as src
+        if isinstance(class_attr, staticmethod):
+            tx.output.guard(source, "ID_MATCH", class_attr.__func__)
+        elif isinstance(class_attr, (classmethod, types.FunctionType)):   # obj.name is a new bound method
+            tx.output.guard(src.AttrSource(source, "__func__"), "ID_MATCH", class_attr.__func__
+                            if isinstance(class_attr, classmethod) else class_attr)
+        elif type(class_attr) in (int, float, bool, str, type(None)):
+            tx.output.guard(source, "CONSTANT_MATCH", class_attr)
+        elif not hasattr(type(class_attr), "__get__"):
+            tx.output.guard(source, "ID_MATCH", class_attr)
 
     def call_method(self, tx, name, args, kwargs):
         method = self.var_getattr(tx, name)

@@ -68,6 +68,16 @@ class NNModuleVariable(VariableTracker):
         for klass in type(m).__mro__:
             if name in vars(klass):
                 attr = vars(klass)[name]
+                if self.source is not None and klass is not _module_base():
+                    # a user class's attribute or method: pinned like a plain object's (patching the
+                    # class, or shadowing on the instance, recompiles)
+                    from .misc import UserDefinedObjectVariable
+                    member = _src().AttrSource(self.source, name)
+                    if isinstance(attr, property):
+                        member = _src().AttrSource(_src().AttrSource(self.source, "__class__"), name)
+                        tx.output.guard(member, "ID_MATCH", attr)
+                    else:
+                        UserDefinedObjectVariable._guard_class_attr(tx, member, attr)
                 if isinstance(attr, property):
                     return UserFunctionVariable(attr.fget).call_function(tx, [self], {})
                 if isinstance(attr, staticmethod):
@@ -76,8 +86,15 @@ class NNModuleVariable(VariableTracker):
                     return UserMethodVariable(attr.__func__, PythonValueVariable(type(m)))
                 if isinstance(attr, types.FunctionType):
                     return UserMethodVariable(attr, self)
+                if self.source is not None and klass is not _module_base() and not hasattr(type(attr), "__get__"):
+                    return wrap(tx, attr, _src().AttrSource(self.source, name))   # contents guarded too
                 return wrap(tx, attr, None, guard=False)
         unimplemented(f"AttributeError: {type(m).__name__!r} object has no attribute {name!r}")
+
+    def _pin_children(self, tx):
+        """Iteration and len() see the children now: pin their names (appending one recompiles)."""
+        if self.source is not None:
+            tx.output.guard(_src().AttrSource(self.source, "_modules"), "DICT_KEYS", self.module._modules)
 
     def _children(self):
         src = _src()
@@ -93,12 +110,15 @@ class NNModuleVariable(VariableTracker):
         m = self.module
         if m._forward_pre_hooks or m._forward_hooks:
             unimplemented(f"{type(m).__name__} has forward hooks")
+        if "forward" in m.__dict__:   # an instance-level forward replaces the class's (NN_MODULE pins this)
+            return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
         forward = type(m).forward
         from .functions import UserFunctionVariable
         return UserFunctionVariable(forward).call_function(tx, [self, *args], kwargs)
 
     def unpack_var_sequence(self, tx):
         import ember
+        self._pin_children(tx)
         if isinstance(self.module, ember.nn.ModuleDict):
             return [ConstantVariable(k) for k in self.module._modules]
         if isinstance(self.module, (ember.nn.Sequential, ember.nn.ModuleList)):
@@ -113,6 +133,7 @@ class NNModuleVariable(VariableTracker):
         if name == "forward":
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
         if name == "__len__":
+            self._pin_children(tx)
             return ConstantVariable(len(m))
         if name == "__iter__":
             return ListIteratorVariable(self.unpack_var_sequence(tx))
@@ -122,11 +143,15 @@ class NNModuleVariable(VariableTracker):
                 return NNModuleVariable(m[key], src.GetItemSource(self.source, key) if self.source else None)
             if isinstance(key, slice):
                 unimplemented("slicing a module container")
+            if key < 0:
+                self._pin_children(tx)   # m[-1] depends on the length
             index = key if key >= 0 else len(m) + key
             return NNModuleVariable(m[index], src.GetItemSource(self.source, index) if self.source else None)
         if name in ("__contains__",) and isinstance(m, ember.nn.ModuleDict):
+            self._pin_children(tx)
             return ConstantVariable(args[0].as_python_constant() in m._modules)
         if name in ("keys", "values", "items") and isinstance(m, ember.nn.ModuleDict):
+            self._pin_children(tx)
             children = self._children()
             if name == "keys":
                 return ListIteratorVariable([ConstantVariable(k) for k, _ in children])
@@ -134,6 +159,7 @@ class NNModuleVariable(VariableTracker):
                 return ListIteratorVariable([c for _, c in children])
             return ListIteratorVariable([TupleVariable([ConstantVariable(k), c]) for k, c in children])
         if name in ("children", "named_children"):
+            self._pin_children(tx)
             children = self._children()
             if name == "children":
                 return ListIteratorVariable([c for _, c in children])

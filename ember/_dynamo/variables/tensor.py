@@ -16,10 +16,10 @@ from .constant import ConstantVariable
 
 # methods answered from metadata alone: they become constants, not graph nodes
 _METADATA_METHODS = {"size", "dim", "ndimension", "numel", "nelement", "stride", "is_floating_point",
-                     "is_complex", "is_contiguous", "element_size", "get_device", "__len__", "is_signed",
-                     "storage_offset"}
-# methods that need the values: a graph break (torch breaks on these too)
-_DATA_METHODS = {"item", "tolist", "numpy", "backward", "__bool__", "__int__", "__float__", "__index__",
+                     "is_complex", "is_contiguous", "element_size", "get_device", "__len__", "is_signed"}
+# methods that need the values: a graph break (torch breaks on these too). storage_offset() too:
+# TENSOR_MATCH does not guard the offset, so folding it would serve a later view a stale number.
+_DATA_METHODS = {"storage_offset", "item", "tolist", "numpy", "backward", "__bool__", "__int__", "__float__", "__index__",
                  "data_ptr", "__array__", "__repr__", "__str__", "__format__", "register_hook", "untyped_storage",
                  "nonzero", "unique", "masked_select", "__iter__"}
 _METADATA_ATTRS = {"shape", "ndim", "dtype", "requires_grad", "is_leaf", "layout", "is_sparse", "is_quantized",
@@ -57,6 +57,15 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(self.device.type == "cuda")
         if name == "is_cpu":
             return ConstantVariable(self.device.type == "cpu")
+        if name == "is_leaf" and self.source is not None:
+            # an input's example is always a leaf and TENSOR_MATCH does not see grad_fn: read the real
+            # tensor and guard the answer
+            real = next((v for _, s, v in tx.output.graph_inputs if s == self.source), None)
+            if real is None:
+                unimplemented("Tensor.is_leaf of an input read through an alias")
+            from ..source import AttrSource
+            tx.output.guard(AttrSource(self.source, "is_leaf"), "CONSTANT_MATCH", real.is_leaf)
+            return ConstantVariable(real.is_leaf)
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name in _TENSOR_ATTRS:
