@@ -17,6 +17,7 @@ import types
 
 from .bytecode_transformation import transform_code_object
 from .exc import Unsupported
+from .._logging import trace_log
 
 
 @dataclasses.dataclass
@@ -26,14 +27,6 @@ class CompileResult:
     new_globals: dict
     graphs: list
     break_reasons: list
-
-
-def _trace_log(artifact, text_fn):
-    try:
-        from .._logging import trace_log
-    except ImportError:
-        return
-    trace_log(artifact, text_fn)
 
 
 def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgraph: bool,
@@ -48,7 +41,7 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         if fullgraph:
             raise Unsupported(f"generator or coroutine function {code.co_name}")
-        _trace_log("graph_breaks", lambda: f"skipping {code.co_name}: generator functions run eagerly")
+        trace_log("graph_breaks", lambda: f"skipping {code.co_name}: generator functions run eagerly")
         return None
     route_call = getattr(getattr(wrap_resume, "__self__", None), "route", None)
     from .. import is_grad_enabled
@@ -63,7 +56,7 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
     except Unsupported as e:   # SkipFrame, or a break that could not be turned into bytecode
         if fullgraph:
             raise
-        _trace_log("graph_breaks", lambda e=e: f"skipping frame {code.co_name} ({code.co_filename}:"
+        trace_log("graph_breaks", lambda e=e: f"skipping frame {code.co_name} ({code.co_filename}:"
                    f"{code.co_firstlineno}): {e.reason}, at {e.filename}:{e.lineno}\n    {e.source_line.strip()}")
         output.break_reasons.append(e.break_reason())
         return None
@@ -89,7 +82,7 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
             first.starts_line = code.co_firstlineno
 
     new_code = transform_code_object(code, transform)
-    _trace_log("bytecode", lambda: _format_bytecodes(code, new_code))
+    trace_log("bytecode", lambda: _format_bytecodes(code, new_code))
     if output.graphs:
         # graphs fold the grad mode (requires_grad of results) and the default dtype (factories)
         # even when no tensor input brings TENSOR_MATCH's dispatch-state check: torch's GLOBAL_STATE

@@ -22,14 +22,7 @@ from .bytecode_transformation import (create_call_function, create_instruction, 
 from .codegen import PyCodegen, load_local
 from .exc import unimplemented
 from .side_effects import SideEffects
-
-
-def _trace_log(artifact, text_fn):
-    try:
-        from .._logging import trace_log
-    except ImportError:
-        return
-    trace_log(artifact, text_fn)
+from .._logging import trace_log
 
 
 class OutputGraph:
@@ -162,8 +155,8 @@ class OutputGraph:
                 self.graph_inputs.remove((node, source, value))
         gm = ember.fx.GraphModule({}, self.graph)
         name = unique_id("__compiled_fn")
-        _trace_log("graph_code", lambda: f"TRACED GRAPH\n ===== {name} =====\n" + gm.print_readable(False))
-        _trace_log("graph", lambda: f"TRACED GRAPH\n {name} {self.code.co_filename} line "
+        trace_log("graph_code", lambda: f"TRACED GRAPH\n ===== {name} =====\n" + gm.print_readable(False))
+        trace_log("graph", lambda: f"TRACED GRAPH\n {name} {self.code.co_filename} line "
                    f"{self.code.co_firstlineno}\n" + _tabular(gm))
         example_inputs = [value for _, _, value in self.graph_inputs]
         compiled = self.backend(gm, example_inputs)
@@ -268,7 +261,7 @@ class OutputGraph:
         from .resume_execution import ResumeCodeCache
         from .variables import ConstantVariable, NullVariable
         self.break_reasons.append(reason)
-        _trace_log("graph_breaks", lambda: f"Graph break: {reason.reason} at {reason.filename}:{reason.lineno}\n"
+        trace_log("graph_breaks", lambda: f"Graph break: {reason.reason} at {reason.filename}:{reason.lineno}\n"
                    f"    {reason.source_line.strip()}")
         stack = list(tx.stack)
         if inst.opname in ("CALL", "CALL_FUNCTION_EX") and inlined:

@@ -239,11 +239,8 @@ def _lower_unused_calls(graph, mod) -> None:
     saves for it: prim::RaiseException then prim::Uninitialized. @ember.jit.ignore'd calls stay
     (and make save fail: their Python cannot be saved)."""
     import inspect
-    try:
-        from .frontend.module_method import modifier_of
-        from .frontend.calls import UNUSED_MESSAGE
-    except ImportError:
-        return
+    from .frontend.calls import UNUSED_MESSAGE
+    from .frontend.module_method import modifier_of
     for node, owner in list(_module_paths(graph, mod)):
         if node.target is not prim.CallMethod or "callee" in node.meta:
             continue
@@ -475,13 +472,8 @@ class LoadedScriptMethod(_Loaded):
 
 
 def _module_base():
-    # a loaded module is an ember.jit.ScriptModule when the scripting frontend is importable
-    try:
-        from .frontend.modules import ScriptModule
-        return ScriptModule
-    except ImportError:
-        from ..nn.modules.module import Module
-        return Module
+    from .frontend.modules import ScriptModule   # a loaded module is an ember.jit.ScriptModule
+    return ScriptModule
 
 
 class LoadedScriptModule(_module_base()):

@@ -16,8 +16,7 @@ Seed 001's ProfilingGraphExecutorImpl, in ember:
    (first, not last as in the spec's list: they would only hold the passes back), and the
    pipeline runs: ConstantPropagation, PeepholeOptimize,
    LowerSimpleTuples, unroll small loops, EliminateCommonSubexpression, ConstantPooling,
-   EliminateDeadCode, then every registered fusion pass. Passes come from ``ember.jit.passes``;
-   one that is not available is skipped.
+   EliminateDeadCode, then every registered fusion pass. Passes come from ``ember.jit.passes``.
 4. Optimised plans are cached per signature. The guard (TorchScript's prim::TypeCheck at the
    top of the optimised graph) is the signature lookup itself: the inputs' signature is computed
    once per call and a plan is used only for exactly that signature; any other signature is a
@@ -66,25 +65,18 @@ def clear_fusion_passes() -> None:
 
 
 def _pass(name: str):
-    """`ember.jit.passes.<name>`, or None while that pass does not exist."""
-    try:
-        passes = importlib.import_module("ember.jit.passes")
-    except ImportError:
-        return None
-    return getattr(passes, name, None)
+    """`ember.jit.passes.<name>` (imported on first use: the passes import the executor's package)."""
+    return getattr(importlib.import_module("ember.jit.passes"), name)
 
 
 def _log(graph: Graph | None = None, message: str | None = None) -> None:
     """EMBER_JIT_LOG_LEVEL="graph_executor" (passes log themselves under their own names):
     the optimised graph of each new plan; ">graph_executor" adds plan events and the plans."""
-    try:
-        from ember.jit.passes import jit_log
-    except ImportError:
-        return
-    if graph is not None and hasattr(jit_log, "log_graph"):
+    from ember.jit.passes import jit_log
+    if graph is not None:
         jit_log.log_graph("graph_executor", graph)
-    level = getattr(jit_log, "GRAPH_UPDATE", 1)
-    if message is not None and hasattr(jit_log, "log") and jit_log.is_enabled("graph_executor", level):
+    level = jit_log.GRAPH_UPDATE
+    if message is not None and jit_log.is_enabled("graph_executor", level):
         jit_log.log("graph_executor", message(), level)   # message: built only when enabled
 
 
@@ -208,14 +200,12 @@ class GraphExecutor:
         source = _fx_graph(graph)
         self.source_graph = source
         g = clone(source)
-        inline = _pass("inline")
-        if inline is not None:
-            try:
-                g = inline(g)
-            except Exception as e:  # noqa: BLE001 - calls left in place still run (their own executors)
-                warnings.warn(f"ember.jit: inlining failed ({type(e).__name__}: {e}); calls run un-inlined",
-                              RuntimeWarning, stacklevel=2)
-                g = clone(source)
+        try:
+            g = _pass("inline")(g)
+        except Exception as e:  # noqa: BLE001 - calls left in place still run (their own executors)
+            warnings.warn(f"ember.jit: inlining failed ({type(e).__name__}: {e}); calls run un-inlined",
+                          RuntimeWarning, stacklevel=2)
+            g = clone(source)
         self.graph = g                      # the inlined generic graph
         self.optimize = optimize
         self._generic = None                # _Runner of the generic graph
@@ -290,10 +280,7 @@ class GraphExecutor:
     def _profiling_graph(self) -> Graph:
         from ..ir import clone
         g = clone(self.graph)
-        from .profiling import insert_profiles
-        insert = _pass("insert_profile_nodes") or insert_profiles
-        g = insert(g)
-        return g
+        return _pass("insert_profile_nodes")(g)
 
     def _install(self, sig, graph: Graph, profiled: Graph | None = None, description=None) -> None:
         runner = self._plans[sig] = _Runner(graph, optimized=True)
@@ -303,21 +290,17 @@ class GraphExecutor:
     # -- optimising -------------------------------------------------------------------------
     def _optimize(self, profiled: Graph, inputs) -> Graph:
         from ..ir import clone
-        from .profiling import keep_guaranteed_types, remove_profiles, specialize_types
+        from .profiling import keep_guaranteed_types, specialize_types
         g = clone(profiled)   # the profiling graph keeps its meta for debug_state
         if inputs is not None:   # None: the unspecialised plan (profiled types are not used)
             specialize_types(g, inputs)
-        remove = _pass("remove_profile_nodes")
-        g = remove(g) if remove is not None else remove_profiles(g)
+        g = _pass("remove_profile_nodes")(g)
         keep_guaranteed_types(g, inputs if inputs is not None else [])
         for name, args in (("constant_propagation", ()), ("peephole_optimize", ()),
                            ("lower_simple_tuples", ()), ("unroll_loops", (config.unroll_max_trip,)),
                            ("eliminate_common_subexpression", ()), ("constant_pooling", ()),
                            ("eliminate_dead_code", ())):
-            fn = _pass(name)
-            if fn is None:
-                continue
-            g = fn(g, *args)
+            g = _pass(name)(g, *args)
         for fusion in list(_fusion_passes):
             result = fusion(g)
             g = g if result is None else result

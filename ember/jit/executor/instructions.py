@@ -410,10 +410,10 @@ def _callee_runner(node: Node):
 
 
 def _profile_recorder(node: Node):
-    from .profiling import record_type
+    from ..passes.profiling import record_profile
 
     def record(value):
-        record_type(node, value)
+        record_profile(node, value)
         return value
     record._plan_name = f"prim::profile<%{node.name}>"
     return record

@@ -2,15 +2,14 @@
 graph takes the observed types.
 
 The profile nodes themselves are inserted and removed by ``ember.jit.passes``
-(insert_profile_nodes / remove_profile_nodes, helper C's format); this module holds
+(insert_profile_nodes / remove_profile_nodes).
 
-- `record_type(node, value)`: what a prim::profile node does when it runs (the interpreter calls
-  it): a tensor's ``observed_tensor_type`` goes to ``node.meta["profiled_type"]``; two different
-  observations of one node merge to the plain ``Tensor``. Non-tensors are not recorded.
+What a prim::profile node records when it runs is ``passes.record_profile`` (the interpreter
+calls it). This module holds
 - `specialize_types(graph, inputs)`: the observed types become the values' ``node.type`` (the
   graph's tensor inputs get the types of the inputs the plan is built for).
-- `insert_profiles` / `remove_profiles`: minimal stand-ins used only while ``ember.jit.passes``
-  lacks its own: a profile node after every tensor value, reading it, used by nobody.
+- `keep_guaranteed_types(graph, inputs)`: keep observed types only where the input signature
+  guarantees them.
 """
 from __future__ import annotations
 
@@ -18,20 +17,6 @@ from ember.fx.graph import Graph
 
 from ..ir import block_params, prim, walk
 from ..ir.types import TensorType, observed_tensor_type
-
-
-def merge_observed(old, new):
-    """Two observations of one value: equal ones stay, different ones give ``Tensor``."""
-    if old is None or old == new:
-        return new
-    return TensorType()
-
-
-def record_type(node, value) -> None:
-    """Record `value`'s observed type on profile node `node` (tensors only)."""
-    import ember
-    if isinstance(value, ember.Tensor):
-        node.meta["profiled_type"] = merge_observed(node.meta.get("profiled_type"), observed_tensor_type(value))
 
 
 def _is_tensor_type(t) -> bool:
@@ -57,41 +42,6 @@ def specialize_types(graph: Graph, inputs) -> Graph:
     return graph
 
 
-def insert_profiles(graph: Graph) -> Graph:
-    """A prim::profile node (no users) after every Tensor-typed value, in every block."""
-    for block in [graph] + [b for n in walk(graph) for b in n.blocks]:
-        for node in list(block.nodes):
-            if node.op == "output" or not _is_tensor_type(node.type):
-                continue
-            if node.op == "call_function" and node.target is prim.profile:
-                continue
-            with block.inserting_after(_last_placeholder(block) if node.op == "placeholder" else node):
-                p = block.call_function(prim.profile, (node,))
-            p.type = node.type
-    return graph
-
-
-def _last_placeholder(block: Graph):
-    last = None
-    for n in block.nodes:
-        if n.op == "placeholder":
-            last = n
-    return last
-
-
-def remove_profiles(graph: Graph) -> Graph:
-    """Remove every prim::profile node (its users read the profiled value again)."""
-    for node in list(walk(graph)):
-        if node.op == "call_function" and node.target is prim.profile:
-            node.replace_all_uses_with(node.args[0])
-            node.graph.erase_node(node)
-    return graph
-
-
-# ---------------------------------------------------------------------------------------------
-# which specialised types the input signature guarantees
-# ---------------------------------------------------------------------------------------------
-# Output shapes that depend on tensor *data*, not just on the inputs' types.
 _DATA_DEPENDENT = {"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "repeat_interleave",
                    "nonzero_static", "bincount", "histc", "multinomial", "randperm", "index_select_bool"}
 # In-place ops that change the shape / requires_grad of the tensor they mutate.

@@ -13,22 +13,14 @@ from __future__ import annotations
 
 from .._callable import CompiledGraphCallable
 
-# Attribute names the ignore/unused/export decorators may set (ours and A1's spellings).
-_MODIFIER_ATTRS = ("_ember_jit_modifier", "_jit_modifier", "_ember_modifier", "_torchscript_modifier")
-
-
 def modifier_of(fn) -> str | None:
-    """"ignore", "unused", "export" or None: what a jit decorator marked `fn` as."""
-    for attr in _MODIFIER_ATTRS:
-        value = getattr(fn, attr, None)
-        if value is not None:
-            text = str(getattr(value, "name", value)).lower()
-            for word in ("ignore", "unused", "export"):
-                if word in text:
-                    return word
-    if getattr(fn, "_ember_jit_ignore", False) or getattr(fn, "__ember_jit_ignore__", False):
+    """"ignore", "unused", "export" or None: what a jit decorator marked `fn` as (the attributes
+    ember.jit.ignore / unused / export set)."""
+    if getattr(fn, "_ember_jit_modifier", None) == "export":
+        return "export"
+    if getattr(fn, "_ember_jit_ignore", False):
         return "ignore"
-    if getattr(fn, "_ember_jit_unused", False) or getattr(fn, "__ember_jit_unused__", False):
+    if getattr(fn, "_ember_jit_unused", False):
         return "unused"
     return None
 

@@ -452,11 +452,9 @@ def test_direct_ops_respect_dispatch_modes():
     assert any("tanh" in str(n) for n in names)
 
 
-# ---- with the frontend ------------------------------------------------------------------------
+# ---- through ember.jit.script ------------------------------------------------------------------------
 def test_seed_example_scripted():
-    script = getattr(ember.jit, "script", None)
-    if script is None:
-        pytest.skip("ember.jit.script not available yet")
+    script = ember.jit.script
 
     def f(a, b):
         c = a + b
@@ -492,9 +490,7 @@ def _rnn(xs, h, W, U, b):
 
 
 def test_scripted_rnn_backward_matches_eager():
-    script = getattr(ember.jit, "script", None)
-    if script is None:
-        pytest.skip("ember.jit.script not available yet")
+    script = ember.jit.script
     sf = script(_rnn)
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in ((6, 1, 3), (1, 3), (3, 3), (3, 3), (3,))]

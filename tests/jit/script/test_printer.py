@@ -1,7 +1,7 @@
 """ember.jit.ir.printer (TorchScript-style graph text) and ember.jit.ir.code (``.code``).
 
-The graphs come from ir_programs (built with the ir helpers as the frontend emits them) and,
-once ``ember.jit.script`` exists, from scripting; the text is compared with what
+The graphs come from ir_programs (built with the ir helpers as the frontend emits them) and
+from ``ember.jit.script``; the text is compared with what
 ``torch.jit.script(...).graph`` prints for the same program: the op sequence, the block
 structure and the value names (numbers and TorchScript-only operands like ``alpha`` aside).
 """
@@ -103,11 +103,8 @@ def test_if_loop_program_matches_torch_structure():
     assert "    block1():\n" in text
 
 
-def test_scripted_programs_match_torch_when_frontend_exists():
-    try:
-        script = ember.jit.script
-    except AttributeError:
-        pytest.skip("ember.jit.script is not available yet")
+def test_scripted_programs_match_torch():
+    script = ember.jit.script
 
     def seed(a, b):
         c = a + b
@@ -307,10 +304,7 @@ def prog(x, n: int):
 
 
 def test_scripted_loop_if_matches_torch_structure(tmp_path):
-    try:
-        script = ember.jit.script
-    except AttributeError:
-        pytest.skip("ember.jit.script is not available yet")
+    script = ember.jit.script
     import importlib.util
     path = tmp_path / "loop_if_prog.py"
     path.write_text("import ember as T\n" + _LOOP_IF_SRC)

@@ -229,13 +229,10 @@ def test_traced_module_and_function(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# via ember.jit.script, once the frontend exists
+# via ember.jit.script
 # ---------------------------------------------------------------------------------------------
 def _script():
-    try:
-        return ember.jit.script
-    except AttributeError:
-        pytest.skip("ember.jit.script is not available yet")
+    return ember.jit.script
 
 
 def test_scripted_function_and_module_in_fresh_process(tmp_path):
