@@ -13,6 +13,7 @@ offending expression, like TorchScript's:
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 
@@ -119,3 +120,21 @@ class UnsupportedNodeError(NotSupportedError):
                  "GeneratorExp": " (use a list comprehension)",
                  "Starred": " (pass the elements explicitly)"}
         return hints.get(kind, "")
+
+
+_KEYWORD_LENGTHS = {ast.Try: 3, ast.Global: 6, ast.Nonlocal: 8, ast.FunctionDef: 3, ast.ClassDef: 5, ast.With: 4,
+                    ast.Import: 6, ast.ImportFrom: 4, ast.Delete: 3}
+
+
+def keyword_span(s):
+    """Where torch puts the carets for an unsupported statement: under its keyword (``try``,
+    ``global``, ``def``), else under the whole statement."""
+    n = _KEYWORD_LENGTHS.get(type(s))
+    if n is None:
+        return s
+
+    class _Span:
+        lineno = end_lineno = s.lineno
+        col_offset = s.col_offset
+        end_col_offset = s.col_offset + n
+    return _Span()
