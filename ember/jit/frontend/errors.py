@@ -13,7 +13,6 @@ offending expression, like TorchScript's:
 """
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 
 
@@ -92,49 +91,46 @@ class NotSupportedError(FrontendError):
 class UnsupportedNodeError(NotSupportedError):
     """A statement or expression kind script has no translation for (``try``, ``lambda``...)."""
 
-    _NAMES = {"Try": "try blocks", "TryStar": "try blocks", "Lambda": "Lambda", "Global": "global variables",
-              "Nonlocal": "nonlocal variables", "Yield": "Yield", "YieldFrom": "Yield from",
-              "Await": "Await", "FunctionDef": "function definitions", "AsyncFunctionDef": "async function definitions",
-              "ClassDef": "class definitions", "With": "with statements", "AsyncWith": "async with statements",
-              "Set": "Set", "SetComp": "Set comprehensions", "DictComp": "Dict comprehensions",
-              "GeneratorExp": "Generator expressions", "Starred": "Starred expressions", "Import": "import statements",
-              "ImportFrom": "import statements", "Delete": "del statements", "Match": "match statements",
-              "AsyncFor": "async for loops", "NamedExpr": "assignment expressions"}
-
     def __init__(self, ctx, node, offending=None):
         kind = type(node).__name__
-        name = self._NAMES.get(kind, kind)
+        name, _, hint = _UNSUPPORTED.get(kind, (kind, None, None))
         super().__init__(ctx, offending if offending is not None else node,
-                         f"{name} aren't supported" + self._hint(kind))
-
-    @staticmethod
-    def _hint(kind: str) -> str:
-        hints = {"Lambda": " (use a named function defined at module level)",
-                 "FunctionDef": " (define helper functions at module level; script compiles them when called)",
-                 "With": " (script supports `with ember.no_grad()`, `ember.enable_grad()` and "
-                         "`ember.set_grad_enabled(flag)`; move other context managers outside the scripted function)",
-                 "Try": " (raise exceptions with `raise`; handling them needs eager Python)",
-                 "Global": " (read module-level constants directly; they become constants)",
-                 "Set": " (use a List or Dict)", "SetComp": " (use a list comprehension)",
-                 "DictComp": " (build the Dict in a for loop)",
-                 "GeneratorExp": " (use a list comprehension)",
-                 "Starred": " (pass the elements explicitly)"}
-        return hints.get(kind, "")
+                         f"{name} aren't supported" + (f" ({hint})" if hint else ""))
 
 
-_KEYWORD_LENGTHS = {ast.Try: 3, ast.Global: 6, ast.Nonlocal: 8, ast.FunctionDef: 3, ast.ClassDef: 5, ast.With: 4,
-                    ast.Import: 6, ast.ImportFrom: 4, ast.Delete: 3}
+# ast class -> (what torch's "... aren't supported" calls it, the keyword torch puts the carets
+# under, what to do instead)
+_UNSUPPORTED = {
+    "Try": ("try blocks", "try", "raise exceptions with `raise`; handling them needs eager Python"),
+    "TryStar": ("try blocks", None, None),
+    "Lambda": ("Lambda", None, "use a named function defined at module level"),
+    "Global": ("global variables", "global", "read module-level constants directly; they become constants"),
+    "Nonlocal": ("nonlocal variables", "nonlocal", None),
+    "Yield": ("Yield", None, None), "YieldFrom": ("Yield from", None, None), "Await": ("Await", None, None),
+    "FunctionDef": ("function definitions", "def",
+                    "define helper functions at module level; script compiles them when called"),
+    "AsyncFunctionDef": ("async function definitions", None, None),
+    "ClassDef": ("class definitions", "class", None),
+    "With": ("with statements", "with", "script supports `with ember.no_grad()`, `ember.enable_grad()` and "
+             "`ember.set_grad_enabled(flag)`; move other context managers outside the scripted function"),
+    "AsyncWith": ("async with statements", None, None),
+    "Set": ("Set", None, "use a List or Dict"), "SetComp": ("Set comprehensions", None, "use a list comprehension"),
+    "Starred": ("Starred expressions", None, "pass the elements explicitly"),
+    "Import": ("import statements", "import", None), "ImportFrom": ("import statements", "from", None),
+    "Delete": ("del statements", "del", None), "Match": ("match statements", None, None),
+    "AsyncFor": ("async for loops", None, None), "NamedExpr": ("assignment expressions", None, None),
+}
 
 
 def keyword_span(s):
     """Where torch puts the carets for an unsupported statement: under its keyword (``try``,
     ``global``, ``def``), else under the whole statement."""
-    n = _KEYWORD_LENGTHS.get(type(s))
-    if n is None:
+    keyword = _UNSUPPORTED.get(type(s).__name__, (None, None))[1]
+    if keyword is None:
         return s
 
     class _Span:
         lineno = end_lineno = s.lineno
         col_offset = s.col_offset
-        end_col_offset = s.col_offset + n
+        end_col_offset = s.col_offset + len(keyword)
     return _Span()
