@@ -41,19 +41,19 @@ class _Renamer(ast.NodeTransformer):
 
 
 def compile_listcomp(st, e):   # generator expressions too
-    lst = st.emit(prim.ListConstruct, (), e, ListType(rules.T_))
-    name, (elt,), loop = _comprehension_loop(st, e, [e.elt], lst)
-    append = ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append",
-                                                        ctx=ast.Load()), args=[elt], keywords=[]))
-    return _run_comprehension(st, e, name, loop, append)
+    def append(name, elt):
+        return ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append",
+                                                          ctx=ast.Load()), args=[elt], keywords=[]))
+    return _comprehension(st, e, st.emit(prim.ListConstruct, (), e, ListType(rules.T_)), [e.elt], append)
 
 
 def compile_dictcomp(st, e):
-    d = st.emit(prim.DictConstruct, (), e, DictType(rules.STR, rules.T_))
-    name, (key, value), loop = _comprehension_loop(st, e, [e.key, e.value], d)
-    store = DictCompStore(key=key, value=value)
-    store.comp_name = name
-    return _run_comprehension(st, e, name, loop, store)
+    def store(name, key, value):
+        stmt = DictCompStore(key=key, value=value)
+        stmt.comp_name = name
+        return stmt
+    return _comprehension(st, e, st.emit(prim.DictConstruct, (), e, DictType(rules.STR, rules.T_)),
+                          [e.key, e.value], store)
 
 
 def compile_dict_store(st, s):
@@ -69,9 +69,10 @@ def compile_dict_store(st, s):
     st.emit(operator.setitem, (d, k, v), s, rules.NONE)
 
 
-def _comprehension_loop(st, e, results: list, container):
-    """(the container's variable name, renamed result expressions, innermost-body -> loop builder);
-    the empty `container` is bound to that name, typed by its first store."""
+def _comprehension(st, e, container, results: list, innermost_of):
+    """Fill the empty `container` (typed by its first store) with the loop the comprehension `e`
+    stands for; ``innermost_of(container's variable, *renamed results)`` is the statement storing
+    one element."""
     for gen in e.generators:
         if gen.is_async:
             raise st.error(e, "async comprehensions are not supported in script")
@@ -82,29 +83,20 @@ def _comprehension_loop(st, e, results: list, container):
     st.env[name] = container
     bound = {n.id for g in e.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
     renamer = _Renamer({b: f"$c{k}_{b}" for b in bound})
-    gens = []
-    for i, g in enumerate(e.generators):
-        gens.append((renamer.visit(copy.deepcopy(g.target)),
-                     g.iter if i == 0 else renamer.visit(copy.deepcopy(g.iter)),
-                     [renamer.visit(copy.deepcopy(c)) for c in g.ifs]))
-    results = [renamer.visit(copy.deepcopy(r)) for r in results]
 
-    def loop(innermost):
-        body = [innermost]
-        for target, it, ifs in reversed(gens):
-            for cond in reversed(ifs):
-                body = [ast.If(test=cond, body=body, orelse=[])]
-            body = [ast.For(target=target, iter=it, body=body, orelse=[], type_comment=None)]
-        return body[0]
-    return name, results, loop
-
-
-def _run_comprehension(st, e, name, loop_builder, innermost):
-    loop = loop_builder(innermost)
-    for node in ast.walk(loop):   # synthetic nodes point at the comprehension
-        if not hasattr(node, "lineno") or isinstance(node, DictCompStore) or node is innermost:
+    def renamed(node):
+        return renamer.visit(copy.deepcopy(node))
+    innermost = innermost_of(name, *[renamed(r) for r in results])
+    body = [innermost]
+    for i, g in reversed(list(enumerate(e.generators))):
+        for cond in reversed(g.ifs):
+            body = [ast.If(test=renamed(cond), body=body, orelse=[])]
+        body = [ast.For(target=renamed(g.target), iter=g.iter if i == 0 else renamed(g.iter), body=body, orelse=[],
+                        type_comment=None)]
+    for node in ast.walk(body[0]):   # synthetic nodes point at the comprehension
+        if not hasattr(node, "lineno") or node is innermost:
             ast.copy_location(node, e)
-    st.stmt(loop)
+    st.stmt(body[0])
     result = st.env.pop(name)
     result.meta.pop("comprehension", None)
     return result
