@@ -99,38 +99,37 @@ class UnsupportedNodeError(NotSupportedError):
 
 
 # ast class -> (what torch's "... aren't supported" calls it, the keyword torch puts the carets
-# under, what to do instead)
+# under -- under the first character when there is none --, what to do instead)
 _UNSUPPORTED = {
     "Try": ("try blocks", "try", "raise exceptions with `raise`; handling them needs eager Python"),
-    "TryStar": ("try blocks", None, None),
+    "TryStar": ("TryStar", None, None),
     "Lambda": ("Lambda", None, "use a named function defined at module level"),
     "Global": ("global variables", "global", "read module-level constants directly; they become constants"),
     "Nonlocal": ("nonlocal variables", "nonlocal", None),
     "Yield": ("Yield", None, None), "YieldFrom": ("Yield from", None, None), "Await": ("Await", None, None),
     "FunctionDef": ("function definitions", "def",
                     "define helper functions at module level; script compiles them when called"),
-    "AsyncFunctionDef": ("async function definitions", None, None),
+    "AsyncFunctionDef": ("async function definitions", "async def", None),
     "ClassDef": ("class definitions", "class", None),
     "With": ("with statements", "with", "script supports `with ember.no_grad()`, `ember.enable_grad()` and "
              "`ember.set_grad_enabled(flag)`; move other context managers outside the scripted function"),
-    "AsyncWith": ("async with statements", None, None),
+    "AsyncWith": ("async with statements", "async with", None),
+    "AsyncFor": ("async for loops", "async for", None),
     "Set": ("Set", None, "use a List or Dict"), "SetComp": ("Set comprehensions", None, "use a list comprehension"),
     "Starred": ("Starred expressions", None, "pass the elements explicitly"),
     "Import": ("import statements", "import", None), "ImportFrom": ("import statements", "from", None),
-    "Delete": ("del statements", "del", None), "Match": ("match statements", None, None),
-    "AsyncFor": ("async for loops", None, None), "NamedExpr": ("assignment expressions", None, None),
+    "Delete": ("del statements", "del", None), "Match": ("Match", None, None),
+    "NamedExpr": ("assignment expressions", None, None),
 }
 
 
 def keyword_span(s):
     """Where torch puts the carets for an unsupported statement: under its keyword (``try``,
-    ``global``, ``def``), else under the whole statement."""
+    ``global``, ``def``), else under its first character."""
     keyword = _UNSUPPORTED.get(type(s).__name__, (None, None))[1]
-    if keyword is None:
-        return s
 
     class _Span:
         lineno = end_lineno = s.lineno
         col_offset = s.col_offset
-        end_col_offset = s.col_offset + len(keyword)
+        end_col_offset = s.col_offset + (len(keyword) if keyword else 1)
     return _Span()
