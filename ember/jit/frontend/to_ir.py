@@ -6,8 +6,9 @@ The source is read with inspect, dedented and parsed (file name and line numbers
 ``meta["loc"]`` and error messages). exits.py first rewrites return/break/continue into flags
 (TorchScript's exit transform). Then each statement and expression is compiled by the plain
 function the tables below name for its ast class, ``handler(st, node)``, where ``st`` is the
-function's FunctionState (state.py: variables, the block being filled, the function). The whole
-language script accepts is these two tables; anything else is a NotSupportedError.
+function's FunctionState (state.py: variables, the block being filled, the function), as
+ember/_dynamo runs one handler per opcode. Every construct script accepts has a row here; any
+other is a NotSupportedError naming it.
 
 Choices where the spec left room: a Tensor ``x += y`` is ``x.add_(y)`` (in place, as eager) and
 rebinds x to its result; unannotated empty ``[]``/``{}`` are List[Tensor]/Dict[str, Tensor]; the
