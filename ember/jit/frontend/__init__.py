@@ -1,8 +1,10 @@
 """The script frontend: Python source -> typed SSA graph (to_ir.compile_function).
 
-Files: errors.py (compile errors with source carets), exits.py (return/break/continue -> flags),
-to_ir.py (statements, if), loops.py (for/while), exprs.py (expressions, conditions), calls.py
-(calls), builtins.py (what is callable and the result-type rules).
+Files: to_ir.py (entry and the statement/expression handler tables), state.py (what every handler
+gets: FunctionState), statements.py, loops.py, withs.py, exprs.py, operators.py (and conditions),
+calls.py, comprehensions.py (the handlers), exits.py (return/break/continue -> flags), builtins.py
+(what is callable and the result-type rules), errors.py (compile errors with source carets),
+modules.py / module_method.py / module_builtins.py (scripting nn.Modules).
 """
 from .errors import FrontendError, NotSupportedError, UnsupportedNodeError  # noqa: F401
 

@@ -14,6 +14,7 @@ The frontend asks three questions here:
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import types
@@ -236,7 +237,7 @@ _STR_BOOL = {"startswith", "endswith", "isdigit", "isalpha", "isalnum", "isspace
              "isnumeric", "isdecimal", "istitle", "isidentifier"}
 
 
-def str_method_type(name: str, arg_types: list) -> ScriptType | None:
+def str_method_type(name: str, str_type: StrType, arg_types: list) -> ScriptType | None:
     """Result type of a str method."""
     if name in _STR_BOOL:
         return BOOL
@@ -248,6 +249,9 @@ def str_method_type(name: str, arg_types: list) -> ScriptType | None:
                 "title", "swapcase", "zfill", "center", "ljust", "rjust", "casefold"):
         return STR
     return None
+
+
+METHOD_TYPES = {ListType: list_method_type, DictType: dict_method_type, StrType: str_method_type}
 
 
 # --------------------------------------------------------------------------------------------
@@ -268,6 +272,52 @@ def math_result_type(name: str) -> ScriptType:
 
 BUILTIN_FUNCTIONS = {len, int, float, bool, str, min, max, abs, round, print, isinstance, list, getattr,
                      hasattr, range, zip, enumerate, divmod, sum, any, all, tuple, ord, chr, hash, id, sorted}
+
+
+_SIZED = (ListType, TupleType, StrType, DictType, TensorType)
+_CONVERSIONS = {int: INT, float: FLOAT, bool: BOOL, str: STR}
+
+
+def builtin_result_type(fn, types: list) -> ScriptType | None:
+    """Result type of a builtin called on values of `types` (``len``, ``int``, ``min``, ``list``...):
+    ValueError with the message when script rejects these arguments, None when script has no such
+    use of the builtin."""
+    n, first = len(types), (types[0] if types else None)
+    if fn is len:
+        if n != 1 or not isinstance(first, _SIZED):
+            raise ValueError(f"len() is not defined for '{py_type_str(first) if types else ''}'")
+        return INT
+    if fn in _CONVERSIONS:
+        if n != 1:
+            raise ValueError(f"{fn.__name__}() takes one argument in script")
+        if fn is not str and not isinstance(first, (TensorType, StrType)) and not _is_num(first):
+            raise ValueError(f"{fn.__name__}() is not defined for '{py_type_str(first)}'")
+        return _CONVERSIONS[fn]
+    if fn in (min, max):
+        if n == 1 and isinstance(first, ListType):
+            return first.elem
+        if n >= 2 and all(_is_num(t) for t in types):
+            return functools.reduce(lambda a, b: binary_type(operator.add, a, b), types)
+        raise ValueError(f"{fn.__name__}() in script takes numbers or one list")
+    if fn is abs:
+        if not (n == 1 and (isinstance(first, TensorType) or _is_num(first))):
+            raise ValueError("abs() takes one number or Tensor in script")
+        return INT if isinstance(first, BoolType) else first
+    if fn is list:
+        if n != 1 or not isinstance(first, (ListType, StrType, DictType)):
+            raise ValueError("list() in script copies a list, a str or a dict's keys")
+        return first if isinstance(first, ListType) else ListType(STR if isinstance(first, StrType) else first.key)
+    one_list = n == 1 and isinstance(first, ListType)
+    if fn is sorted and one_list:
+        return first
+    if fn is sum and one_list:
+        return first.elem
+    if fn in (any, all) and one_list:
+        return BOOL
+    if fn is divmod and n == 2 and all(_is_num(t) for t in types):
+        t = binary_type(operator.floordiv, *types)
+        return TupleType((t, t))
+    return {round: INT if n == 1 else FLOAT, ord: INT, chr: STR}.get(fn)
 
 
 def classify(obj) -> str:
@@ -316,5 +366,3 @@ def ember_function_name(obj) -> str:
     from ember.fx.node import _public_name_table
     return _public_name_table()[id(obj)][0]
 
-
-_ = builtins  # builtins is referenced by name in messages

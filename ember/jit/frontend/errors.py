@@ -91,31 +91,45 @@ class NotSupportedError(FrontendError):
 class UnsupportedNodeError(NotSupportedError):
     """A statement or expression kind script has no translation for (``try``, ``lambda``...)."""
 
-    _NAMES = {"Try": "try blocks", "TryStar": "try blocks", "Lambda": "Lambda", "Global": "global variables",
-              "Nonlocal": "nonlocal variables", "Yield": "Yield", "YieldFrom": "Yield from",
-              "Await": "Await", "FunctionDef": "function definitions", "AsyncFunctionDef": "async function definitions",
-              "ClassDef": "class definitions", "With": "with statements", "AsyncWith": "async with statements",
-              "Set": "Set", "SetComp": "Set comprehensions", "DictComp": "Dict comprehensions",
-              "GeneratorExp": "Generator expressions", "Starred": "Starred expressions", "Import": "import statements",
-              "ImportFrom": "import statements", "Delete": "del statements", "Match": "match statements",
-              "AsyncFor": "async for loops", "NamedExpr": "assignment expressions"}
-
     def __init__(self, ctx, node, offending=None):
         kind = type(node).__name__
-        name = self._NAMES.get(kind, kind)
+        name, _, hint = _UNSUPPORTED.get(kind, (kind, None, None))
         super().__init__(ctx, offending if offending is not None else node,
-                         f"{name} aren't supported" + self._hint(kind))
+                         f"{name} aren't supported" + (f" ({hint})" if hint else ""))
 
-    @staticmethod
-    def _hint(kind: str) -> str:
-        hints = {"Lambda": " (use a named function defined at module level)",
-                 "FunctionDef": " (define helper functions at module level; script compiles them when called)",
-                 "With": " (script supports `with ember.no_grad()`, `ember.enable_grad()` and "
-                         "`ember.set_grad_enabled(flag)`; move other context managers outside the scripted function)",
-                 "Try": " (raise exceptions with `raise`; handling them needs eager Python)",
-                 "Global": " (read module-level constants directly; they become constants)",
-                 "Set": " (use a List or Dict)", "SetComp": " (use a list comprehension)",
-                 "DictComp": " (build the Dict in a for loop)",
-                 "GeneratorExp": " (use a list comprehension)",
-                 "Starred": " (pass the elements explicitly)"}
-        return hints.get(kind, "")
+
+# ast class -> (what torch's "... aren't supported" calls it, the keyword torch puts the carets
+# under -- under the first character when there is none --, what to do instead)
+_UNSUPPORTED = {
+    "Try": ("try blocks", "try", "raise exceptions with `raise`; handling them needs eager Python"),
+    "TryStar": ("TryStar", None, None),
+    "Lambda": ("Lambda", None, "use a named function defined at module level"),
+    "Global": ("global variables", "global", "read module-level constants directly; they become constants"),
+    "Nonlocal": ("nonlocal variables", "nonlocal", None),
+    "Yield": ("Yield", None, None), "YieldFrom": ("Yield from", None, None), "Await": ("Await", None, None),
+    "FunctionDef": ("function definitions", "def",
+                    "define helper functions at module level; script compiles them when called"),
+    "AsyncFunctionDef": ("async function definitions", "async def", None),
+    "ClassDef": ("class definitions", "class", None),
+    "With": ("with statements", "with", "script supports `with ember.no_grad()`, `ember.enable_grad()` and "
+             "`ember.set_grad_enabled(flag)`; move other context managers outside the scripted function"),
+    "AsyncWith": ("async with statements", "async with", None),
+    "AsyncFor": ("async for loops", "async for", None),
+    "Set": ("Set", None, "use a List or Dict"), "SetComp": ("Set comprehensions", None, "use a list comprehension"),
+    "Starred": ("Starred expressions", None, "pass the elements explicitly"),
+    "Import": ("import statements", "import", None), "ImportFrom": ("import statements", "from", None),
+    "Delete": ("del statements", "del", None), "Match": ("Match", None, None),
+    "NamedExpr": ("assignment expressions", None, None),
+}
+
+
+def keyword_span(s):
+    """Where torch puts the carets for an unsupported statement: under its keyword (``try``,
+    ``global``, ``def``), else under its first character."""
+    keyword = _UNSUPPORTED.get(type(s).__name__, (None, None))[1]
+
+    class _Span:
+        lineno = end_lineno = s.lineno
+        col_offset = s.col_offset
+        end_col_offset = s.col_offset + (len(keyword) if keyword else 1)
+    return _Span()

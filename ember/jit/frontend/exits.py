@@ -63,11 +63,7 @@ def _name(id_: str, src, store: bool = False) -> ast.Name:
 
 
 def _assign(id_: str, value: ast.expr, src) -> ast.Assign:
-    node = ast.Assign(targets=[_name(id_, src, True)], value=value)
-    ast.copy_location(node, src)
-    node.end_lineno, node.end_col_offset = getattr(src, "end_lineno", None), getattr(src, "end_col_offset", None)
-    node._synthetic = True
-    return node
+    return ast.copy_location(ast.Assign(targets=[_name(id_, src, True)], value=value), src)
 
 
 def _const(value, src) -> ast.Constant:
@@ -77,10 +73,8 @@ def _const(value, src) -> ast.Constant:
 def _guard(flags: list, body: list, src) -> ast.If:
     tests = [_name(f, src) for f in flags]
     test = tests[0] if len(tests) == 1 else ast.copy_location(ast.BoolOp(op=ast.Or(), values=tests), src)
-    node = ast.If(test=ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), src), body=body, orelse=[])
-    ast.copy_location(node, src)
-    node._synthetic = True
-    return node
+    return ast.copy_location(ast.If(test=ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), src),
+                                    body=body, orelse=[]), src)
 
 
 class _Loop:
@@ -97,98 +91,61 @@ class ExitLowering:
     def function(self, body: list, fn_node) -> list:
         """The lowered body: flags initialised, every return an assignment, ends in ``return $retval``."""
         if not always_exits(body):
-            end = ast.Return(value=None)
-            last = body[-1] if body else fn_node
-            ast.copy_location(end, last)
-            end._implicit = True
-            body = body + [end]
+            body = body + [ast.copy_location(ast.Return(value=None), body[-1] if body else fn_node)]
         out = [_assign(RET, _const(False, fn_node), fn_node),
                _assign(RETVAL, _name(UNINIT, fn_node), fn_node)]
         out += self.block(body, None)
-        final = ast.Return(value=_name(RETVAL, fn_node))
-        ast.copy_location(final, fn_node)
-        return out + [final]
+        return out + [ast.copy_location(ast.Return(value=_name(RETVAL, fn_node)), fn_node)]
 
     def block(self, stmts: list, loop) -> list:
         out: list = []
         stmts = list(stmts)
         i = 0
         while i < len(stmts):
-            s = stmts[i]
-            rest = stmts[i + 1:]
+            s, rest = stmts[i], stmts[i + 1:]
             if isinstance(s, ast.Return):
-                value = s.value if s.value is not None else _const(None, s)
-                a = _assign(RETVAL, value, s)
+                a = _assign(RETVAL, s.value if s.value is not None else _const(None, s), s)
                 a._return_of = s
-                out += [a, _assign(RET, _const(True, s), s)]
-                return out
-            if isinstance(s, ast.Break):
-                out.append(_assign(loop.brk, _const(True, s), s))
-                return out
-            if isinstance(s, ast.Continue):
-                out.append(_assign(loop.cont, _const(True, s), s))
-                return out
+                return out + [a, _assign(RET, _const(True, s), s)]
+            if isinstance(s, (ast.Break, ast.Continue)):
+                return out + [_assign(loop.brk if isinstance(s, ast.Break) else loop.cont, _const(True, s), s)]
             if isinstance(s, ast.Raise):
-                out.append(s)
+                return out + [s]
+            if isinstance(s, ast.If) and rest and always_exits(s.body) != always_exits(s.orelse):
+                # move the rest of the block into the branch that falls through
+                then_exits = always_exits(s.body)
+                stmts[i] = ast.copy_location(ast.If(test=s.test, body=s.body + ([] if then_exits else rest),
+                                                    orelse=s.orelse + (rest if then_exits else [])), s)
+                del stmts[i + 1:]
+                continue
+            out += self._lowered(s, loop)
+            if always_exits([s]) or self._guard_rest(out, s, rest, loop):
                 return out
-            if isinstance(s, ast.If):
-                then_exits, else_exits = always_exits(s.body), always_exits(s.orelse)
-                if rest and then_exits != else_exits:
-                    # move the rest of the block into the branch that falls through
-                    new = ast.If(test=s.test, body=s.body + ([] if then_exits else rest),
-                                 orelse=s.orelse + (rest if then_exits else []))
-                    ast.copy_location(new, s)
-                    new.end_lineno, new.end_col_offset = s.end_lineno, s.end_col_offset
-                    new._synthetic = getattr(s, "_synthetic", False)
-                    stmts[i] = new
-                    del stmts[i + 1:]
-                    continue
-                new = ast.If(test=s.test, body=self.block(s.body, loop), orelse=self.block(s.orelse, loop))
-                ast.copy_location(new, s)
-                new.end_lineno, new.end_col_offset = s.end_lineno, s.end_col_offset
-                new._synthetic = getattr(s, "_synthetic", False)
-                out.append(new)
-                if then_exits and else_exits:
-                    return out
-                if self._guard_rest(out, s, rest, loop):
-                    return out
-                i += 1
-                continue
-            if isinstance(s, ast.With):   # grad-mode blocks: the body is lowered in place
-                new = ast.With(items=s.items, body=self.block(s.body, loop), type_comment=None)
-                ast.copy_location(new, s)
-                new.end_lineno, new.end_col_offset = s.end_lineno, s.end_col_offset
-                out.append(new)
-                if always_exits(s.body):
-                    return out
-                if self._guard_rest(out, s, rest, loop):
-                    return out
-                i += 1
-                continue
-            if isinstance(s, (ast.For, ast.While)):
-                kinds = _exit_kinds(s.body)
-                if kinds:
-                    self.count += 1
-                    ctx = _Loop(f"$brk{self.count}" if "break" in kinds else None,
-                                f"$cont{self.count}" if "continue" in kinds else None)
-                    body = ([_assign(ctx.cont, _const(False, s), s)] if ctx.cont else []) + self.block(s.body, ctx)
-                    new = ast.For(target=s.target, iter=s.iter, body=body, orelse=s.orelse, type_comment=None) \
-                        if isinstance(s, ast.For) else ast.While(test=s.test, body=body, orelse=s.orelse)
-                    ast.copy_location(new, s)
-                    new.end_lineno, new.end_col_offset = s.end_lineno, s.end_col_offset
-                    new._exit_flags = [f for f in (ctx.brk, RET if "return" in kinds else None) if f]
-                    if ctx.brk:
-                        out.append(_assign(ctx.brk, _const(False, s), s))
-                    out.append(new)
-                    if "return" in kinds and rest:
-                        out.append(_guard([RET], self.block(rest, loop), rest[0]))
-                        return out
-                    i += 1
-                    continue
-                s.body = self.block(s.body, _Loop(None, None))   # lower loops nested inside
-            out.append(s)
             i += 1
         return out
+
+    def _lowered(self, s, loop) -> list:
+        """The statements that replace `s`: its nested bodies lowered; a loop with exits gets its flags."""
+        if isinstance(s, ast.If):
+            return [ast.copy_location(ast.If(test=s.test, body=self.block(s.body, loop),
+                                             orelse=self.block(s.orelse, loop)), s)]
+        if isinstance(s, ast.With):   # grad-mode blocks: the body is lowered in place
+            return [ast.copy_location(ast.With(items=s.items, body=self.block(s.body, loop), type_comment=None), s)]
+        if not isinstance(s, (ast.For, ast.While)):
+            return [s]
+        kinds = _exit_kinds(s.body)
+        if not kinds:
+            s.body = self.block(s.body, _Loop(None, None))   # lower loops nested inside
+            return [s]
+        self.count += 1
+        ctx = _Loop(f"$brk{self.count}" if "break" in kinds else None,
+                    f"$cont{self.count}" if "continue" in kinds else None)
+        body = ([_assign(ctx.cont, _const(False, s), s)] if ctx.cont else []) + self.block(s.body, ctx)
+        new = ast.For(target=s.target, iter=s.iter, body=body, orelse=s.orelse, type_comment=None) \
+            if isinstance(s, ast.For) else ast.While(test=s.test, body=body, orelse=s.orelse)
+        ast.copy_location(new, s)
+        new._exit_flags = [f for f in (ctx.brk, RET if "return" in kinds else None) if f]
+        return ([_assign(ctx.brk, _const(False, s), s)] if ctx.brk else []) + [new]
 
     def _guard_rest(self, out: list, s, rest: list, loop) -> bool:
         """Append the statements after `s`, guarded by the exit flags `s` may set; True when it

@@ -1,12 +1,14 @@
 """Loops: ``for`` over range/lists/tensors/str/dict keys/zip/enumerate as prim::Loop, ``while`` as
-prim::Loop with a huge trip count, and ``for`` over tuples and ModuleLists by unrolling the body
-(mixed into the FunctionCompiler of to_ir.py).
+prim::Loop with a huge trip count, and ``for`` over tuples and ModuleLists by unrolling the body.
 
 prim::Loop: args (max_trip_count, start_cond, *carried); body block params (i, *carried) returning
 (cond_next, *carried). The carried variables are those the body assigns that exist before the
-loop; exits.py's flags (``_exit_flags``) are folded into cond_next. ``range(a, b, s)``'s trip
-count is computed in the graph (``(b - a + s - sign(s)) // s``; a negative count runs no trips).
-zip/enumerate over tuples or ModuleLists unroll too (all arguments must then unroll).
+loop; variables first assigned inside the body stay local to it. When the body changes a carried
+variable's type (a return value first assigned in the loop), the loop is emitted again with the
+unified types. exits.py's flags (``_exit_flags``) are folded into cond_next. ``range(a, b, s)``'s
+trip count is computed in the graph (``(b - a + s - sign(s)) // s``; a negative count runs no
+trips). Tuples and ModuleLists are iterated by unrolling the body (their elements may differ in
+type); zip/enumerate over them unroll too (all arguments must then unroll).
 """
 from __future__ import annotations
 
@@ -16,18 +18,21 @@ import operator
 
 from ember.fx.node import Node
 from ember.jit.ir import add_block, block_params, call, prim, set_block_returns, unpack_outputs
-from ember.jit.ir.types import DictType, IntType, ListType, StrType, TensorType, TupleType
+from ember.jit.ir.types import DictType, IntType, ListType, NoneType, OptionalType, StrType, TensorType, \
+    TupleType
 
 from . import builtins as rules
-from .builtins import BottomType
 from .errors import NotSupportedError
-from .exprs import ModuleListValue, ModuleValue, PyObj, Unrolled, is_constant
+from .exprs import modulelist_item
+from .operators import close_if, emit_cond, emit_if, to_bool
+from .state import ModuleListValue, ModuleValue, PyObj, Unrolled, is_constant
+from .statements import assign
 
 MAX_TRIPS = 2 ** 63 - 1
 
 
-class _BindValue(ast.stmt):
-    """Synthetic statement: assign an already-emitted value to a target (unrolled loops)."""
+class BindValue(ast.stmt):
+    """Synthetic statement: assign the already-emitted ``bound_value`` to a target (unrolled loops)."""
     _fields = ("target",)
 
 
@@ -52,10 +57,8 @@ def _flag_test(flags: list, src, extra=None):
         ast.Name(id=f, ctx=ast.Load()), src)), src) for f in flags]
     if extra is not None:
         tests.append(extra)
-    if not tests:
-        return None
-    if len(tests) == 1:
-        return tests[0]
+    if len(tests) <= 1:
+        return tests[0] if tests else None
     return ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), src)
 
 
@@ -92,246 +95,226 @@ def _size_change(stmts: list, names: list):
     return None
 
 
-class LoopMixin:
-    """Loop statements (see module docstring)."""
+# -- statements ----------------------------------------------------------------------------------
+def compile_bind_value(st, s):
+    assign(st, s.target, s.bound_value, s)
 
-    def stmt__BindValue(self, s):
-        self.assign(s.target, s.bound_value, s)
 
-    def stmt_Break(self, s):
-        raise NotSupportedError(self.ctx, s, "break is only supported inside loops")
+def compile_break(st, s):   # break / continue inside a loop became flags (exits.py)
+    raise NotSupportedError(st.ctx, s, "break is only supported inside loops")
 
-    stmt_Continue = stmt_Break
 
-    def stmt_For(self, s):
-        if s.orelse:
-            raise NotSupportedError(self.ctx, s, "for-else loops aren't supported")
-        it = self.iterable(s.iter)
-        flags = getattr(s, "_exit_flags", [])
-        mutable = [n for n in _iterated_names(s.iter)
-                   if isinstance(self.env.get(n), Node) and isinstance(self.env[n].type, (ListType, DictType))]
-        changed = None if isinstance(it, list) else _size_change(s.body, mutable)
-        if changed is not None:
-            # Python re-reads the length each step (or raises for dicts); script reads it once, so
-            # such a loop would silently run a different number of times
-            raise self.error(changed[0], f"changing the size of '{changed[1]}' while iterating over it is not "
-                                         f"supported in script")
-        if isinstance(it, list):
-            return self.unroll(s, it, flags)
-        test = _flag_test(flags, s)
-        start = self.const(True, s)
+def compile_for(st, s):
+    if s.orelse:
+        raise NotSupportedError(st.ctx, s, "for-else loops aren't supported")
+    it = iterable(st, s.iter)
+    flags = getattr(s, "_exit_flags", [])
+    mutable = [n for n in _iterated_names(s.iter)
+               if isinstance(st.env.get(n), Node) and isinstance(st.env[n].type, (ListType, DictType))]
+    changed = None if isinstance(it, list) else _size_change(s.body, mutable)
+    if changed is not None:
+        # Python re-reads the length each step (or raises for dicts); script reads it once, so
+        # such a loop would silently run a different number of times
+        raise st.error(changed[0], f"changing the size of '{changed[1]}' while iterating over it is not "
+                                   f"supported in script")
+    if isinstance(it, list):
+        return _unroll(st, s, it, flags)
 
-        def body(i):
-            self.assign(s.target, it.item(i), s)
-            return self.emit_block(s.body)
-        return self.emit_loop(s, it.length, start, body, test)
+    def body(i):
+        assign(st, s.target, it.item(i), s)
+        return st.block(s.body)
+    return _emit_loop(st, s, it.length, st.const(True, s), body, _flag_test(flags, s))
 
-    def stmt_While(self, s):
-        if s.orelse:
-            raise NotSupportedError(self.ctx, s, "while-else loops aren't supported")
-        flags = getattr(s, "_exit_flags", [])
-        test = _flag_test(flags, s, s.test)
-        start = self.to_bool(self.emit_cond(test)[0], s.test)
-        trips = self.const(MAX_TRIPS, s)
-        return self.emit_loop(s, trips, start, lambda i: self.emit_block(s.body), test)
 
-    # -- iterables -------------------------------------------------------------------------------
-    def iterable(self, e):
-        """An _Indexed for loops, or a list of element values to unroll over."""
-        if isinstance(e, ast.Call):
-            func = self.emit_expr(e.func)
-            if isinstance(func, PyObj) and func.obj in (range, zip, enumerate):
-                return getattr(self, "iter_" + func.obj.__name__)(e)
-        v = self.emit_expr(e)
-        if isinstance(v, Unrolled):
-            return list(v.values)
-        if isinstance(v, ModuleListValue) or isinstance(v, ModuleValue) and v.items is not None:
-            return [self.modulelist_item(v, k, e) for k in range(len(v.items))]
-        v = self.to_value(v, e)
+def compile_while(st, s):
+    if s.orelse:
+        raise NotSupportedError(st.ctx, s, "while-else loops aren't supported")
+    test = _flag_test(getattr(s, "_exit_flags", []), s, s.test)
+    start = to_bool(st, emit_cond(st, test)[0], s.test)
+    return _emit_loop(st, s, st.const(MAX_TRIPS, s), start, lambda i: st.block(s.body), test)
+
+
+# -- iterables -----------------------------------------------------------------------------------
+def iterable(st, e):
+    """An _Indexed for loops, or a list of element values to unroll over."""
+    if isinstance(e, ast.Call):
+        func = st.expr(e.func)
+        if isinstance(func, PyObj) and func.obj in _ITERATORS:
+            return _ITERATORS[func.obj](st, e)
+    v = st.expr(e)
+    if isinstance(v, Unrolled):
+        return list(v.values)
+    if isinstance(v, ModuleListValue) or isinstance(v, ModuleValue) and v.items is not None:
+        return [modulelist_item(st, v, k, e) for k in range(len(v.items))]
+    v = st.to_value(v, e)
+    t = v.type
+    if isinstance(t, TupleType):
+        return [st.emit(operator.getitem, (v, st.const(k, e)), e, et) for k, et in enumerate(t.elems)]
+    if isinstance(t, DictType):
+        v = st.emit(builtins.list, (v,), e, ListType(t.key))
         t = v.type
-        if isinstance(t, TupleType):
-            return [self.emit(operator.getitem, (v, self.const(k, e)), e, et) for k, et in enumerate(t.elems)]
-        if isinstance(t, DictType):
-            v = self.emit(builtins.list, (v,), e, ListType(t.key))
-            t = v.type
-        if isinstance(t, (ListType, StrType)):
-            elem = t.elem if isinstance(t, ListType) else rules.STR
-            return _Indexed(self.emit(builtins.len, (v,), e, rules.INT),
-                            lambda i: self.emit(operator.getitem, (v, i), e, elem))
-        if isinstance(t, TensorType):   # a 0-d tensor: eager's TypeError, not size(0)'s IndexError
-            no_dims = self.emit(operator.eq, (self.emit("dim", (v,), e, rules.INT), self.const(0, e)), e, rules.BOOL)
-            self._raise_if(no_dims, "TypeError", "iteration over a 0-d tensor", e)
-            return _Indexed(self.emit("size", (v, self.const(0, e)), e, rules.INT),
-                            lambda i: self.emit(operator.getitem, (v, i), e, rules.T_))
-        raise self.error(e, f"'{rules.py_type_str(t)}' object is not iterable in script (script iterates over "
-                            f"range, lists, tuples, tensors, str, dict keys, zip and enumerate)")
+    if isinstance(t, (ListType, StrType)):
+        elem = t.elem if isinstance(t, ListType) else rules.STR
+        return _Indexed(st.emit(builtins.len, (v,), e, rules.INT),
+                        lambda i: st.emit(operator.getitem, (v, i), e, elem))
+    if isinstance(t, TensorType):   # a 0-d tensor: eager's TypeError, not size(0)'s IndexError
+        no_dims = st.emit(operator.eq, (st.emit("dim", (v,), e, rules.INT), st.const(0, e)), e, rules.BOOL)
+        _raise_if(st, no_dims, "TypeError", "iteration over a 0-d tensor", e)
+        return _Indexed(st.emit("size", (v, st.const(0, e)), e, rules.INT),
+                        lambda i: st.emit(operator.getitem, (v, i), e, rules.T_))
+    raise st.error(e, f"'{rules.py_type_str(t)}' object is not iterable in script (script iterates over "
+                      f"range, lists, tuples, tensors, str, dict keys, zip and enumerate)")
 
-    def iter_range(self, e):
-        args = [self.value(a) for a in e.args]
-        if not 1 <= len(args) <= 3 or e.keywords:
-            raise self.error(e, "range expected 1 to 3 arguments")
-        for a, node in zip(args, e.args):
-            if not isinstance(a.type, IntType):
-                raise self.error(node, f"range() arguments must be int, got '{rules.py_type_str(a.type)}'")
-        if len(args) == 1:
-            return _Indexed(args[0], lambda i: i)
-        start, stop = args[0], args[1]
-        step = args[2] if len(args) == 3 else None
-        span = self.emit(operator.sub, (stop, start), e, rules.INT)
-        if step is None:
-            return _Indexed(span, lambda i: self.emit(operator.add, (start, i), e, rules.INT))
-        if is_constant(step):
-            k = step.args[0]
-            if k == 0:
-                raise self.error(e.args[2], "range() arg 3 must not be zero")
-            adj = self.emit(operator.add, (span, self.const(k - 1 if k > 0 else k + 1, e)), e, rules.INT)
-        else:   # trips = (span + step - sign(step)) // step, sign computed in the graph
-            self._check_step_nonzero(step, e)
-            positive = self.emit(operator.gt, (step, self.const(0, e)), e, rules.BOOL)
-            sign = self.emit(operator.sub, (self.emit(operator.mul, (positive, self.const(2, e)), e, rules.INT),
-                                            self.const(1, e)), e, rules.INT)
-            adj = self.emit(operator.sub, (self.emit(operator.add, (span, step), e, rules.INT), sign), e, rules.INT)
-        length = self.emit(operator.floordiv, (adj, step), e, rules.INT)
-        return _Indexed(length, lambda i: self.emit(operator.add, (start, self.emit(
-            operator.mul, (i, step), e, rules.INT)), e, rules.INT))
 
-    def _check_step_nonzero(self, step, e):
-        """A run-time step of 0 raises ValueError like Python's range (not the trip count's
-        ZeroDivisionError)."""
-        zero = self.emit(operator.eq, (step, self.const(0, e)), e, rules.BOOL)
-        self._raise_if(zero, "ValueError", "range() arg 3 must not be zero", e)
+def _iter_range(st, e):
+    args = [st.value(a) for a in e.args]
+    if not 1 <= len(args) <= 3 or e.keywords:
+        raise st.error(e, "range expected 1 to 3 arguments")
+    for a, node in zip(args, e.args):
+        if not isinstance(a.type, IntType):
+            raise st.error(node, f"range() arguments must be int, got '{rules.py_type_str(a.type)}'")
+    if len(args) == 1:
+        return _Indexed(args[0], lambda i: i)
 
-    def _raise_if(self, cond, cls: str, message: str, e):
-        """Emit ``if cond: raise cls(message)``."""
-        node = call(self.graph, prim.If, (cond,), loc=self.loc(e))
-        then_b, else_b = add_block(node), add_block(node)
-        saved = self.graph
-        self.graph = then_b
-        self.emit(prim.RaiseException, (self.const(message, e), cls), e, rules.NONE)
-        self.graph = saved
-        set_block_returns(then_b, [])
-        set_block_returns(else_b, [])
-        unpack_outputs(node, [])
+    def int_op(op, a, b):
+        return st.emit(op, (a, b), e, rules.INT)
+    start, stop = args[0], args[1]
+    step = args[2] if len(args) == 3 else None
+    span = int_op(operator.sub, stop, start)
+    if step is None:
+        return _Indexed(span, lambda i: int_op(operator.add, start, i))
+    if is_constant(step):
+        k = step.args[0]
+        if k == 0:
+            raise st.error(e.args[2], "range() arg 3 must not be zero")
+        adj = int_op(operator.add, span, st.const(k - 1 if k > 0 else k + 1, e))
+    else:   # trips = (span + step - sign(step)) // step, sign computed in the graph
+        # a run-time step of 0 raises ValueError like Python's range (not the trip count's ZeroDivisionError)
+        zero = st.emit(operator.eq, (step, st.const(0, e)), e, rules.BOOL)
+        _raise_if(st, zero, "ValueError", "range() arg 3 must not be zero", e)
+        positive = st.emit(operator.gt, (step, st.const(0, e)), e, rules.BOOL)
+        sign = int_op(operator.sub, int_op(operator.mul, positive, st.const(2, e)), st.const(1, e))
+        adj = int_op(operator.sub, int_op(operator.add, span, step), sign)
+    return _Indexed(int_op(operator.floordiv, adj, step),
+                    lambda i: int_op(operator.add, start, int_op(operator.mul, i, step)))
 
-    def _indexed(self, e, what):
-        it = self.iterable(e)
-        if isinstance(it, list):
-            raise self.error(e, f"{what} over tuples or ModuleLists is not supported in script")
-        return it
 
-    def iter_enumerate(self, e):
-        if not e.args or len(e.args) > 2:
-            raise self.error(e, "enumerate expected 1 or 2 arguments")
-        start_e = e.args[1] if len(e.args) > 1 else next((k.value for k in e.keywords if k.arg == "start"), None)
-        start = self.value(start_e) if start_e is not None else None
-        sub = self.iterable(e.args[0])
-        if isinstance(sub, list):   # tuples / ModuleLists: unrolled with constant indices
-            base = 0
-            if start is not None:
-                if not is_constant(start):
-                    raise self.error(start_e, "enumerate start must be a constant over tuples/ModuleLists")
-                base = start.args[0]
-            return [(self.const(base + k, e), v) for k, v in enumerate(sub)]
+def _raise_if(st, cond, cls: str, message: str, e):
+    """Emit ``if cond: raise cls(message)``."""
+    def raise_():
+        st.emit(prim.RaiseException, (st.const(message, e), cls), e, rules.NONE)
+    node, _, _ = emit_if(st, cond, e, (raise_, lambda: None))
+    close_if(node, [[], []], [])
 
-        def item(i):
-            idx = i if start is None else self.emit(operator.add, (i, start), e, rules.INT)
-            return (idx, sub.item(i))
-        return _Indexed(sub.length, item)
 
-    def iter_zip(self, e):
-        if not e.args:
-            raise self.error(e, "zip expected at least 1 argument")
-        subs = [self.iterable(a) for a in e.args]
-        if all(isinstance(s, list) for s in subs):
-            return [tuple(vals) for vals in zip(*subs)]
-        if any(isinstance(s, list) for s in subs):
-            raise self.error(e, "zip cannot mix tuples/ModuleLists with lists or ranges in script")
-        length = subs[0].length
-        if len(subs) > 1:
-            length = self.emit(builtins.min, tuple(s.length for s in subs), e, rules.INT)
-        return _Indexed(length, lambda i: tuple(s.item(i) for s in subs))
+def _iter_enumerate(st, e):
+    if not e.args or len(e.args) > 2:
+        raise st.error(e, "enumerate expected 1 or 2 arguments")
+    start_e = e.args[1] if len(e.args) > 1 else next((k.value for k in e.keywords if k.arg == "start"), None)
+    start = st.value(start_e) if start_e is not None else None
+    sub = iterable(st, e.args[0])
+    if isinstance(sub, list):   # tuples / ModuleLists: unrolled with constant indices
+        base = 0
+        if start is not None:
+            if not is_constant(start):
+                raise st.error(start_e, "enumerate start must be a constant over tuples/ModuleLists")
+            base = start.args[0]
+        return [(st.const(base + k, e), v) for k, v in enumerate(sub)]
 
-    # -- emission --------------------------------------------------------------------------------
-    def unroll(self, s, values: list, flags: list):
-        for k, v in enumerate(values):
-            bind = _BindValue(target=s.target)
-            bind.bound_value = v
-            ast.copy_location(bind, s)
-            body = [bind] + list(s.body)
-            if k > 0 and flags:
-                guard = ast.If(test=_flag_test(flags, s), body=body, orelse=[])
-                ast.copy_location(guard, s)
-                guard.end_lineno, guard.end_col_offset = s.end_lineno, s.end_col_offset
-                body = [guard]
-            if self.emit_block(body):
-                return True
-        return False
+    def item(i):
+        idx = i if start is None else st.emit(operator.add, (i, start), e, rules.INT)
+        return (idx, sub.item(i))
+    return _Indexed(sub.length, item)
 
-    def emit_loop(self, s, trips: Node, start: Node, body_fn, next_test):
-        stored = set(_stored_names(s.body)) | set(_stored_names([s.target]) if isinstance(s, ast.For) else ())
-        carried = [n for n in self.env if n in stored and isinstance(self.env[n], Node)]
-        inits = [self.env[n] for n in carried]
-        types = [v.type for v in inits]
-        parent, pre_env = self.graph, self.env
-        for _attempt in range(len(carried) + 2):
-            node = call(parent, prim.Loop, (trips, start, *inits), loc=self.loc(s))
-            block = add_block(node, [rules.INT, *types], ["i"] + [n.lstrip("$") for n in carried])
-            i_param, *params = block_params(block)
-            for p, n in zip(params, carried):
-                p.type = types[carried.index(n)]
-                if not n.startswith("$"):
-                    p.meta["jit_name"] = n
-            self.graph, self.env = block, dict(pre_env)
-            for n, p in zip(carried, params):
-                self.env[n] = p
-            try:
-                dead = body_fn(i_param)
-                if dead or next_test is None:
-                    cond_next = self.const(not dead, s)
-                else:
-                    cond_next = self.to_bool(self.emit_cond(next_test)[0], s)
-                results, new_types = [], []
-                for n, t in zip(carried, types):
-                    r = self.env.get(n)
-                    if not isinstance(r, Node):
-                        what = self.poison.get(n, (f"{n} is not defined at the end of the loop body", s))
-                        raise self.error(what[1], what[0])
-                    u = rules.unify(t, r.type)
-                    if u is None or (not isinstance(t, BottomType) and u != t and not _widens(t, u)):
-                        raise self.error(s, f"Variable '{n}' previously had type {rules.py_type_str(t)} but is "
-                                            f"now being assigned to a value of type {rules.py_type_str(r.type)}")
-                    results.append(r)
-                    new_types.append(u)
-                body_env = self.env
-                if new_types == types:
-                    for k, r in enumerate(results):
-                        if isinstance(r.type, BottomType) and not isinstance(types[k], BottomType):
-                            results[k] = self.emit(prim.Uninitialized, (), s, types[k])
-                    set_block_returns(block, [cond_next, *results])
-                    break
-            finally:
-                self.graph, self.env = parent, pre_env
-            parent.erase_node(node)
-            for k, (v, t) in enumerate(zip(inits, new_types)):
-                if v.type != t:
-                    if v.target is prim.Uninitialized or is_constant(v) and v.args[0] is None:
-                        inits[k] = self.emit(v.target, tuple(v.args), s, t)
-            types = new_types
-        else:
-            raise self.error(s, "could not infer the types of the loop's variables")
-        self.env = dict(pre_env)
-        outs = unpack_outputs(node, types)
-        for n, o in zip(carried, outs):
-            self.bind(n, o)
-        for n in body_env:
-            if n not in pre_env and not n.startswith("$"):
-                self.poison[n] = (f"{n} is defined only inside the loop body; assign it before the loop to use "
-                                  f"it after the loop", s)
-        return False
+
+def _iter_zip(st, e):
+    if not e.args:
+        raise st.error(e, "zip expected at least 1 argument")
+    subs = [iterable(st, a) for a in e.args]
+    if all(isinstance(s, list) for s in subs):
+        return [tuple(vals) for vals in zip(*subs)]
+    if any(isinstance(s, list) for s in subs):
+        raise st.error(e, "zip cannot mix tuples/ModuleLists with lists or ranges in script")
+    length = subs[0].length
+    if len(subs) > 1:
+        length = st.emit(builtins.min, tuple(s.length for s in subs), e, rules.INT)
+    return _Indexed(length, lambda i: tuple(s.item(i) for s in subs))
+
+
+_ITERATORS = {range: _iter_range, zip: _iter_zip, enumerate: _iter_enumerate}
+
+
+# -- emission ------------------------------------------------------------------------------------
+def _unroll(st, s, values: list, flags: list):
+    for k, v in enumerate(values):
+        bind = ast.copy_location(BindValue(target=s.target), s)
+        bind.bound_value = v
+        body = [bind] + list(s.body)
+        if k > 0 and flags:
+            body = [ast.copy_location(ast.If(test=_flag_test(flags, s), body=body, orelse=[]), s)]
+        if st.block(body):
+            return True
+    return False
+
+
+def _emit_loop(st, s, trips: Node, start: Node, body_fn, next_test):
+    stored = set(_stored_names(s.body)) | set(_stored_names([s.target]) if isinstance(s, ast.For) else ())
+    carried = [n for n in st.env if n in stored and isinstance(st.env[n], Node)]
+    inits = [st.env[n] for n in carried]
+    types = [v.type for v in inits]
+    parent, pre_env = st.graph, st.env
+    for _attempt in range(len(carried) + 2):
+        node = call(parent, prim.Loop, (trips, start, *inits), loc=st.loc(s))
+        block = add_block(node, [rules.INT, *types], ["i"] + [n.lstrip("$") for n in carried])
+        i_param, *params = block_params(block)
+        for p, n, t in zip(params, carried, types):
+            p.type = t
+            if not n.startswith("$"):
+                p.meta["jit_name"] = n
+        with st.inside(block, {**pre_env, **dict(zip(carried, params))}):
+            dead = body_fn(i_param)
+            if dead or next_test is None:
+                cond_next = st.const(not dead, s)
+            else:
+                cond_next = to_bool(st, emit_cond(st, next_test)[0], s)
+            results, new_types = [], []
+            for n, t in zip(carried, types):
+                r = st.env.get(n)
+                if not isinstance(r, Node):
+                    what = st.poison.get(n, (f"{n} is not defined at the end of the loop body", s))
+                    raise st.error(what[1], what[0])
+                u = rules.unify(t, r.type)
+                if u is None or (not isinstance(t, rules.BottomType) and u != t and not _widens(t, u)):
+                    raise st.error(s, f"Variable '{n}' previously had type {rules.py_type_str(t)} but is "
+                                      f"now being assigned to a value of type {rules.py_type_str(r.type)}")
+                results.append(r)
+                new_types.append(u)
+            body_env = st.env
+            if new_types == types:
+                for k, r in enumerate(results):
+                    if isinstance(r.type, rules.BottomType) and not isinstance(types[k], rules.BottomType):
+                        results[k] = st.emit(prim.Uninitialized, (), s, types[k])
+                set_block_returns(block, [cond_next, *results])
+                break
+        parent.erase_node(node)
+        for k, (v, t) in enumerate(zip(inits, new_types)):
+            if v.type != t:
+                if v.target is prim.Uninitialized or is_constant(v) and v.args[0] is None:
+                    inits[k] = st.emit(v.target, tuple(v.args), s, t)
+        types = new_types
+    else:
+        raise st.error(s, "could not infer the types of the loop's variables")
+    st.env = dict(pre_env)
+    for n, o in zip(carried, unpack_outputs(node, types)):
+        st.bind(n, o)
+    for n in body_env:
+        if n not in pre_env and not n.startswith("$"):
+            st.poison[n] = (f"{n} is defined only inside the loop body; assign it before the loop to use "
+                            f"it after the loop", s)
+    return False
 
 
 def _widens(old, new) -> bool:
     """None -> Optional[T] and Tensor-refinements are allowed to widen a loop variable's type."""
-    from ember.jit.ir.types import NoneType, OptionalType
     return isinstance(old, NoneType) and isinstance(new, OptionalType) or (
         isinstance(new, OptionalType) and old.is_subtype_of(new))

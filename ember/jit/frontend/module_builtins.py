@@ -4,8 +4,8 @@ Several ember.nn classes get their ``forward`` from a table (activations are bui
 dropout and pooling call ``type(self)._fn``, conv dispatches through a dict): perfectly good
 eager Python, but outside the script language. Rather than bend those files, this table gives
 each such class a plain forward written in the language (the same computation, reading the
-same attributes), which ``ember.jit.script`` compiles in place of the class's own forward.
-Sequential's forward iterates over ``self``: it is built directly as IR (``sequential_forward``).
+same attributes; mostly one expression), which ``ember.jit.script`` compiles in place of the
+class's own forward. Sequential's forward iterates over ``self``: it is built directly as IR (``sequential_forward``).
 Any class may also define ``__script_forward__(self, ...)``: script compiles it instead of forward.
 
 Lookups walk the class's MRO, so subclasses (``NonDynamicallyQuantizableLinear``) inherit an
@@ -13,143 +13,18 @@ entry unless they define their own forward.
 """
 from __future__ import annotations
 
+import functools
+
 import ember
+from ember.fx.graph_module import _exec_forward
 from ember.nn import functional as F
 from ember.nn.modules import activation as _act, container as _cont, conv as _conv, dropout as _drop
 from ember.nn.modules import flatten as _flat, linear as _lin, normalization as _norm, pooling as _pool
 from ember.nn.modules import sparse as _sparse
 
 
-def _identity(self, input):
-    return input
-
-
-def _linear(self, input):
-    return F.linear(input, self.weight, self.bias)
-
-
 def _bilinear(self, input1, input2):
     return F.bilinear(input1, input2, self.weight, self.bias)
-
-
-def _relu(self, input):
-    return F.relu(input, self.inplace)
-
-
-def _tanh(self, input):
-    return ember.tanh(input)
-
-
-def _sigmoid(self, input):
-    return ember.sigmoid(input)
-
-
-def _gelu(self, input):
-    return F.gelu(input, approximate=self.approximate)
-
-
-def _silu(self, input):
-    return F.silu(input, self.inplace)
-
-
-def _leaky_relu(self, input):
-    return F.leaky_relu(input, self.negative_slope, self.inplace)
-
-
-def _elu(self, input):
-    return F.elu(input, self.alpha, self.inplace)
-
-
-def _hardtanh(self, input):
-    return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
-
-
-def _softplus(self, input):
-    return F.softplus(input, self.beta, self.threshold)
-
-
-def _softmax(self, input):
-    return F.softmax(input, self.dim)
-
-
-def _log_softmax(self, input):
-    return F.log_softmax(input, self.dim)
-
-
-def _threshold(self, input):
-    return F.threshold(input, self.threshold, self.value, self.inplace)
-
-
-def _rrelu(self, input):
-    return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
-
-
-def _hardsigmoid(self, input):
-    return F.hardsigmoid(input, self.inplace)
-
-
-def _hardswish(self, input):
-    return F.hardswish(input, self.inplace)
-
-
-def _mish(self, input):
-    return F.mish(input, self.inplace)
-
-
-def _celu(self, input):
-    return F.celu(input, self.alpha, self.inplace)
-
-
-def _selu(self, input):
-    return F.selu(input, self.inplace)
-
-
-def _glu(self, input):
-    return F.glu(input, self.dim)
-
-
-def _hardshrink(self, input):
-    return F.hardshrink(input, self.lambd)
-
-
-def _softshrink(self, input):
-    return F.softshrink(input, self.lambd)
-
-
-def _logsigmoid(self, input):
-    return F.logsigmoid(input)
-
-
-def _softsign(self, input):
-    return F.softsign(input)
-
-
-def _tanhshrink(self, input):
-    return F.tanhshrink(input)
-
-
-def _softmin(self, input):
-    return F.softmin(input, self.dim)
-
-
-def _dropout(self, input):
-    return F.dropout(input, self.p, self.training, self.inplace)
-
-
-def _dropout1d(self, input):
-    return F.dropout1d(input, self.p, self.training, self.inplace)
-
-
-def _dropout2d(self, input):
-    return F.dropout2d(input, self.p, self.training, self.inplace)
-
-
-def _dropout3d(self, input):
-    return F.dropout3d(input, self.p, self.training, self.inplace)
-
-
-def _alpha_dropout(self, input):
-    return F.alpha_dropout(input, self.p, self.training, self.inplace)
 
 
 def _batch_norm(self, input):
@@ -171,71 +46,71 @@ def _batch_norm(self, input):
     return F.batch_norm(input, None, None, self.weight, self.bias, bn_training, factor, self.eps)
 
 
-def _conv1d(self, input):
-    return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-
-def _conv2d(self, input):
-    return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-
-def _layer_norm(self, input):
-    return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
-
-
-def _embedding(self, input):
-    return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
-                       self.scale_grad_by_freq, self.sparse)
-
-
-def _flatten(self, input):
-    return input.flatten(self.start_dim, self.end_dim)
-
-
-def _max_pool1d(self, input):
-    return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
-
-
-def _avg_pool1d(self, input):
-    return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                        self.count_include_pad)
-
-
-def _adaptive_avg_pool1d(self, input):
-    return F.adaptive_avg_pool1d(input, self.output_size)
-
-
-def _adaptive_avg_pool2d(self, input):
-    return F.adaptive_avg_pool2d(input, self.output_size)
-
-
-def _max_pool2d(self, input):
-    return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
-
-
-def _avg_pool2d(self, input):
-    return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                        self.count_include_pad, self.divisor_override)
-
-
+# class -> its forward: the expression ``forward(self, input)`` returns, or a function for the few
+# that need more than one expression or other parameters
 SCRIPT_FORWARDS = {
-    _lin.Identity: _identity, _lin.Linear: _linear, _lin.Bilinear: _bilinear,
-    _act.ReLU: _relu, _act.Tanh: _tanh, _act.Sigmoid: _sigmoid, _act.GELU: _gelu, _act.SiLU: _silu,
-    _act.LeakyReLU: _leaky_relu, _act.ELU: _elu, _act.Hardtanh: _hardtanh, _act.Softplus: _softplus,
-    _act.Softmax: _softmax, _act.LogSoftmax: _log_softmax,
-    _act.Threshold: _threshold, _act.RReLU: _rrelu, _act.Hardsigmoid: _hardsigmoid, _act.Hardswish: _hardswish,
-    _act.Mish: _mish, _act.CELU: _celu, _act.SELU: _selu, _act.GLU: _glu, _act.Hardshrink: _hardshrink,
-    _act.Softshrink: _softshrink, _act.LogSigmoid: _logsigmoid, _act.Softsign: _softsign,
-    _act.Tanhshrink: _tanhshrink, _act.Softmin: _softmin,
-    _drop.Dropout: _dropout, _drop.Dropout1d: _dropout1d, _drop.Dropout2d: _dropout2d,
-    _drop.Dropout3d: _dropout3d, _drop.AlphaDropout: _alpha_dropout,
+    _lin.Identity: "input",
+    _lin.Linear: "F.linear(input, self.weight, self.bias)",
+    _act.ReLU: "F.relu(input, self.inplace)",
+    _act.Tanh: "ember.tanh(input)",
+    _act.Sigmoid: "ember.sigmoid(input)",
+    _act.GELU: "F.gelu(input, approximate=self.approximate)",
+    _act.SiLU: "F.silu(input, self.inplace)",
+    _act.LeakyReLU: "F.leaky_relu(input, self.negative_slope, self.inplace)",
+    _act.ELU: "F.elu(input, self.alpha, self.inplace)",
+    _act.Hardtanh: "F.hardtanh(input, self.min_val, self.max_val, self.inplace)",
+    _act.Softplus: "F.softplus(input, self.beta, self.threshold)",
+    _act.Softmax: "F.softmax(input, self.dim)",
+    _act.LogSoftmax: "F.log_softmax(input, self.dim)",
+    _act.Threshold: "F.threshold(input, self.threshold, self.value, self.inplace)",
+    _act.RReLU: "F.rrelu(input, self.lower, self.upper, self.training, self.inplace)",
+    _act.Hardsigmoid: "F.hardsigmoid(input, self.inplace)",
+    _act.Hardswish: "F.hardswish(input, self.inplace)",
+    _act.Mish: "F.mish(input, self.inplace)",
+    _act.CELU: "F.celu(input, self.alpha, self.inplace)",
+    _act.SELU: "F.selu(input, self.inplace)",
+    _act.GLU: "F.glu(input, self.dim)",
+    _act.Hardshrink: "F.hardshrink(input, self.lambd)",
+    _act.Softshrink: "F.softshrink(input, self.lambd)",
+    _act.LogSigmoid: "F.logsigmoid(input)",
+    _act.Softsign: "F.softsign(input)",
+    _act.Tanhshrink: "F.tanhshrink(input)",
+    _act.Softmin: "F.softmin(input, self.dim)",
+    _drop.Dropout: "F.dropout(input, self.p, self.training, self.inplace)",
+    _drop.Dropout1d: "F.dropout1d(input, self.p, self.training, self.inplace)",
+    _drop.Dropout2d: "F.dropout2d(input, self.p, self.training, self.inplace)",
+    _drop.Dropout3d: "F.dropout3d(input, self.p, self.training, self.inplace)",
+    _drop.AlphaDropout: "F.alpha_dropout(input, self.p, self.training, self.inplace)",
+    _conv.Conv1d: "F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)",
+    _conv.Conv2d: "F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)",
+    _pool.MaxPool1d: "F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, "
+                     "self.ceil_mode)",
+    _pool.MaxPool2d: "F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, "
+                     "self.ceil_mode)",
+    _pool.AvgPool1d: "F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, "
+                     "self.count_include_pad)",
+    _pool.AvgPool2d: "F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, "
+                     "self.count_include_pad, self.divisor_override)",
+    _pool.AdaptiveAvgPool1d: "F.adaptive_avg_pool1d(input, self.output_size)",
+    _pool.AdaptiveAvgPool2d: "F.adaptive_avg_pool2d(input, self.output_size)",
+    _norm.LayerNorm: "F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)",
+    _sparse.Embedding: "F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type, "
+                       "self.scale_grad_by_freq, self.sparse)",
+    _flat.Flatten: "input.flatten(self.start_dim, self.end_dim)",
+    _lin.Bilinear: _bilinear,
     _norm._BatchNorm: _batch_norm,
-    _pool.MaxPool1d: _max_pool1d, _pool.AvgPool1d: _avg_pool1d,
-    _pool.AdaptiveAvgPool1d: _adaptive_avg_pool1d, _pool.AdaptiveAvgPool2d: _adaptive_avg_pool2d,
-    _conv.Conv1d: _conv1d, _conv.Conv2d: _conv2d,
-    _norm.LayerNorm: _layer_norm, _sparse.Embedding: _embedding, _flat.Flatten: _flatten,
-    _pool.MaxPool2d: _max_pool2d, _pool.AvgPool2d: _avg_pool2d,
 }
+
+
+@functools.cache
+def _forward_of(klass):
+    """The function script compiles for `klass`'s table entry (a one-expression entry becomes
+    Python source, kept in linecache so errors quote it)."""
+    entry = SCRIPT_FORWARDS[klass]
+    if callable(entry):
+        return entry
+    return _exec_forward(f"def forward(self, input):\n    return {entry}\n", {"F": F, "ember": ember})
+
 
 # Classes whose forward is known to lie outside the language (and has no entry above): scripting
 # one raises a FrontendError naming the class instead of a confusing error from its source.
@@ -251,7 +126,7 @@ def script_forward_for(cls):
         if hook is not None:
             return hook
         if klass in SCRIPT_FORWARDS:
-            return SCRIPT_FORWARDS[klass]
+            return _forward_of(klass)
         if "forward" in klass.__dict__:
             return None
     return None

@@ -363,11 +363,7 @@ class RecursiveScriptModule(ScriptModule):
     def save(self, path_or_buffer, **kwargs):
         """``ember.jit.save(self, path_or_buffer)``."""
         import ember.jit
-        try:
-            save = ember.jit.save
-        except AttributeError:
-            raise NotImplementedError("ember.jit.save is not available") from None
-        return save(self, path_or_buffer, **kwargs)
+        return ember.jit.save(self, path_or_buffer, **kwargs)
 
     def _get_name(self) -> str:
         return "RecursiveScriptModule"
@@ -401,16 +397,15 @@ class RecursiveScriptModule(ScriptModule):
         info = self.__dict__.get("_info")
         attr = info._attrs.get(name) if info is not None else None
         if attr is not None:
-            if attr.kind == "constant" and not (value is attr.value or _same_constant(value, attr.value)):
+            refused = _folded_change(attr, value)
+            if refused == "constant":
                 raise AttributeError(f"cannot set constant '{name}' of scripted module "
                                      f"'{info.qualified_name}': compiled code uses its value {attr.value!r}")
-            if isinstance(attr.type, NoneType) and value is not None:
+            if refused == "None":
                 raise TypeError(f"cannot set attribute '{name}' of scripted module '{info.qualified_name}' to a "
                                 f"'{type(value).__name__}': it was None when scripted (type NoneType) and compiled "
                                 f"code assumes it stays None")
-            if isinstance(attr.type, TupleType) and not (isinstance(value, tuple)
-                                                         and len(value) == len(attr.type.elems)):
-                # loops over a tuple attribute were unrolled to its length when compiled
+            if refused == "tuple":
                 raise TypeError(f"cannot set attribute '{name}' of scripted module '{info.qualified_name}' to "
                                 f"{value!r}: compiled code assumes a tuple of {len(attr.type.elems)} elements")
             if attr.kind in ("module", "modulelist") and value is not attr.value:
@@ -461,11 +456,21 @@ def _swap_mismatch(old_info: ModuleInfo, new) -> str | None:
                 _swap_mismatch(attr.module_info, value) if value is not None else "it is None")
             if why is not None:
                 return f"submodule '{name}': {why}"
-        elif (attr.kind == "constant" and not (value is attr.value or _same_constant(value, attr.value))
-              or isinstance(attr.type, NoneType) and value is not None
-              or isinstance(attr.type, TupleType) and not (isinstance(value, tuple)
-                                                          and len(value) == len(attr.type.elems))):
+        elif _folded_change(attr, value) is not None:
             return f"'{name}' differs from the value compiled in"
+    return None
+
+
+def _folded_change(attr: AttrInfo, value) -> str | None:
+    """What setting an attribute to `value` would change that compiled code folded in, so would
+    silently ignore: "constant" (another value), "None" (a value for a None), "tuple" (another
+    length: loops over it were unrolled), or None when nothing."""
+    if attr.kind == "constant" and not (value is attr.value or _same_constant(value, attr.value)):
+        return "constant"
+    if isinstance(attr.type, NoneType) and value is not None:
+        return "None"
+    if isinstance(attr.type, TupleType) and not (isinstance(value, tuple) and len(value) == len(attr.type.elems)):
+        return "tuple"
     return None
 
 
