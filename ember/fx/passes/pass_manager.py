@@ -38,6 +38,16 @@ class PassManagerResult:
         return f"PassManagerResult(modified={self.modified}, changed_passes=[{changed}])"
 
 
+def finish(name: str, gm, modified: bool) -> PassResult:
+    """The end of every pass of this package: log the graph after pass `name`
+    (EMBER_JIT_LOG_LEVEL), recompile a changed GraphModule, and say what happened."""
+    from .jit_log import log_graph
+    log_graph(name, getattr(gm, "graph", gm))
+    if modified and hasattr(gm, "recompile"):
+        gm.recompile()
+    return PassResult(gm, modified)
+
+
 def pass_name(p) -> str:
     """A readable name for a pass: its function name, or its class name for callable objects."""
     return getattr(p, "__name__", None) or type(p).__name__
