@@ -233,7 +233,7 @@ PYTHON_FUNCTIONS = {
                                                    "dropout1d", "dropout2d", "dropout3d",
                                                    "scaled_dot_product_attention")},
     **{f"ember.{n}": GLOBAL_STATE for n in ("manual_seed", "seed", "set_rng_state", "set_printoptions",
-                                            "printoptions", "set_default_dtype", "save", "load")},
+                                            "set_default_dtype", "save", "load")},
     **{f"ember.{n}": READS_STATE for n in ("initial_seed", "get_rng_state", "get_printoptions", "get_default_dtype",
                                            "is_grad_enabled", "is_inference_mode_enabled")},
 }
