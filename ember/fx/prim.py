@@ -36,16 +36,6 @@ class PrimOp:
         return self.fn(*args, **kwargs)
 
     @property
-    def pure(self) -> bool:
-        """No side effects: an unused result may be deleted."""
-        return self.properties.pure
-
-    @property
-    def cse(self) -> bool:
-        """Deterministic with an immutable result: two equal calls may be merged."""
-        return self.properties.cse_safe
-
-    @property
     def __name__(self) -> str:  # how fx names nodes: prim::TupleConstruct -> TupleConstruct
         return self.name.split("::", 1)[1]
 

@@ -30,7 +30,7 @@ from .. import prim
 from ..blocks import inline_graph, replace_outputs, walk
 from ..node import Node, map_arg
 from .jit_log import log_update
-from .pass_manager import PassResult, finish
+from .pass_manager import PassResult, finish, until_unchanged
 from .purity import MutationInfo, is_constant, is_cse_safe, properties
 
 NAME = "constant_propagation"
@@ -42,20 +42,18 @@ def fold_constants(gm) -> PassResult:
     """Fold the constant computations of `gm` (a GraphModule or a Graph, blocks included), in place."""
     graph = getattr(gm, "graph", gm)
     module = gm if graph is not gm else None
-    changed = False
-    for _ in range(MAX_ROUNDS):
-        round_changed = _fold_values(graph, module, MutationInfo(graph))
+
+    def one_round() -> bool:
+        changed = _fold_values(graph, module, MutationInfo(graph))
         for node in list(walk(graph)):
             if node._erased:
                 continue
             if node.target is prim.If:
-                round_changed |= _fold_if(node)
+                changed |= _fold_if(node)
             elif node.target is prim.Loop:
-                round_changed |= _fold_loop(node)
-        changed |= round_changed
-        if not round_changed:
-            break
-    return finish(NAME, gm, changed)
+                changed |= _fold_loop(node)
+        return changed
+    return finish(NAME, gm, until_unchanged(one_round, MAX_ROUNDS))
 
 
 def constant_nodes(gm) -> list:

@@ -21,7 +21,7 @@ import operator
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes.jit_log import log_update
-from ember.fx.passes.pass_manager import PassResult, finish
+from ember.fx.passes.pass_manager import PassResult, finish, until_unchanged
 from ember.jit.ir import block_returns, call, output_node, prim, walk
 from ember.jit.ir.types import TupleType
 
@@ -36,8 +36,7 @@ def lower_simple_tuples(graph: Graph) -> PassResult:
 
         lower_simple_tuples(g)
     """
-    modified = False
-    for _ in range(MAX_ROUNDS):
+    def one_round() -> bool:
         changed = False
         for node in list(walk(graph)):
             if node._erased or node.op != "call_function":
@@ -50,10 +49,8 @@ def lower_simple_tuples(graph: Graph) -> PassResult:
                 changed |= _lower_index(node)
             elif node.target is prim.TupleUnpack:
                 changed |= _lower_unpack(node)
-        modified |= changed
-        if not changed:
-            break
-    return finish("lower_tuples", graph, modified)
+        return changed
+    return finish("lower_tuples", graph, until_unchanged(one_round, MAX_ROUNDS))
 
 
 def _construct(value) -> Node | None:

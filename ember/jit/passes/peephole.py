@@ -29,7 +29,7 @@ import operator
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes.jit_log import log_update
-from ember.fx.passes.pass_manager import PassResult, finish
+from ember.fx.passes.pass_manager import PassResult, finish, until_unchanged
 from ember.fx.passes.purity import MutationInfo, has_side_effects, is_constant, mutated_inputs, stays_private
 from ember.jit.ir import prim, walk
 from ember.jit.ir.types import BoolType, FloatType, IntType, TensorType, TupleType
@@ -48,8 +48,7 @@ def peephole_optimize(graph: Graph) -> PassResult:
 
         peephole_optimize(g)
     """
-    modified = False
-    for _ in range(MAX_ROUNDS):
+    def one_round() -> bool:
         mutations = MutationInfo(graph)
         changed = False
         for node in list(walk(graph)):
@@ -64,10 +63,8 @@ def peephole_optimize(graph: Graph) -> PassResult:
                     _keep_name(node, new)
                     replace_value(node, new)
                     changed = True
-        modified |= changed
-        if not changed:
-            break
-    return finish("peephole", graph, modified)
+        return changed
+    return finish("peephole", graph, until_unchanged(one_round, MAX_ROUNDS))
 
 
 _NO = object()
