@@ -7,8 +7,9 @@ TorchScript). A node with several outputs (If, Loop, TupleUnpack, ListUnpack) ha
 each output is an ``operator.getitem(node, i)`` node right after it, marked
 ``meta["output_of"] = node``, and ``meta["num_outputs"]`` counts them.
 
-These helpers are what every pass needs to walk and edit such graphs; building them with typed
-values is ``ember.jit.ir``'s job (``add_if``, ``add_loop``, ``constant``).
+These helpers are what every pass needs to walk and edit such graphs, and the ``prim::Constant``
+nodes that hold their literals; building them with typed values is ``ember.jit.ir``'s job
+(``add_if``, ``add_loop``, ``constant``).
 
     for node in walk(graph): ...                 # every node, blocks included, in program order
     block_returns(body); set_block_returns(body, [cond, x])
@@ -130,6 +131,31 @@ def inline_graph(graph: Graph, before: Node, callee: Graph, inputs: list) -> Any
     value_map.update(zip(params, inputs))
     with graph.inserting_before(before):
         return _copy_into(callee, graph, value_map, skip_placeholders=True)
+
+
+# -- constants ---------------------------------------------------------------------------------
+def is_constant(node) -> bool:
+    """True for a ``prim::Constant`` node."""
+    return isinstance(node, Node) and node.op == "call_function" and node.target is prim.Constant
+
+
+def constant_value(arg) -> tuple:
+    """(True, value) if `arg` is a literal (not a Node) or a prim::Constant node, else (False, None)."""
+    if isinstance(arg, Node):
+        return (True, arg.args[0]) if is_constant(arg) else (False, None)
+    return True, arg
+
+
+def make_constant(before: Node, value, type_=None, meta_from: Node | None = None) -> Node:
+    """A ``prim::Constant`` holding `value` of type `type_`, inserted just before `before` (in its
+    graph), with the source location and variable name of `meta_from`."""
+    with before.graph.inserting_before(before):
+        const = before.graph.call_function(prim.Constant, (value,))
+    const.type = type_
+    for key in ("loc", "jit_name"):
+        if meta_from is not None and key in meta_from.meta:
+            const.meta[key] = meta_from.meta[key]
+    return const
 
 
 # -- multi-output nodes ------------------------------------------------------------------------

@@ -27,11 +27,12 @@ from __future__ import annotations
 import dataclasses
 
 from .. import prim
-from ..blocks import inline_graph, replace_outputs, walk
+from ..blocks import (constant_value, inline_graph, is_constant, make_constant, output_getitems, replace_outputs,
+                      walk)
 from ..node import Node, map_arg
 from .jit_log import log_update
 from .pass_manager import PassResult, finish, until_unchanged
-from .purity import MutationInfo, is_constant, is_cse_safe, properties
+from .purity import MutationInfo, is_cse_safe, properties
 
 NAME = "constant_propagation"
 MAX_ROUNDS = 50
@@ -184,7 +185,7 @@ def _materialise(node: Node, value, module):
             attr = graph.get_attr(name)
         attr.meta.update(node.meta)
         return attr
-    return make_constant(node, value, _constant_type(node, value))
+    return make_constant(node, value, _constant_type(node, value), meta_from=node)
 
 
 def _constant_type(node: Node, value):
@@ -195,26 +196,8 @@ def _constant_type(node: Node, value):
     return t
 
 
-def make_constant(before: Node, value, type_) -> Node:
-    """A ``prim::Constant`` holding `value`, inserted just before `before` (in its graph), with its
-    source location and variable name."""
-    with before.graph.inserting_before(before):
-        const = before.graph.call_function(prim.Constant, (value,))
-    const.type = type_
-    for key in ("loc", "jit_name"):
-        if key in before.meta:
-            const.meta[key] = before.meta[key]
-    return const
-
-
-def _constant_value(arg) -> tuple:
-    if isinstance(arg, Node):
-        return (True, arg.args[0]) if is_constant(arg) else (False, None)
-    return True, arg
-
-
 def _fold_if(node: Node) -> bool:
-    ok, cond = _constant_value(node.args[0])
+    ok, cond = constant_value(node.args[0])
     if not ok:
         return False
     block = node.blocks[0] if cond else node.blocks[1]
@@ -224,8 +207,8 @@ def _fold_if(node: Node) -> bool:
 
 
 def _fold_loop(node: Node) -> bool:
-    ok_trip, trips = _constant_value(node.args[0])
-    ok_cond, cond = _constant_value(node.args[1])
+    ok_trip, trips = constant_value(node.args[0])
+    ok_cond, cond = constant_value(node.args[1])
     if not ((ok_trip and isinstance(trips, int) and trips <= 0) or (ok_cond and not cond)):
         return False
     log_update(NAME, f"removed {node.name}: it runs zero times")
@@ -234,7 +217,6 @@ def _fold_loop(node: Node) -> bool:
 
 
 def _replace_multi(node: Node, values: list) -> None:
-    from ..blocks import output_getitems
     items = output_getitems(node)
     fixed = []
     for i, v in enumerate(values):   # a literal block return becomes a constant of that output's type

@@ -25,7 +25,7 @@ from ember.ops import properties as _props
 from ember.ops.properties import OpProperties
 
 from .. import prim
-from ..blocks import block_params, block_returns, root_graph, walk
+from ..blocks import block_params, block_returns, is_constant, root_graph, walk  # noqa: F401
 from ..node import Node, map_arg
 
 # what a value is, from node.type's kind (script graphs) or meta["val"] (traced graphs)
@@ -85,11 +85,6 @@ def properties(node) -> OpProperties:
     if node.op == "call_method":
         return _props.of_method(node.target, _receiver(node))
     return _props.PURE
-
-
-def is_constant(node) -> bool:
-    """True for a ``prim::Constant`` node."""
-    return isinstance(node, Node) and node.op == "call_function" and node.target is prim.Constant
 
 
 def is_random(node) -> bool:

@@ -1,50 +1,29 @@
-"""Small helpers the graph passes share: constant values, replacing values, and editing the
-outputs of multi-output nodes (prim::If / prim::Loop).
+"""What the jit's rewrites add to ``ember.fx.blocks`` (re-exported here): typed constants, and new
+outputs of multi-output nodes (prim::If / prim::Loop) for LowerSimpleTuples.
 
     is_const, value = constant_value(arg)      # literal or prim::Constant node
-    replace_value(node, new_value)             # users read new_value, node erased
+    make_constant_before(node, 4)              # %c : int = prim::Constant[value=4]()
 """
 from __future__ import annotations
 
 import operator
 from typing import Any
 
-from ember.fx.blocks import (drop_outputs, last_output_item, num_outputs, output_getitems,  # noqa: F401
-                             replace_outputs, replace_value)
+from ember.fx.blocks import (constant_value, drop_outputs, last_output_item, make_constant,  # noqa: F401
+                             num_outputs, output_getitems, replace_outputs, replace_value)
 from ember.fx.node import Node
-from ember.fx.passes.purity import is_constant
-from ember.jit.ir import TupleType, block_returns, constant, set_block_returns
+from ember.jit.ir import TupleType, block_returns, set_block_returns
 from ember.jit.ir.types import type_of_value
-
-def constant_value(arg) -> tuple:
-    """(True, value) if `arg` is a literal (not a Node) or a prim::Constant node, else (False, None)."""
-    if isinstance(arg, Node):
-        if is_constant(arg):
-            return True, arg.args[0]
-        return False, None
-    return True, arg
-
-
-def all_inputs_constant(node: Node) -> bool:
-    """Every Node this node reads is a prim::Constant."""
-    return all(is_constant(n) for n in node.all_input_nodes)
 
 
 def make_constant_before(before: Node, value: Any, type_=None, meta_from: Node | None = None) -> Node:
-    """A prim::Constant holding `value`, inserted just before `before` (in its graph)."""
-    graph = before.graph
+    """``ember.fx.blocks.make_constant`` typed by the value when no type is given."""
     if type_ is None:
         try:
             type_ = type_of_value(value)
         except ValueError:
             type_ = None
-    with graph.inserting_before(before):
-        node = constant(graph, value, type_)
-    if meta_from is not None:
-        for key in ("loc", "jit_name"):
-            if key in meta_from.meta:
-                node.meta[key] = meta_from.meta[key]
-    return node
+    return make_constant(before, value, type_, meta_from)
 
 
 def add_outputs(node: Node, types: list, block_values: list) -> list:

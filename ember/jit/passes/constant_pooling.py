@@ -11,12 +11,12 @@ read it. List / dict constants are mutable in Python and stay where they are, un
 """
 from __future__ import annotations
 
+from ember.fx.blocks import is_constant
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes.common_subexpression_elimination import freeze as _freeze
 from ember.fx.passes.jit_log import log_update
 from ember.fx.passes.pass_manager import PassResult, finish
-from ember.fx.passes.purity import is_constant
 from ember.jit.ir import constant, root_graph, walk
 
 

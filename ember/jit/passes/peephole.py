@@ -26,11 +26,12 @@ from __future__ import annotations
 import builtins
 import operator
 
+from ember.fx.blocks import is_constant
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes.jit_log import log_update
 from ember.fx.passes.pass_manager import PassResult, finish, until_unchanged
-from ember.fx.passes.purity import MutationInfo, has_side_effects, is_constant, mutated_inputs, stays_private
+from ember.fx.passes.purity import MutationInfo, has_side_effects, mutated_inputs, stays_private
 from ember.jit.ir import prim, walk
 from ember.jit.ir.types import BoolType, FloatType, IntType, TensorType, TupleType
 
