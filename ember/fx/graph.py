@@ -259,17 +259,13 @@ class Graph:
         return None
 
     def eliminate_dead_code(self, is_impure_node: Callable[[Node], bool] | None = None) -> bool:
-        """Erase nodes with no users that are not impure; returns whether anything changed.
+        """Erase nodes with no users and no side effects (blocks included); returns whether anything
+        changed. The pass is ``ember.fx.passes.eliminate_dead_code``; `is_impure_node` replaces its test.
 
             g.eliminate_dead_code()
         """
-        impure = is_impure_node or (lambda n: n.is_impure())
-        changed = False
-        for node in reversed(self.nodes):
-            if not node.users and not impure(node):
-                self.erase_node(node)
-                changed = True
-        return changed
+        from .passes.dead_code_elimination import eliminate_dead_code
+        return eliminate_dead_code(self, is_impure_node=is_impure_node).modified
 
     # -- checking ----------------------------------------------------------------------------
     def lint(self) -> None:

@@ -12,59 +12,29 @@ the use-def chains are always exact (that is what DCE, replace_all_uses_with and
 """
 from __future__ import annotations
 
-import builtins
-import operator
-import types
 from typing import Any, Callable
 
 OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
 
-# Functions whose call must survive dead-code elimination (torch.fx.node._side_effectful_functions).
-_side_effectful_functions: set = {operator.setitem, builtins.print}
-
-# In-place looking method names that do not mutate (they end in "_" for other reasons).
-_PURE_UNDERSCORE_METHODS = {"__getitem__", "__len__", "__contains__", "__iter__"}
-
 
 def has_side_effect(fn: Callable) -> Callable:
-    """Register `fn` as side-effecting so DCE keeps its calls; returns `fn` (usable as a decorator).
+    """Declare `fn` side-effecting in the op-properties table, so passes keep and never merge its
+    calls; returns `fn` (usable as a decorator).
 
         @ember.fx.has_side_effect
         def log(x): print(x)
     """
-    _side_effectful_functions.add(fn)
+    import dataclasses
+    from ember.ops import properties
+    properties.declare(fn, dataclasses.replace(properties.of(fn), side_effects=True))
     return fn
 
 
-# --------------------------------------------------------------------------------------------
-# names of targets: how a callable prints in graphs and in generated code
-# --------------------------------------------------------------------------------------------
-_public_names: dict | None = None   # id(fn) -> "ember.sigmoid", built lazily on first use
-
-
 def _public_name_table() -> dict:
-    """Map every public function of ember's user-facing namespaces to its dotted name.
-
-    ember's bindings are generated (their __module__ is not where users reach them), so the name
-    users write, `ember.sigmoid` or `ember.nn.functional.relu`, is found by looking them up."""
-    global _public_names
-    if _public_names is None:
-        import ember
-        import ember.nn.functional
-        table: dict = {}
-        spaces = [("ember.nn.functional", ember.nn.functional)]
-        for sub in ("special", "linalg", "fft"):
-            mod = getattr(ember, sub, None)
-            if isinstance(mod, types.ModuleType):
-                spaces.append((f"ember.{sub}", mod))
-        spaces.append(("ember", ember))  # last: the shortest name wins for shared functions
-        for prefix, mod in spaces:
-            for attr, value in list(vars(mod).items()):
-                if attr.startswith("_") or isinstance(value, (type, types.ModuleType)) or not callable(value):
-                    continue
-                table[id(value)] = (f"{prefix}.{attr}", value)
-        _public_names = table
-    return _public_names
+    """id(fn) -> (public name, fn). Only for ember.jit.frontend.builtins and ember.jit.ir.serialize,
+    until they ask ``ember.ops.registry.public_name`` / ``public_functions`` directly."""
+    from ember.ops import registry
+    return {id(fn): (name, fn) for name, fn in registry.public_functions().items()}
 
 
 def _is_operator_handle(obj) -> bool:
@@ -84,13 +54,14 @@ def _get_qualified_name(fn: Any) -> str:
 
         _get_qualified_name(ember.ops.aten.add.Tensor)   # 'ember.ops.aten.add.Tensor'
     """
+    from ember.ops.registry import public_name
     if _is_operator_handle(fn):
         return _operator_handle_name(fn)
     if getattr(fn, "__module__", None) == "builtins":
         return fn.__name__
-    entry = _public_name_table().get(id(fn))
-    if entry is not None and entry[1] is fn:
-        return entry[0]
+    public = public_name(fn)
+    if public is not None:
+        return public
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     module = getattr(fn, "__module__", None)
     if name is None:
@@ -99,10 +70,6 @@ def _get_qualified_name(fn: Any) -> str:
         module = "operator"
     if module is None:
         return name
-    if module.startswith("ember.ops.") and hasattr(fn, "__name__"):
-        import ember
-        if getattr(ember, fn.__name__, None) is fn:
-            return f"ember.{fn.__name__}"
     return f"{module}.{name}"
 
 
@@ -335,24 +302,17 @@ class Node:
     def stack_trace(self, trace: str | None) -> None:
         self.meta["stack_trace"] = trace
 
-    def is_impure(self) -> bool:
-        """True if removing this node could change the program (DCE keeps it).
+    def is_impure(self, impure_random: bool = True) -> bool:
+        """True if removing this node could change the program (DCE keeps it); random ops count
+        unless `impure_random` is False. Asks the one purity oracle (ember.fx.passes.purity).
 
             graph.call_function(operator.setitem, (d, 0, x)).is_impure()   # True
         """
-        if self.op in ("placeholder", "output"):
-            return True
-        if self.op == "call_function":
-            if self.target in _side_effectful_functions:
-                return True
-            if _is_operator_handle(self.target):
-                schema = self.target.schema
-                return bool(schema.is_mutable or any(a.is_write for a in schema.arguments))
-            return False
-        if self.op == "call_method":
-            t = self.target
-            return t.endswith("_") and not t.endswith("__") and t not in _PURE_UNDERSCORE_METHODS
-        return False  # call_module / get_attr: pure unless the module says otherwise, like torch
+        from .passes import purity
+        if not impure_random and purity.is_random(self):
+            props = purity.properties(self)
+            return bool(props.mutates or props.side_effects) or bool(purity.mutated_inputs(self))
+        return purity.has_side_effects(self)
 
     def format_node(self, placeholder_names: list | None = None, maybe_return_typename: list | None = None) -> str | None:
         """One line of `Graph.__str__` for this node.

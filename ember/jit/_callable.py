@@ -96,7 +96,9 @@ def inline_calls(graph):
     replaced by the callees' graphs."""
     from .ir import clone
     from .passes import inline
-    return inline(clone(graph))
+    graph = clone(graph)
+    inline(graph)
+    return graph
 
 
 class CompiledGraphCallable:

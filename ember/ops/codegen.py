@@ -182,6 +182,7 @@ def compile_binding(source: str, func_name: str, op, extra_globals=None):
     exec(code, namespace)
     fn = namespace[func_name]
     fn.__source__ = source
+    fn.__ember_op__ = op        # registry.op_of(fn)
     STATS["bindings"] += 1
     STATS["seconds"] += time.perf_counter() - start
     return fn

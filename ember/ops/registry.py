@@ -55,7 +55,6 @@ class Op:
     python_name: str | None = None      # defaults to the schema's name
     namespace: str = ""                 # "", "nn.functional", "linalg", "special", "fft"
     method_name: str | None = None      # Tensor method name when it differs
-    tags: tuple = ()
     direct_binding: bool = False         # fast path to the CPU kernel in the bindings (see above)
 
 
@@ -224,17 +223,105 @@ def register(entry: Op) -> OperatorHandle:
 
 
 def _add_function(namespace, name, schema, fn):
-    _OVERLOADS_BY_NAME.setdefault((namespace, name), []).append((schema, fn))
-    overloads = _OVERLOADS_BY_NAME[(namespace, name)]
-    FUNCTIONS.setdefault(namespace, {})[name] = fn if len(overloads) == 1 else _resolver(name, overloads)
+    key = (namespace, name)
+    _OVERLOADS_BY_NAME.setdefault(key, []).append((schema, fn))
+    overloads = _OVERLOADS_BY_NAME[key]
+    export(namespace, name, fn if len(overloads) == 1 else _resolver(name, overloads, key))
 
 
 def _add_method(name, schema, fn, entry):
     key = ("Tensor", name)
     _OVERLOADS_BY_NAME.setdefault(key, []).append((schema, fn))
     overloads = _OVERLOADS_BY_NAME[key]
-    METHODS[name] = fn if len(overloads) == 1 else _resolver(name, overloads)
+    METHODS[name] = fn if len(overloads) == 1 else _resolver(name, overloads, key)
     setattr(Tensor, name, METHODS[name])
+
+
+# ---------------------------------------------------------------------------------------
+# from a Python function back to its operators and its public name
+# ---------------------------------------------------------------------------------------
+# where each namespace of FUNCTIONS is reached by users, in order of preference for a function
+# exported under several names (ember.relu over ember.nn.functional.relu)
+PUBLIC_MODULES = {"": "ember", "nn.functional": "ember.nn.functional", "linalg": "ember.linalg",
+                  "special": "ember.special", "fft": "ember.fft"}
+_RANK = {ns: i for i, ns in enumerate(PUBLIC_MODULES)}
+_EXPORTED: dict = {}   # function -> (namespace, name): the public name it was exported under
+
+
+def export(namespace: str, name: str, fn) -> None:
+    """Make `fn` ``FUNCTIONS[namespace][name]`` (``ember.<name>`` for namespace ""), and remember
+    the name for ``public_name(fn)``."""
+    FUNCTIONS.setdefault(namespace, {})[name] = fn
+    if callable(fn) and not isinstance(fn, type):
+        old = _EXPORTED.get(fn)
+        if old is None or _RANK.get(namespace, len(_RANK)) < _RANK.get(old[0], len(_RANK)):
+            _EXPORTED[fn] = (namespace, name)
+
+
+def op_of(fn) -> OperatorHandle | None:
+    """The operator a generated binding calls (``op_of(ember.tanh) is ember.ops.aten.tanh.default``),
+    None for anything else. A binding carries ``__ember_op__``; a copy of its attributes
+    (``functools.wraps``) does not have its code, so it is not mistaken for one."""
+    op = getattr(fn, "__ember_op__", None)
+    if op is None or getattr(getattr(fn, "__code__", None), "co_filename", None) != f"<ember binding {op.name}>":
+        return None
+    return op
+
+
+def ops_of(fn) -> tuple:
+    """Every operator `fn` may call: (op,) for a binding; for a function that chooses among the
+    overloads of one name (``ember.max``, ``Tensor.div``) the ops of all of them; () otherwise."""
+    op = op_of(fn)
+    if op is not None:
+        return (op,)
+    key = getattr(fn, "__ember_overloads__", None)
+    if key is None:
+        return ()
+    exported = METHODS.get(key[1]) if key[0] == "Tensor" else FUNCTIONS.get(key[0], {}).get(key[1])
+    if exported is not fn:   # a wrapper that copied the attribute
+        return ()
+    return tuple(op for _, binding in _OVERLOADS_BY_NAME[key] for op in ops_of(binding))
+
+
+def exported_as(fn) -> tuple | None:
+    """``(namespace, name)`` where ``FUNCTIONS[namespace][name] is fn``, else None."""
+    try:
+        key = _EXPORTED.get(fn)
+    except TypeError:   # an unhashable callable object is never one of ours
+        return None
+    if key is None or FUNCTIONS.get(key[0], {}).get(key[1]) is not fn:
+        return None
+    return key
+
+
+def public_name(fn) -> str | None:
+    """The dotted name users reach `fn` by: ``ember.sigmoid``, ``ember.nn.functional.relu``,
+    ``ember.is_tensor``; None for anything that is not a public ember function."""
+    key = exported_as(fn)
+    if key is not None:
+        module = PUBLIC_MODULES.get(key[0])
+        return f"{module}.{key[1]}" if module is not None else None
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or isinstance(fn, type):
+        return None
+    import sys
+    for module in PUBLIC_MODULES.values():   # functions written in those modules themselves
+        namespace = sys.modules.get(module)
+        if namespace is not None and vars(namespace).get(name) is fn:
+            return f"{module}.{name}"
+    return None
+
+
+def public_functions() -> dict:
+    """Every public ember function by its dotted name (``"ember.tanh": ember.tanh``)."""
+    import sys
+    found = {}
+    for module in reversed(PUBLIC_MODULES.values()):
+        namespace = sys.modules.get(module)
+        for name, value in list(vars(namespace).items()) if namespace is not None else ():
+            if not name.startswith("_") and public_name(value) is not None:
+                found[public_name(value)] = value
+    return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -314,7 +401,7 @@ def _matcher(schema: FunctionSchema):
     return matches
 
 
-def _resolver(name, overloads):
+def _resolver(name, overloads, key=None):
     matchers = [(_matcher(schema), fn) for schema, fn in overloads]
     # Without keywords, an arity that only one overload accepts needs no type matching: that
     # overload's own binding checks the types (x.sum(), x.max()).
@@ -340,6 +427,7 @@ def _resolver(name, overloads):
                         f"one of:\n{expected}")
     resolve.__name__ = name
     resolve.overloads = overloads
+    resolve.__ember_overloads__ = key     # ops_of(resolve): the operators it chooses between
     return resolve
 
 

@@ -16,27 +16,12 @@ _NOT_GRAPHABLE = {"manual_seed", "seed", "initial_seed", "get_rng_state", "set_r
                   "get_printoptions", "save", "load", "set_default_dtype", "is_inference_mode_enabled"}
 _FOLD_ON_METADATA = {"is_tensor", "is_floating_point", "is_complex", "numel"}
 _CONSTANT_FUNCTIONS = {"promote_types", "result_type", "can_cast", "get_default_dtype"}
-_ember_function_ids: dict | None = None
-
-
-def _table():
-    global _ember_function_ids
-    if _ember_function_ids is None:
-        import ember
-        import ember.nn.functional as F
-        table = {}
-        for ns in (ember, F, ember.linalg, ember.special):
-            for name, value in vars(ns).items():
-                if callable(value) and not isinstance(value, type) and not name.startswith("_"):
-                    table.setdefault(id(value), (value, name))
-        _ember_function_ids = table
-    return _ember_function_ids
 
 
 def is_ember_function(value) -> bool:
     """True for the public callables of ember, ember.nn.functional, ember.linalg and ember.special."""
-    entry = _table().get(id(value))
-    return entry is not None and entry[0] is value
+    from ember.ops.registry import public_name
+    return public_name(value) is not None
 
 
 def _contains_tensor(vt) -> bool:
@@ -53,7 +38,8 @@ def _contains_tensor(vt) -> bool:
 class EmberFunctionVariable(ValueVariable):
     def __init__(self, value, source=None):
         super().__init__(value, source)
-        self.name = _table()[id(value)][1]
+        from ember.ops.registry import public_name
+        self.name = public_name(value).rsplit(".", 1)[1]
 
     def call_function(self, tx, args, kwargs):
         import ember

@@ -38,6 +38,27 @@ class PassManagerResult:
         return f"PassManagerResult(modified={self.modified}, changed_passes=[{changed}])"
 
 
+def finish(name: str, gm, modified: bool) -> PassResult:
+    """The end of every pass of this package: log the graph after pass `name`
+    (EMBER_JIT_LOG_LEVEL), recompile a changed GraphModule, and say what happened."""
+    from .jit_log import log_graph
+    log_graph(name, getattr(gm, "graph", gm))
+    if modified and hasattr(gm, "recompile"):
+        gm.recompile()
+    return PassResult(gm, modified)
+
+
+def until_unchanged(step, max_rounds: int) -> bool:
+    """Run ``step() -> changed`` until a round changes nothing (at most `max_rounds` rounds: the
+    rewrite passes' fixpoint); True if any round changed the graph."""
+    changed = False
+    for _ in range(max_rounds):
+        if not step():
+            break
+        changed = True
+    return changed
+
+
 def pass_name(p) -> str:
     """A readable name for a pass: its function name, or its class name for callable objects."""
     return getattr(p, "__name__", None) or type(p).__name__

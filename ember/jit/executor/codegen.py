@@ -33,7 +33,6 @@ from .instructions import (CALL, INC, JUMP, JUMP_IF_FALSE, LOOP_TEST, METHOD, MO
 # ---------------------------------------------------------------------------------------------
 _OPERATOR_OPS = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
                  operator.matmul: "matmul", operator.neg: "neg"}
-_function_names: dict | None = None
 
 
 class DirectOp:
@@ -60,17 +59,6 @@ class DirectOp:
         if keys == 1 and not self.tls.include:
             return self.table[0](*args)
         return self.handle.call(keys, *args)
-
-
-def _registry_names() -> dict:
-    global _function_names
-    if _function_names is None:
-        from ember.ops import registry
-        _function_names = {}
-        for ns, fns in registry.FUNCTIONS.items():
-            for name, fn in fns.items():
-                _function_names.setdefault(id(fn), (ns, name, fn))
-    return _function_names
 
 
 def _is_number(a) -> bool:
@@ -123,17 +111,15 @@ def _match(schema, row, args):
 
 def _direct(ns: str, name: str, args):
     from ember.ops import registry
-    for key in ((ns, name),) if ns != "Tensor" else (("Tensor", name),):
-        for schema, _fn in registry._OVERLOADS_BY_NAME.get(key, ()):
-            handle = registry.OPERATORS.get("aten::" + schema.name + (f".{schema.overload_name}"
-                                                                     if schema.overload_name else ""))
-            if handle is None or handle.table[0] is None:
-                continue
-            found = _match(schema, handle.row, args)
-            if found is not None:
-                return DirectOp(handle, *found)
-            if _match_types_loosely(schema, args):
-                return None   # the binding's resolver would pick this overload: do not guess
+    for schema, binding in registry._OVERLOADS_BY_NAME.get((ns, name), ()):
+        handle = registry.op_of(binding)
+        if handle is None or handle.table[0] is None:
+            continue
+        found = _match(schema, handle.row, args)
+        if found is not None:
+            return DirectOp(handle, *found)
+        if _match_types_loosely(schema, args):
+            return None   # the binding's resolver would pick this overload: do not guess
     return None
 
 
@@ -145,6 +131,7 @@ def _match_types_loosely(schema, args) -> bool:
 def fast_resolve(node):
     """The callable a call node of an optimised plan runs (a DirectOp where exact)."""
     import ember
+    from ember.ops import registry
     if node.op == "call_function" and not node.kwargs:
         t = node.target
         name = _OPERATOR_OPS.get(t) if _hashable(t) else None
@@ -157,8 +144,8 @@ def fast_resolve(node):
                 op = _direct("Tensor", name, node.args)
                 if op is not None:
                     return op
-        entry = _registry_names().get(id(t))
-        if entry is not None and entry[2] is t and _is_binding(t):
+        entry = registry.exported_as(t)
+        if entry is not None and _is_binding(t):
             op = _direct(entry[0], entry[1], node.args)
             if op is not None:
                 return op
@@ -168,14 +155,10 @@ def fast_resolve(node):
 def _is_binding(fn) -> bool:
     """True for ember's generated bindings, their overload resolvers and div's rounding-mode
     switch: functions that parse arguments by the schema and call the operator, and nothing
-    else. Hand-written Python functions (``F.relu(x, inplace=False)``, ...) are called as
-    they are."""
-    module = getattr(fn, "__module__", None)
-    if module is None:
-        return True
-    if module == "ember.ops.registry":
-        return hasattr(fn, "overloads")
-    return module == "ember.ops.table.pointwise" and getattr(fn, "__name__", "") in ("div", "divide", "true_divide")
+    else (``registry.ops_of``). Hand-written Python functions (``F.relu(x, inplace=False)``, ...)
+    are called as they are."""
+    from ember.ops import registry
+    return bool(registry.ops_of(fn))
 
 
 def _hashable(t) -> bool:

@@ -13,10 +13,10 @@ Seed 001's ProfilingGraphExecutorImpl, in ember:
    the profiled types are written onto the values (inputs get their observed types) and kept
    where the signature guarantees them (``profiling.keep_guaranteed_types``: the guard only
    checks inputs, and passes fold ``x.size(0)`` from these types), profile nodes are removed
-   (first, not last as in the spec's list: they would only hold the passes back), and the
-   pipeline runs: ConstantPropagation, PeepholeOptimize,
-   LowerSimpleTuples, unroll small loops, EliminateCommonSubexpression, ConstantPooling,
-   EliminateDeadCode, then every registered fusion pass. Passes come from ``ember.jit.passes``.
+   (first, not last as in the spec's list: they would only hold the passes back), and
+   ``ember.jit.passes.PIPELINE`` runs: ConstantPropagation, PeepholeOptimize, LowerSimpleTuples,
+   unroll small loops, EliminateCommonSubexpression, ConstantPooling, EliminateDeadCode (the
+   shared ones from ``ember.fx.passes``), then every registered fusion pass.
 4. Optimised plans are cached per signature. The guard (TorchScript's prim::TypeCheck at the
    top of the optimised graph) is the signature lookup itself: the inputs' signature is computed
    once per call and a plan is used only for exactly that signature; any other signature is a
@@ -34,7 +34,6 @@ operator they call), so autograd records through them as in eager mode.
 """
 from __future__ import annotations
 
-import importlib
 import warnings
 
 import ember
@@ -46,6 +45,7 @@ from ember._core.dispatch import tls as _tls
 from ember._core.tensor import Tensor as _Tensor
 
 from . import config
+from .. import passes
 from ..ir import prim
 from .instructions import compile_graph
 from .interpreter import run_plan
@@ -64,15 +64,10 @@ def clear_fusion_passes() -> None:
     _fusion_passes.clear()
 
 
-def _pass(name: str):
-    """`ember.jit.passes.<name>` (imported on first use: the passes import the executor's package)."""
-    return getattr(importlib.import_module("ember.jit.passes"), name)
-
-
 def _log(graph: Graph | None = None, message: str | None = None) -> None:
     """EMBER_JIT_LOG_LEVEL="graph_executor" (passes log themselves under their own names):
     the optimised graph of each new plan; ">graph_executor" adds plan events and the plans."""
-    from ember.jit.passes import jit_log
+    from ember.fx.passes import jit_log
     if graph is not None:
         jit_log.log_graph("graph_executor", graph)
     level = jit_log.GRAPH_UPDATE
@@ -201,7 +196,7 @@ class GraphExecutor:
         self.source_graph = source
         g = clone(source)
         try:
-            g = _pass("inline")(g)
+            passes.inline(g)
         except Exception as e:  # noqa: BLE001 - calls left in place still run (their own executors)
             warnings.warn(f"ember.jit: inlining failed ({type(e).__name__}: {e}); calls run un-inlined",
                           RuntimeWarning, stacklevel=2)
@@ -280,7 +275,8 @@ class GraphExecutor:
     def _profiling_graph(self) -> Graph:
         from ..ir import clone
         g = clone(self.graph)
-        return _pass("insert_profile_nodes")(g)
+        passes.insert_profile_nodes(g)
+        return g
 
     def _install(self, sig, graph: Graph, profiled: Graph | None = None, description=None) -> None:
         runner = self._plans[sig] = _Runner(graph, optimized=True)
@@ -294,13 +290,10 @@ class GraphExecutor:
         g = clone(profiled)   # the profiling graph keeps its meta for debug_state
         if inputs is not None:   # None: the unspecialised plan (profiled types are not used)
             specialize_types(g, inputs)
-        g = _pass("remove_profile_nodes")(g)
+        passes.remove_profile_nodes(g)
         keep_guaranteed_types(g, inputs if inputs is not None else [])
-        for name, args in (("constant_propagation", ()), ("peephole_optimize", ()),
-                           ("lower_simple_tuples", ()), ("unroll_loops", (config.unroll_max_trip,)),
-                           ("eliminate_common_subexpression", ()), ("constant_pooling", ()),
-                           ("eliminate_dead_code", ())):
-            g = _pass(name)(g, *args)
+        for run in passes.PIPELINE:
+            run(g)
         for fusion in list(_fusion_passes):
             result = fusion(g)
             g = g if result is None else result

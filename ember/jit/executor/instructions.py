@@ -128,37 +128,19 @@ class Instr:
 
 
 def _fn_name(fn) -> str:
+    from ember.ops.registry import public_name
     if isinstance(getattr(fn, "_plan_name", None), str):
         return fn._plan_name
-    name = getattr(fn, "name", None) or getattr(fn, "__qualname__", None)
-    module = getattr(fn, "__module__", None)
-    if module is None:   # generated ember bindings: name them by where users find them
-        from .codegen import _registry_names
-        entry = _registry_names().get(id(fn))
-        if entry is not None and entry[2] is fn:
-            return ".".join(p for p in ("ember", entry[0], entry[1]) if p)
-    public = _public_name(fn)
+    public = public_name(fn)       # ember.cat, ember.nn.functional.relu: where users find it
     if public is not None:
         return public
     if isinstance(fn, prim.PrimOp):
         return fn.name
+    name = getattr(fn, "name", None) or getattr(fn, "__qualname__", None)
+    module = getattr(fn, "__module__", None)
     if module and isinstance(name, str) and module not in ("builtins",) and "." not in name:
         return f"{module}.{name}"
     return str(name or fn)
-
-
-def _public_name(fn) -> str | None:
-    """``ember.cat`` / ``ember.nn.functional.relu`` for ember's Python-level functions."""
-    import ember
-    short = getattr(fn, "__name__", None)
-    if not isinstance(short, str) or not (getattr(fn, "__module__", None) or "").startswith("ember"):
-        return None
-    for prefix, ns in (("ember", ember), ("ember.nn.functional", ember.nn.functional),
-                       ("ember.linalg", getattr(ember, "linalg", None)),
-                       ("ember.special", getattr(ember, "special", None))):
-        if ns is not None and getattr(ns, short, None) is fn:
-            return f"{prefix}.{short}"
-    return None
 
 
 def _args_text(args, kwargs) -> str:

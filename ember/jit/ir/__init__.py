@@ -26,12 +26,15 @@ This is the one IR of the compiler stack (fx), with the few additions TorchScrip
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 
-from . import prim
+from ember.fx import prim  # the IR's own operators and block helpers live with the IR (ember.fx)
+from ember.fx.passes import jit_log
+from ember.fx.blocks import (add_block, block_params, block_returns, clone, inline_graph,  # noqa: F401
+                             output_node, root_graph, set_block_returns, walk)
 from .types import (AnyType, BoolType, ClassType, DeviceType, DictType, DTypeType, FloatType,  # noqa: F401
                     FunctionType, IntType, ListType, ModuleType, NoneType, NumberType, OptionalType,
                     ScriptType, StrType, TensorType, TupleType, from_annotation, parse_type, type_of_value)
@@ -40,55 +43,6 @@ from .types import (AnyType, BoolType, ClassType, DeviceType, DictType, DTypeTyp
 def new_graph() -> Graph:
     """An empty graph for a scripted function."""
     return Graph()
-
-
-def add_block(node: Node, param_types: list | None = None, param_names: list | None = None) -> Graph:
-    """Append a new block to `node` with one placeholder per type; returns the block.
-
-    Names share the root graph's namespace, so every node of a function has a unique name."""
-    block = Graph()
-    block.parent_node = node
-    block._namespace = root_graph(node.graph)._namespace
-    for i, t in enumerate(param_types or []):
-        name = (param_names or [])[i] if param_names and i < len(param_names) else f"p{i}"
-        block.placeholder(name, type_expr=t)
-    node.blocks.append(block)
-    return block
-
-
-def root_graph(graph: Graph) -> Graph:
-    """The outermost graph that (transitively) holds `graph`."""
-    while graph.parent_node is not None:
-        graph = graph.parent_node.graph
-    return graph
-
-
-def block_params(block: Graph) -> list:
-    """The block's parameter nodes (its placeholders), in order."""
-    return [n for n in block.nodes if n.op == "placeholder"]
-
-
-def block_returns(block: Graph) -> list:
-    """The values the block returns (its output node's tuple)."""
-    out = output_node(block)
-    return list(out.args[0]) if out is not None else []
-
-
-def set_block_returns(block: Graph, values: list) -> Node:
-    """Make the block return `values` (creating or updating its output node)."""
-    out = output_node(block)
-    if out is None:
-        return block.output(tuple(values))
-    out.args = (tuple(values),)
-    return out
-
-
-def output_node(graph: Graph) -> Node | None:
-    """The graph's output node (None while it has none)."""
-    for n in reversed(graph.nodes):
-        if n.op == "output":
-            return n
-    return None
 
 
 def constant(graph: Graph, value: Any, type_: ScriptType | None = None, loc=None) -> Node:
@@ -161,60 +115,9 @@ def add_loop(graph: Graph, max_trip_count: Node, start_cond: Node, carried: list
     return node, unpack_outputs(node, carried_types)
 
 
-def walk(graph: Graph) -> Iterator[Node]:
-    """Every node of `graph` and of its blocks, depth first in program order."""
-    for node in list(graph.nodes):
-        yield node
-        for block in node.blocks:
-            yield from walk(block)
+def _print_graph(graph) -> str:
+    from .printer import format_graph
+    return format_graph(graph)
 
 
-def clone(graph: Graph, value_map: dict | None = None) -> Graph:
-    """A deep copy of a graph and its blocks (types, meta and block structure kept).
-
-    `value_map` (old node -> new node) is filled in; pass it pre-filled to remap free values."""
-    value_map = {} if value_map is None else value_map
-    new = Graph()
-    _copy_into(graph, new, value_map)
-    return new
-
-
-def _copy_into(src: Graph, dst: Graph, value_map: dict, skip_placeholders: bool = False) -> Any:
-    """Copy `src`'s nodes (and their blocks) into `dst` at its insert point, recording each copy
-    in `value_map`. Stops at src's output node and returns its remapped value (None without one)."""
-    for node in src.nodes:
-        if node.op == "placeholder" and skip_placeholders:
-            continue
-        if node.op == "output" and skip_placeholders:
-            return _remap(node.args[0], value_map)
-        copy = dst.create_node(node.op, node.target,
-                               _remap(node.args, value_map), _remap(node.kwargs, value_map),
-                               name=None if skip_placeholders else node.name, type_expr=node.type)
-        copy.meta = dict(node.meta)
-        if "output_of" in copy.meta:
-            copy.meta["output_of"] = value_map.get(node.meta["output_of"], node.meta["output_of"])
-        value_map[node] = copy
-        for block in node.blocks:
-            new_block = Graph()
-            new_block.parent_node = copy
-            new_block._namespace = root_graph(dst)._namespace
-            copy.blocks.append(new_block)
-            _copy_into(block, new_block, value_map)
-    return None
-
-
-def _remap(a, value_map: dict):
-    from ember.fx.node import map_arg
-    return map_arg(a, lambda n: value_map.get(n, n))
-
-
-def inline_graph(graph: Graph, before: Node, callee: Graph, inputs: list) -> Any:
-    """Copy `callee`'s nodes into `graph` before `before`, reading `inputs` for its placeholders;
-    returns the copied value of callee's output (the Inline pass's building block)."""
-    value_map: dict = {}
-    params = [n for n in callee.nodes if n.op == "placeholder"]
-    if len(params) != len(inputs):
-        raise RuntimeError(f"inline_graph: callee takes {len(params)} inputs, got {len(inputs)}")
-    value_map.update(zip(params, inputs))
-    with graph.inserting_before(before):
-        return _copy_into(callee, graph, value_map, skip_placeholders=True)
+jit_log.set_graph_printer(_print_graph)   # EMBER_JIT_LOG_LEVEL prints graphs as TorchScript does

@@ -83,19 +83,12 @@ def _callable_name(target) -> str:
         return repr(target)
 
 
-def _is_pure(node: Node) -> bool:
-    if node.op == "call_method":
-        return not (node.target.endswith("_") and not node.target.startswith("__")) and \
-            node.target not in ("append", "pop", "insert", "extend", "clear", "remove")
-    if node.op != "call_function" or node.blocks:
-        return False
-    if prim.is_prim(node.target):
-        return node.target.pure and node.target not in (prim.TupleUnpack, prim.ListUnpack)
-    if "num_outputs" in node.meta:
-        return False
-    name = getattr(node.target, "__name__", "") or ""
-    in_place = name.endswith("_") and getattr(node.target, "__module__", None) not in ("_operator", "operator")
-    return not in_place and node.target not in (operator.setitem, builtins.print)
+def _movable(node: Node) -> bool:
+    """The call may move past its neighbours (to be inlined into its one reader): no side effects,
+    no blocks, one output (ember.fx.passes.purity decides what has effects)."""
+    from ember.fx.passes.purity import is_pure
+    return node.op in ("call_function", "call_method") and not node.blocks and "num_outputs" not in node.meta \
+        and is_pure(node)
 
 
 class _Coder:
@@ -238,14 +231,14 @@ class _Coder:
     def inlinable(self, node: Node) -> bool:
         if node.target is prim.Constant and not isinstance(node.args[0], __import__("ember").Tensor):
             return node.meta.get("jit_name") is None or len(node.users) == 1
-        if node.meta.get("jit_name") is not None or len(node.users) != 1 or not _is_pure(node):
+        if node.meta.get("jit_name") is not None or len(node.users) != 1 or not _movable(node):
             return False
         user = next(iter(node.users))
         if user.graph is not node.graph:
             return False
         cur = node.next  # reordering past a side effect could change what the value reads
         while cur is not user and cur.op != "output":
-            if not _is_pure(cur) and not (cur.target is operator.getitem and "output_of" in cur.meta):
+            if not _movable(cur) and not (cur.target is operator.getitem and "output_of" in cur.meta):
                 return False
             cur = cur.next
         return cur is user

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 
 class ScriptType:
-    """Base of all script types (dataclasses below; compare with ==)."""
+    """Base of all script types (dataclasses below; compare with ==). ``kind`` names what a value
+    of the type is ("tensor", "int", "list", ...): what the graph passes read (ember.fx.passes.purity)."""
+    kind = "any"
 
     def __repr__(self) -> str:
         return str(self)
@@ -45,6 +47,7 @@ class ScriptType:
 @dataclass(frozen=True, repr=False)
 class TensorType(ScriptType):
     """A tensor; dtype/sizes/requires_grad are None unless a profiling run observed them."""
+    kind = "tensor"
     dtype: typing.Any = None
     sizes: tuple | None = None
     requires_grad: bool | None = None
@@ -65,53 +68,63 @@ class TensorType(ScriptType):
 
 @dataclass(frozen=True, repr=False)
 class IntType(ScriptType):
+    kind = "int"
     def __str__(self): return "int"
 
 
 @dataclass(frozen=True, repr=False)
 class FloatType(ScriptType):
+    kind = "float"
     def __str__(self): return "float"
 
 
 @dataclass(frozen=True, repr=False)
 class BoolType(ScriptType):
+    kind = "bool"
     def __str__(self): return "bool"
 
 
 @dataclass(frozen=True, repr=False)
 class NumberType(ScriptType):
     """int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments)."""
+    kind = "number"
     def __str__(self): return "Scalar"
 
 
 @dataclass(frozen=True, repr=False)
 class StrType(ScriptType):
+    kind = "str"
     def __str__(self): return "str"
 
 
 @dataclass(frozen=True, repr=False)
 class NoneType(ScriptType):
+    kind = "none"
     def __str__(self): return "NoneType"
 
 
 @dataclass(frozen=True, repr=False)
 class DeviceType(ScriptType):
+    kind = "device"
     def __str__(self): return "Device"
 
 
 @dataclass(frozen=True, repr=False)
 class DTypeType(ScriptType):
     """An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object)."""
+    kind = "dtype"
     def __str__(self): return "ScalarType"
 
 
 @dataclass(frozen=True, repr=False)
 class AnyType(ScriptType):
+    kind = "any"
     def __str__(self): return "Any"
 
 
 @dataclass(frozen=True, repr=False)
 class ListType(ScriptType):
+    kind = "list"
     elem: ScriptType
 
     def __str__(self): return f"{self.elem}[]"
@@ -119,6 +132,7 @@ class ListType(ScriptType):
 
 @dataclass(frozen=True, repr=False)
 class TupleType(ScriptType):
+    kind = "tuple"
     elems: tuple
 
     def __str__(self): return "(" + ", ".join(str(e) for e in self.elems) + ")"
@@ -126,6 +140,7 @@ class TupleType(ScriptType):
 
 @dataclass(frozen=True, repr=False)
 class OptionalType(ScriptType):
+    kind = "optional"
     elem: ScriptType
 
     def __str__(self): return f"{self.elem}?"
@@ -133,6 +148,7 @@ class OptionalType(ScriptType):
 
 @dataclass(frozen=True, repr=False)
 class DictType(ScriptType):
+    kind = "dict"
     key: ScriptType
     value: ScriptType
 
@@ -142,6 +158,7 @@ class DictType(ScriptType):
 @dataclass(frozen=True, repr=False)
 class ModuleType(ScriptType):
     """A scripted module (``self``): ``__torch__.MyCell``. `qualified_name` is its class's name."""
+    kind = "module"
     qualified_name: str
 
     def __str__(self): return f"__torch__.{self.qualified_name}"
@@ -150,6 +167,7 @@ class ModuleType(ScriptType):
 @dataclass(frozen=True, repr=False)
 class FunctionType(ScriptType):
     """A scripted function value (only as a prim::CallFunction callee)."""
+    kind = "function"
     name: str
 
     def __str__(self): return f"Function<{self.name}>"
@@ -158,6 +176,7 @@ class FunctionType(ScriptType):
 @dataclass(frozen=True, repr=False)
 class ClassType(ScriptType):
     """A Python class used as a value in script (only its name is kept)."""
+    kind = "class"
     qualified_name: str = field(default="")
 
     def __str__(self): return f"__torch__.{self.qualified_name}"

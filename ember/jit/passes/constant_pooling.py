@@ -11,22 +11,22 @@ read it. List / dict constants are mutable in Python and stay where they are, un
 """
 from __future__ import annotations
 
+from ember.fx.blocks import is_constant
 from ember.fx.graph import Graph
 from ember.fx.node import Node
+from ember.fx.passes.common_subexpression_elimination import freeze as _freeze
+from ember.fx.passes.jit_log import log_update
+from ember.fx.passes.pass_manager import PassResult, finish
 from ember.jit.ir import constant, root_graph, walk
 
-from ._util import finish
-from .common_subexpression_elimination import _freeze
-from .jit_log import log_update
-from .purity import is_constant
 
+def constant_pooling(graph: Graph) -> PassResult:
+    """Pool and hoist the constants of `graph` (a root graph) and its blocks, in place.
 
-def constant_pooling(graph: Graph) -> Graph:
-    """Pool and hoist the constants of `graph` (a root graph) and its blocks; returns the graph.
-
-        g = constant_pooling(g)
+        constant_pooling(g)
     """
     root = root_graph(graph)
+    order = [n for n in walk(root)]
     anchor = None
     for n in root.nodes:
         if n.op == "placeholder":
@@ -47,7 +47,7 @@ def constant_pooling(graph: Graph) -> Graph:
         log_update("constant_pooling", f"merged {node.name} into {keeper.name}")
         node.replace_all_uses_with(keeper)
         node.graph.erase_node(node)
-    return finish("constant_pooling", graph)
+    return finish("constant_pooling", graph, [n for n in walk(root)] != order)
 
 
 def _constant_key(node: Node):

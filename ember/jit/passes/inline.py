@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
+from ember.fx.passes.jit_log import log_update
+from ember.fx.passes.pass_manager import PassResult, finish
 from ember.jit.ir import clone, inline_graph, prim, walk
 
-from ._util import finish, make_constant_before, replace_value
-from .jit_log import log_update
+from ._util import make_constant_before, replace_value
 
 
 def callee_graph(callee) -> Graph | None:
@@ -37,21 +38,21 @@ def _inlinable(node: Node) -> bool:
             and node.meta.get("callee") is not None and callee_graph(node.meta["callee"]) is not None)
 
 
-def inline(graph: Graph) -> Graph:
-    """Inline every scripted call in `graph` (and its blocks), recursively; returns the graph.
+def inline(graph: Graph) -> PassResult:
+    """Inline every scripted call in `graph` (and its blocks), recursively, in place.
     A callee that (indirectly) calls itself raises RuntimeError naming it, as TorchScript
     rejects recursion. The callees' own graphs are not changed.
 
-        g = inline(fn._graph)
+        inline(fn._graph)
     """
-    _inline_all(graph, [], {})
-    return finish("inline", graph)
+    return finish("inline", graph, _inline_all(graph, [], {}) > 0)
 
 
-def _inline_all(graph: Graph, stack: list, done: dict) -> None:
+def _inline_all(graph: Graph, stack: list, done: dict) -> int:
     """Inline the calls of `graph`; `stack` holds the callee graphs being inlined (recursion
-    check) and `done` caches each callee graph's fully inlined copy."""
-    for call in [n for n in walk(graph) if _inlinable(n)]:
+    check) and `done` caches each callee graph's fully inlined copy. Returns how many."""
+    calls = [n for n in walk(graph) if _inlinable(n)]
+    for call in calls:
         source = callee_graph(call.meta["callee"])
         if any(source is g for g in stack):
             name = getattr(call.meta["callee"], "name", None) or getattr(call.meta["callee"], "__name__", "?")
@@ -62,6 +63,7 @@ def _inline_all(graph: Graph, stack: list, done: dict) -> None:
             _inline_all(flat, stack + [source], done)
             done[id(source)] = flat
         _inline_call(call, flat)
+    return len(calls)
 
 
 def _inline_call(call: Node, callee: Graph) -> None:

@@ -14,28 +14,28 @@ from __future__ import annotations
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
+from ember.fx.passes.jit_log import log_update
+from ember.fx.passes.pass_manager import PassResult, finish, until_unchanged
 from ember.jit.ir import block_returns, inline_graph, prim, walk
 
-from ._util import constant_value, finish, make_constant_before, replace_outputs
-from .jit_log import log_update
+from ._util import constant_value, make_constant_before, replace_outputs
 
 MAX_ROUNDS = 20
 
 
-def unroll_loops(graph: Graph, max_trip: int = 8) -> Graph:
+def unroll_loops(graph: Graph, max_trip: int = 8) -> PassResult:
     """Unroll every loop of `graph` (and its blocks) with a constant trip count <= `max_trip`.
 
-        g = unroll_loops(g, max_trip=8)
+        unroll_loops(g, max_trip=8)
     """
-    for _ in range(MAX_ROUNDS):
+    def one_round() -> bool:
         loops = [n for n in walk(graph) if n.op == "call_function" and n.target is prim.Loop
                  and _trip_count(n, max_trip) is not None]
-        if not loops:
-            break
         for loop in loops:
             if not loop._erased:
                 _unroll(loop, _trip_count(loop, max_trip))
-    return finish("loop_unrolling", graph)
+        return bool(loops)
+    return finish("loop_unrolling", graph, until_unchanged(one_round, MAX_ROUNDS))
 
 
 def _trip_count(loop: Node, max_trip: int) -> int | None:

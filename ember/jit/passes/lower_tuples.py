@@ -20,22 +20,23 @@ import operator
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
+from ember.fx.passes.jit_log import log_update
+from ember.fx.passes.pass_manager import PassResult, finish, until_unchanged
 from ember.jit.ir import block_returns, call, output_node, prim, walk
 from ember.jit.ir.types import TupleType
 
-from ._util import (add_loop_carried, add_outputs, constant_value, finish, last_output_item, num_outputs,
+from ._util import (add_loop_carried, add_outputs, constant_value, last_output_item, num_outputs,
                     output_getitems, replace_outputs, replace_value)
-from .jit_log import log_update
 
 MAX_ROUNDS = 20
 
 
-def lower_simple_tuples(graph: Graph) -> Graph:
-    """Forward tuple elements past their TupleConstruct in `graph` and its blocks; returns the graph.
+def lower_simple_tuples(graph: Graph) -> PassResult:
+    """Forward tuple elements past their TupleConstruct in `graph` and its blocks, in place.
 
-        g = lower_simple_tuples(g)
+        lower_simple_tuples(g)
     """
-    for _ in range(MAX_ROUNDS):
+    def one_round() -> bool:
         changed = False
         for node in list(walk(graph)):
             if node._erased or node.op != "call_function":
@@ -48,9 +49,8 @@ def lower_simple_tuples(graph: Graph) -> Graph:
                 changed |= _lower_index(node)
             elif node.target is prim.TupleUnpack:
                 changed |= _lower_unpack(node)
-        if not changed:
-            break
-    return finish("lower_tuples", graph)
+        return changed
+    return finish("lower_tuples", graph, until_unchanged(one_round, MAX_ROUNDS))
 
 
 def _construct(value) -> Node | None:

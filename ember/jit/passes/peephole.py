@@ -26,14 +26,16 @@ from __future__ import annotations
 import builtins
 import operator
 
+from ember.fx.blocks import is_constant
 from ember.fx.graph import Graph
 from ember.fx.node import Node
+from ember.fx.passes.jit_log import log_update
+from ember.fx.passes.pass_manager import PassResult, finish, until_unchanged
+from ember.fx.passes.purity import MutationInfo, has_side_effects, mutated_inputs, stays_private
 from ember.jit.ir import prim, walk
 from ember.jit.ir.types import BoolType, FloatType, IntType, TensorType, TupleType
 
-from ._util import constant_value, finish, make_constant_before, replace_value
-from .jit_log import log_update
-from .purity import MutationInfo, has_side_effects, is_constant, mutated_inputs, stays_private
+from ._util import constant_value, make_constant_before, replace_value
 
 MAX_ROUNDS = 20
 _ADD, _SUB, _MUL, _DIV, _NEG = "add", "sub", "mul", "div", "neg"
@@ -42,12 +44,12 @@ _DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "b
                   "bool": "bool"}
 
 
-def peephole_optimize(graph: Graph) -> Graph:
-    """Apply the peephole rewrites to `graph` and its blocks until none applies; returns the graph.
+def peephole_optimize(graph: Graph) -> PassResult:
+    """Apply the peephole rewrites to `graph` and its blocks until none applies, in place.
 
-        g = peephole_optimize(g)
+        peephole_optimize(g)
     """
-    for _ in range(MAX_ROUNDS):
+    def one_round() -> bool:
         mutations = MutationInfo(graph)
         changed = False
         for node in list(walk(graph)):
@@ -62,9 +64,8 @@ def peephole_optimize(graph: Graph) -> Graph:
                     _keep_name(node, new)
                     replace_value(node, new)
                     changed = True
-        if not changed:
-            break
-    return finish("peephole", graph)
+        return changed
+    return finish("peephole", graph, until_unchanged(one_round, MAX_ROUNDS))
 
 
 _NO = object()

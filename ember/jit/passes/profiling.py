@@ -20,22 +20,24 @@ from __future__ import annotations
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
+from ember.fx.passes.jit_log import log_update
+from ember.fx.passes.pass_manager import PassResult, finish
 from ember.jit.ir import call, prim, walk
 from ember.jit.ir.types import TensorType, observed_tensor_type
 
-from ._util import finish, last_output_item
-from .jit_log import log_update
+from ._util import last_output_item
 
 
 def _is_profile(node: Node) -> bool:
     return node.op == "call_function" and node.target is prim.profile
 
 
-def insert_profile_nodes(graph: Graph) -> Graph:
-    """Add a prim::profile node after each tensor value of `graph` and its blocks; returns it.
+def insert_profile_nodes(graph: Graph) -> PassResult:
+    """Add a prim::profile node after each tensor value of `graph` and its blocks, in place.
 
-        g = insert_profile_nodes(g)
+        insert_profile_nodes(g)
     """
+    changed = False
     for node in list(walk(graph)):
         if node._erased or node.op == "output" or _is_profile(node) or not isinstance(node.type, TensorType):
             continue
@@ -57,7 +59,8 @@ def insert_profile_nodes(graph: Graph) -> Graph:
             prof = call(graph_of, prim.profile, (node,), type_=node.type)
         for user in users:
             user.replace_input_with(node, prof)
-    return finish("profiling", graph)
+        changed = True
+    return finish("profiling", graph, changed)
 
 
 def merge_profiled_types(old: TensorType | None, new: TensorType) -> TensorType:
@@ -82,28 +85,31 @@ def _observed(node: Node) -> TensorType | None:
     return None
 
 
-def specialize_types(graph: Graph) -> Graph:
+def specialize_types(graph: Graph) -> PassResult:
     """Give each profiled value (and its profile node) the observed tensor type, keeping the
-    profile nodes; passes then see dtypes and sizes. Returns the graph.
+    profile nodes; passes then see dtypes and sizes.
 
-        g = specialize_types(g)   # %x.1 : Float(2, 3, requires_grad=0); %3 = prim::profile(%x.1)
+        specialize_types(g)   # %x.1 : Float(2, 3, requires_grad=0); %3 = prim::profile(%x.1)
     """
+    changed = False
     for node in list(walk(graph)):
         if node._erased or not _is_profile(node):
             continue
         seen, value = _observed(node), node.args[0]
         if seen is not None and isinstance(value, Node) and isinstance(value.type, TensorType):
+            changed |= value.type != seen or node.type != seen
             value.type = seen
             node.type = seen
-    return finish("profiling", graph)
+    return finish("profiling", graph, changed)
 
 
-def remove_profile_nodes(graph: Graph) -> Graph:
+def remove_profile_nodes(graph: Graph) -> PassResult:
     """Replace every prim::profile by its input, specialising the input's type to what was
-    observed (left generic when nothing or conflicting things were seen); returns the graph.
+    observed (left generic when nothing or conflicting things were seen), in place.
 
-        g = remove_profile_nodes(g)
+        remove_profile_nodes(g)
     """
+    changed = False
     for node in list(walk(graph)):
         if node._erased or not _is_profile(node):
             continue
@@ -114,4 +120,5 @@ def remove_profile_nodes(graph: Graph) -> Graph:
             log_update("profiling", f"specialised {value.name} to {seen}")
         node.replace_all_uses_with(value)
         node.graph.erase_node(node)
-    return finish("profiling", graph)
+        changed = True
+    return finish("profiling", graph, changed)

@@ -92,6 +92,8 @@ def _make_activation(name, params, call, extra):
 
 for _name, _row in _TABLE.items():
     globals()[_name] = _make_activation(_name, *_row)
+# torch.fx's flag for passes: RReLU draws its slopes at random while training
+RReLU._is_impure = property(lambda self: self.training)  # noqa: F821  (defined from the table)
 
 
 class ReLU6(Hardtanh):  # noqa: F821  (defined from the table)

@@ -20,6 +20,12 @@ class _DropoutNd(Module):
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
 
+    @property
+    def _is_impure(self) -> bool:
+        """torch.fx's flag for passes: while training a call draws random numbers, so dead-code
+        elimination must keep it even when its result is unused."""
+        return self.training and self.p > 0
+
     def forward(self, input):
         return type(self)._fn(input, self.p, self.training, self.inplace)
 

@@ -16,7 +16,7 @@ FAMILIES = ("conversion", "pointwise", "activation", "comparison", "reduction", 
 
 def register_all() -> None:
     from ..._core.tensor import Tensor
-    from ..registry import register, FUNCTIONS, METHODS
+    from ..registry import register, export, METHODS
     modules = []
     for family in FAMILIES:
         try:
@@ -31,7 +31,8 @@ def register_all() -> None:
             register(entry)
     for module in modules:
         for namespace, fns in getattr(module, "PYTHON_FUNCTIONS", {}).items():
-            FUNCTIONS.setdefault(namespace, {}).update(fns)
+            for name in fns:
+                export(namespace, name, fns[name])
         for name, fn in getattr(module, "PYTHON_METHODS", {}).items():
             METHODS[name] = fn
             setattr(Tensor, name, fn)

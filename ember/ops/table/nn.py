@@ -65,7 +65,7 @@ OPS = [
     Op("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
        "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
        cpu=cpu.scaled_dot_product_attention, meta=meta.scaled_dot_product_attention, namespace=NN,
-       nondeterministic=False, **FN),
+       nondeterministic=True, **FN),    # dropout_p > 0 draws a mask (torch tags it nondeterministic_seeded)
     # losses (reduction: 0 none, 1 mean, 2 sum)
     Op("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
        "SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor", cpu=cpu_loss.cross_entropy_loss,

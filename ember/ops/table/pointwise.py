@@ -142,6 +142,7 @@ def _mode_choice(key, with_out):
                 return plain(self, other)
             return mode(self, other, rounding_mode=rounding_mode)
     div.__name__ = key[1]
+    div.__ember_overloads__ = key     # registry.ops_of(div): the overloads it chooses between
     div.__doc__ = f"{key[1]}(input, other, *, rounding_mode=None): true division, or rounded 'trunc'/'floor'."
     return div
 

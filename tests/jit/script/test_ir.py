@@ -165,8 +165,8 @@ def test_prim_table():
     assert prim.by_name("prim::If") is prim.If
     assert prim.Constant.name == "prim::Constant" and prim.Constant.__name__ == "Constant"
     assert prim.is_prim(prim.Loop) and not prim.is_prim(ember.tanh)
-    assert prim.ListConstruct.pure and not prim.ListConstruct.cse and prim.TupleConstruct.cse
-    assert not prim.RaiseException.pure
+    assert prim.ListConstruct.properties.pure and not prim.ListConstruct.properties.cse_safe
+    assert prim.TupleConstruct.properties.cse_safe and not prim.RaiseException.properties.pure
     with pytest.raises(KeyError, match="prim::Nope"):
         prim.by_name("prim::Nope")
     with pytest.raises(NotImplementedError, match="prim::If"):

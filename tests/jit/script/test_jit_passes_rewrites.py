@@ -12,11 +12,12 @@ import sys
 import numpy as np
 
 import ember
+from ember.fx.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants, purity
 from ember.jit import ir, passes
 from ember.jit.ir import prim
 from ember.jit.ir.evaluate import evaluate
 from ember.jit.ir.types import BoolType, FloatType, IntType, ListType, TensorType, TupleType
-from ember.jit.passes import jit_log
+from ember.fx.passes import jit_log
 from test_jit_passes import _same, _t, add_if, check, count, nodes, positive, rng_inputs
 
 T = TensorType()
@@ -142,7 +143,8 @@ def test_peephole_shapes_conversions_and_len():
     whole = ir.new_graph()   # a bare x.size() is an ember.Size: not replaced by a tuple constant
     xx = whole.placeholder("x", type_expr=f32)
     whole.output(ir.call(whole, "size", (xx,), type_=ListType(IntType())))
-    assert count(passes.peephole_optimize(whole), "size") == 1
+    passes.peephole_optimize(whole)
+    assert count(whole, "size") == 1
     mutated = check(lambda: build(mutate=True), passes.peephole_optimize, inputs)
     assert count(mutated, builtins.len) == 1                    # the list is appended to: len stays
 
@@ -171,7 +173,7 @@ def test_lower_simple_tuples_index_unpack_and_if_outputs():
 
     after = check(build, passes.lower_simple_tuples, rng_inputs((3,), (3,)))
     assert count(after, prim.TupleIndex) == 0 and count(after, prim.TupleUnpack) == 0
-    after = passes.eliminate_dead_code(after)
+    eliminate_dead_code(after)
     assert count(after, prim.TupleConstruct) == 0
     if_node = nodes(after, prim.If)[0]
     assert if_node.meta["num_outputs"] == 1 and if_node.type == TupleType((T,))
@@ -213,7 +215,9 @@ def test_unroll_loops_constant_trip_counts():
 def test_unroll_loops_leaves_long_and_conditional_loops():
     long_ = check(lambda: counted_loop(10), passes.unroll_loops, rng_inputs((4,)))
     assert count(long_, prim.Loop) == 1
-    assert count(passes.unroll_loops(counted_loop(10), max_trip=10), prim.Loop) == 0
+    loop10 = counted_loop(10)
+    passes.unroll_loops(loop10, max_trip=10)
+    assert count(loop10, prim.Loop) == 0
     cond = check(lambda: counted_loop(3, cond_value=False), passes.unroll_loops, rng_inputs((4,)))
     assert count(cond, prim.Loop) == 1
 
@@ -240,7 +244,8 @@ def test_profile_nodes_record_and_specialise_types():
         g.output(ir.call(g, "dim", (z,), type_=IntType()))
         return g
 
-    g = passes.insert_profile_nodes(build())
+    g = build()
+    passes.insert_profile_nodes(g)
     profiles = nodes(g, prim.profile)
     profiled = {p.args[0].name for p in profiles}
     assert {"x", "tanh"} <= profiled and len(profiles) == len(profiled) == 6   # x, tanh, sum, gt, mul, z
@@ -251,16 +256,17 @@ def test_profile_nodes_record_and_specialise_types():
     _same(_profiled_run(g, inputs), evaluate(build(), inputs))
     passes.insert_profile_nodes(g)                     # idempotent
     assert count(g, prim.profile) == 6
-    g = passes.remove_profile_nodes(g)
+    passes.remove_profile_nodes(g)
     assert count(g, prim.profile) == 0
     assert x.type == TensorType(ember.float32, (2, 5), False)
-    g = passes.peephole_optimize(g)                    # the specialised type proves z.dim() == 2
+    passes.peephole_optimize(g)                        # the specialised type proves z.dim() == 2
     assert ir.output_node(g).args[0].target is prim.Constant
     _same(evaluate(g, inputs), evaluate(build(), inputs))
 
 
 def test_profile_merge_of_different_observations_is_unshaped():
-    g = passes.insert_profile_nodes(counted_loop(2))
+    g = counted_loop(2)
+    passes.insert_profile_nodes(g)
     rng = np.random.default_rng(5)
     _profiled_run(g, [_t(rng, 3)])
     _profiled_run(g, [_t(rng, 4)])
@@ -282,7 +288,7 @@ def test_log_level_parsing():
 def test_log_level_dumps_graph_after_the_named_pass(monkeypatch, capsys):
     monkeypatch.setenv("EMBER_JIT_LOG_LEVEL", ">>dead_code_elimination")
     passes.constant_pooling(counted_loop(2))
-    passes.eliminate_dead_code(counted_loop(2))
+    eliminate_dead_code(counted_loop(2))
     err = capsys.readouterr().err
     assert "[DUMP dead_code_elimination.py]" in err and "constant_pooling" not in err
     monkeypatch.setenv("EMBER_JIT_LOG_LEVEL", "constant_pooling")
@@ -295,10 +301,11 @@ def test_log_level_dumps_graph_after_the_named_pass(monkeypatch, capsys):
 
 
 def test_log_level_from_the_environment_in_a_fresh_process():
-    code = ("import operator, ember; from ember.jit import ir, passes\n"
+    code = ("import operator, ember; from ember.jit import ir\n"
+            "from ember.fx.passes import eliminate_dead_code\n"
             "g = ir.new_graph(); x = g.placeholder('x', type_expr=ir.TensorType())\n"
             "ir.call(g, ember.tanh, (x,), type_=ir.TensorType()); g.output(x)\n"
-            "passes.eliminate_dead_code(g)\n")
+            "eliminate_dead_code(g)\n")
     env = dict(os.environ, EMBER_JIT_LOG_LEVEL=">>dead_code_elimination", OMP_NUM_THREADS="1")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
@@ -325,13 +332,13 @@ def seed_graph():
 
 def test_full_pipeline_matches_on_seed_example():
     def pipeline(g):
-        g = passes.inline(g)
-        g = passes.insert_profile_nodes(g)
+        passes.inline(g)
+        passes.insert_profile_nodes(g)
         _profiled_run(g, [ember.ones(2, 3), ember.ones(2, 3)])
-        for p in (passes.specialize_types, passes.constant_propagation, passes.peephole_optimize,
-                  passes.lower_simple_tuples, passes.unroll_loops, passes.eliminate_common_subexpression,
-                  passes.constant_pooling, passes.eliminate_dead_code, passes.remove_profile_nodes):
-            g = p(g)
+        for p in (passes.specialize_types, fold_constants, passes.peephole_optimize,
+                  passes.lower_simple_tuples, passes.unroll_loops, eliminate_common_subexpressions,
+                  passes.constant_pooling, eliminate_dead_code, passes.remove_profile_nodes):
+            p(g)
         return g
 
     after = check(seed_graph, pipeline, rng_inputs((2, 3), (2, 3)))
@@ -359,7 +366,7 @@ def test_lower_simple_tuples_through_loop_carried_tuples():
         g.output(ir.call(g, operator.getitem, (t_out, 1), type_=T))
         return g
 
-    after = check(build, lambda g: passes.eliminate_dead_code(passes.lower_simple_tuples(g)),
+    after = check(build, lambda g: (passes.lower_simple_tuples(g), eliminate_dead_code(g)),
                   rng_inputs((3,), (3,)))
     assert count(after, prim.TupleConstruct) == 0 and count(after, prim.TupleIndex) == 0
     loop = nodes(after, prim.Loop)[0]
@@ -394,20 +401,22 @@ def test_every_pass_and_the_pipeline_on_a_frontend_graph():
     calls = [[_t(rng, 2, 3), _t(rng, 2, 3), n] for n in (0, 2)]
     source, _ = compile_function(scripted_example)
     expected = [evaluate(ir.clone(source), list(c)) for c in calls]
-    single = (passes.inline, passes.eliminate_dead_code, passes.constant_propagation,
-              passes.eliminate_common_subexpression, passes.constant_pooling, passes.peephole_optimize,
+    single = (passes.inline, eliminate_dead_code, fold_constants,
+              eliminate_common_subexpressions, passes.constant_pooling, passes.peephole_optimize,
               passes.lower_simple_tuples, passes.unroll_loops)
     for fn in single:
-        g = fn(ir.clone(source))
+        g = ir.clone(source)
+        fn(g)
         assert_well_formed(g)
         for c, want in zip(calls, expected):
             _same(evaluate(g, list(c)), want)
-    g = passes.insert_profile_nodes(ir.clone(source))
+    g = ir.clone(source)
+    passes.insert_profile_nodes(g)
     _profiled_run(g, list(calls[1]))     # n = 2: the while loop runs, so its body is profiled
-    for fn in (passes.specialize_types, passes.constant_propagation, passes.peephole_optimize,
-               passes.lower_simple_tuples, passes.unroll_loops, passes.eliminate_common_subexpression,
-               passes.constant_pooling, passes.eliminate_dead_code, passes.remove_profile_nodes):
-        g = fn(g)
+    for fn in (passes.specialize_types, fold_constants, passes.peephole_optimize,
+               passes.lower_simple_tuples, passes.unroll_loops, eliminate_common_subexpressions,
+               passes.constant_pooling, eliminate_dead_code, passes.remove_profile_nodes):
+        fn(g)
         assert_well_formed(g)
     for c, want in zip(calls, expected):
         _same(evaluate(g, list(c)), want)

@@ -15,6 +15,7 @@ import torch
 
 import ember
 import ember.nn as nn
+from ember.fx.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants, purity
 from ember.jit import ir, passes
 from ember.jit.executor import run_graph
 from ember.jit.ir import prim
@@ -186,9 +187,9 @@ def test_passes_keep_the_mode_changes_and_cse_stops_at_them():
         c = x * 2
         return a + b + b2 + c
     g = ir.clone(ember.jit.script(f)._graph)
-    for p in (passes.constant_propagation, passes.peephole_optimize, passes.constant_pooling,
-              passes.eliminate_common_subexpression, passes.eliminate_dead_code):
-        g = p(g)
+    for p in (fold_constants, passes.peephole_optimize, passes.constant_pooling,
+              eliminate_common_subexpressions, eliminate_dead_code):
+        p(g)
     assert _count(g, prim.IsGradEnabled) == 1 and _count(g, prim.SetGradEnabled) == 2
     muls = [n for n in ir.walk(g) if n.op == "call_function" and "mul" in str(n.target)]
     # b2 merges with b (same mode); nothing merges across a SetGradEnabled

@@ -1,5 +1,8 @@
 """EMBER_JIT_LOG_LEVEL: print graphs after passes (PyTorch's PYTORCH_JIT_LOG_LEVEL).
 
+Every graph pass logs here (the fx pass set and the jit's own passes); the graph prints as
+TorchScript text once ember.jit has installed its printer (``set_graph_printer``), else as fx's.
+
 The variable is a colon-separated list of pass names (each pass file's stem, e.g.
 ``dead_code_elimination``; a ``.py`` / ``.cpp`` suffix is ignored). Leading ``>`` raise the
 verbosity for that pass: ``name`` = GRAPH_DUMP (the graph after the pass), ``>name`` =
@@ -55,13 +58,18 @@ def is_enabled(pass_name: str, level: int = GRAPH_DUMP) -> bool:
     return wanted is not None and wanted >= level
 
 
+_printer = str
+
+
+def set_graph_printer(printer) -> None:
+    """Print logged graphs with `printer(graph) -> str` (ember.jit installs its TorchScript printer)."""
+    global _printer
+    _printer = printer
+
+
 def format_graph(graph) -> str:
-    """The graph as TorchScript-style text (ir.printer), falling back to fx's str()."""
-    try:
-        from ember.jit.ir.printer import format_graph as _fmt
-        return _fmt(graph)
-    except Exception:  # the printer is optional here: a log must never break a pass
-        return str(graph)
+    """The graph as the installed printer writes it (fx's ``str`` by default)."""
+    return _printer(graph)
 
 
 def log(pass_name: str, message: str, level: int = GRAPH_DUMP) -> None:
