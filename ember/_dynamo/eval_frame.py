@@ -360,8 +360,8 @@ def _compile_callable(target, opts):
             target = target._ember_orig_fn
         return _make_wrapper(target, opts)
     if callable(target) and isinstance(getattr(type(target), "__call__", None), types.FunctionType):
-        bound = types.MethodType(_make_wrapper(type(target).__call__, opts), target)
-        return functools.wraps(type(target).__call__)(lambda *a, **k: bound(*a, **k))
+        call = _ClassMethodRoute(target, "__call__", opts)
+        return functools.wraps(type(target).__call__)(lambda *a, **k: call(*a, **k))
     raise RuntimeError(f"ember.compile: expected a function, a method or an nn.Module, got "
                        f"{type(target).__name__}")
 
@@ -449,11 +449,34 @@ DISABLED_WRAPPER_CODE = disable(lambda: None).__code__   # capture breaks on cal
 # ------------------------------------------------------------------------------------------------
 # Modules
 
+class _ClassMethodRoute:
+    """Calls ``type(obj).<name>(obj, ...)`` compiled, looking the function up on every call: a
+    class whose method (``forward``, ``__call__``) is replaced after compiling runs the new one, as
+    calling the object eagerly would. Each function gets its own wrapper, made on its first call."""
+
+    __slots__ = ("obj", "name", "opts", "wrappers")
+
+    def __init__(self, obj, name, opts):
+        self.obj, self.name, self.opts = obj, name, opts
+        self.wrappers: dict = {}      # function -> compile-entry wrapper of it
+
+    def __call__(self, *args, **kwargs):
+        fn = getattr(type(self.obj), self.name)
+        wrapper = self.wrappers.get(fn)
+        if wrapper is None:
+            if not isinstance(fn, types.FunctionType):   # e.g. a staticmethod or a C function: as eager
+                return getattr(self.obj, self.name)(*args, **kwargs)
+            wrapper = self.wrappers[fn] = _make_wrapper(fn, self.opts)
+        return wrapper(self.obj, *args, **kwargs)
+
+
 class OptimizedModule(Module):
     """A compiled Module: ``forward`` runs the compiled ``type(mod).forward`` bound to the module.
 
     ``_orig_mod`` is the original (a child, so parameters and state_dict keys carry the
-    ``_orig_mod.`` prefix, as in torch); other attributes read through to it.
+    ``_orig_mod.`` prefix, as in torch); other attributes read through to it. The class's
+    ``forward`` (and ``__call__``, when the class overrides Module's) is looked up on every call,
+    so replacing it after compiling runs the new one, as calling the module eagerly does.
 
         cm = ember.compile(model, backend="eager")
         cm(x); cm._orig_mod is model; cm.weight is model.weight
@@ -462,15 +485,17 @@ class OptimizedModule(Module):
     def __init__(self, mod, opts):
         super().__init__()
         self._orig_mod = mod
-        forward = type(mod).forward
-        if not isinstance(forward, types.FunctionType):
+        if not isinstance(type(mod).forward, types.FunctionType):
             raise RuntimeError(f"ember.compile: {type(mod).__name__}.forward is not a Python function")
         object.__setattr__(self, "_ember_compile_options", opts)
-        object.__setattr__(self, "_compiled_forward", types.MethodType(_make_wrapper(forward, opts), mod))
+        object.__setattr__(self, "_compiled_forward", _ClassMethodRoute(mod, "forward", opts))
+        object.__setattr__(self, "_compiled_call", _ClassMethodRoute(mod, "__call__", opts))
         object.__setattr__(self, "training", mod.training)
 
     def forward(self, *args, **kwargs):
         mod = self._orig_mod
+        if type(mod).__call__ is not Module.__call__:    # the class's own __call__ is what eager runs
+            return self._compiled_call(*args, **kwargs)
         if mod._forward_hooks or mod._forward_pre_hooks or "forward" in mod.__dict__:
             return mod(*args, **kwargs)   # hooks / an instance forward: run as eager does (uncompiled)
         return self._compiled_forward(*args, **kwargs)

@@ -210,6 +210,29 @@ class HasAttrSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class InInstanceDictSource(Source):
+    """``member in vars(base)`` (a bool): guarded where capture called a class's ``__getattr__``
+    for `member` (hasattr would call that __getattr__ again, running user code in the guard)."""
+    base: Source
+    member: str
+
+    def name(self) -> str:
+        return f"{self.member!r} in vars({self.base.name()})"
+
+    def expr(self) -> str:
+        return f"({self.member!r} in ___object_getattribute({self.base.expr()}, '__dict__'))"
+
+    def short_name(self) -> str:
+        return f"{self.member!r} in vars({self.base.short_name()})"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+    def reconstruct(self, codegen) -> None:
+        raise NotImplementedError("InInstanceDictSource.reconstruct")
+
+
+@dataclasses.dataclass(frozen=True)
 class GetItemSource(Source):
     """An item of another source (list index or dict key): ``L['xs'][0]``, ``L['d']['k']``."""
     base: Source

@@ -36,13 +36,16 @@ _ITERTOOLS = {itertools.chain, itertools.product, itertools.combinations, iterto
 _FOLDABLE_BUILTINS = {abs, bool, int, float, str, round, divmod, pow, ord, chr, repr, hash, bin, hex, oct, complex}
 
 
+_supported_ids: dict = {}
+
+
 def is_supported_builtin(value) -> bool:
-    """True for the functions BuiltinVariable models."""
-    try:
-        return value in _HANDLERS or value in _OPERATOR_FUNCTIONS or value in _MATH_FUNCTIONS \
-            or value in _ITERTOOLS or value in _FOLDABLE_BUILTINS
-    except TypeError:   # unhashable
-        return False
+    """True for the functions BuiltinVariable models. Looked up by identity: `value in a_set` would
+    hash `value`, running a user object's __hash__ (and __eq__) during capture."""
+    if not _supported_ids:
+        for fn in (*_HANDLERS, *_OPERATOR_FUNCTIONS, *_MATH_FUNCTIONS, *_ITERTOOLS, *_FOLDABLE_BUILTINS):
+            _supported_ids[id(fn)] = fn
+    return _supported_ids.get(id(value)) is value
 
 
 def _all_const(args, kwargs=None):
