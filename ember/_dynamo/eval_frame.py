@@ -159,6 +159,35 @@ def _call_routed(fn, opts, *args, **kwargs):
     return _on_miss(fn, opts, [], *args, **kwargs)
 
 
+def pick_target(routed, args, kwargs):
+    """What calling `routed(*args, **kwargs)` would run, returned instead of run: code emitted at a
+    graph break calls it itself, so no ember frame stands between the caller and the callee
+    (warnings' stacklevel, logging's caller, inspect.stack() see the frames eager Python has)."""
+    if isinstance(routed, types.MethodType):
+        target = pick_target(routed.__func__, (routed.__self__, *args), kwargs)
+        return types.MethodType(target, routed.__self__)
+    pick = getattr(routed, "_ember_pick", None)
+    if pick is not None:
+        return pick(*args, **kwargs)
+    if isinstance(routed, functools.partial) and routed.func is _call_routed and not routed.keywords:
+        fn, opts = routed.args
+        if fn.__defaults__ or fn.__kwdefaults__:
+            try:
+                bound = inspect.signature(fn).bind(*args, **kwargs)
+            except TypeError:
+                return fn           # the call raises it for the user
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
+        return _miss_target(fn, opts, [], args, kwargs)
+    return routed
+
+
+def _with_current_defaults(compiled, fn):
+    # the caller passes the arguments as written: omitted ones must take fn's defaults as they are now
+    compiled.__defaults__, compiled.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return compiled
+
+
 # ------------------------------------------------------------------------------------------------
 # The per-function wrapper (the hot path)
 
@@ -188,10 +217,22 @@ def _make_wrapper(fn: types.FunctionType, opts: _CompileOptions):
            f"        if ___check({check_call}):\n"
            f"            return ___fn({call})\n"
            f"    return ___miss({call})\n")
+    # the same dispatch, returning the function to call (pick_target) instead of calling it
+    fresh = "___fresh(___fn, ___fn0)" if defaults or kwdefaults else "___fn"
+    pick_src = (f"def ___pick({params}):\n"
+                f"{fill}"
+                f"    for ___check, ___fn in ___entries:\n"
+                f"        if ___check({check_call}):\n"
+                f"            return {fresh}\n"
+                f"    return ___miss_target(___fn0, ___opts, ___entries, ({_positional(call)}), {_keywords(call)})\n")
     namespace = {"___entries": entries, "___miss": miss, "___d": defaults, "___kd": kwdefaults,
-                 "___cl": fn.__closure__, "___O": _OMITTED, "___dflt": _default_of, "___fn0": fn}
-    exec(builtins.compile(src, f"<ember.compile wrapper of {fn.__qualname__}>", "exec"), namespace)
+                 "___cl": fn.__closure__, "___O": _OMITTED, "___dflt": _default_of, "___fn0": fn,
+                 "___fresh": _with_current_defaults, "___miss_target": _miss_target, "___opts": opts}
+    filename = f"<ember.compile wrapper of {fn.__qualname__}>"
+    exec(builtins.compile(src, filename, "exec"), namespace)
+    exec(builtins.compile(pick_src, filename, "exec"), namespace)
     wrapper = namespace[_safe_name(fn.__name__)]
+    wrapper._ember_pick = namespace["___pick"]
     functools.update_wrapper(wrapper, fn)
     wrapper._ember_orig_fn = fn
     wrapper._ember_entries = entries
@@ -219,6 +260,19 @@ def _default_of(fn, name, index):
         raise TypeError(f"{fn.__name__}() missing 1 required argument: {name!r}") from None
 
 
+def _positional(call: str) -> str:
+    """The positional part of a call text ("a, b, *args") as a tuple expression body."""
+    parts = [p for p in call.split(", ") if p and "=" not in p and not p.startswith("**")]
+    return "".join(f"{p}, " for p in parts)
+
+
+def _keywords(call: str) -> str:
+    """The keyword part of a call text ("k=k, **kw") as a dict expression."""
+    items = [p for p in call.split(", ") if "=" in p]
+    rest = [p for p in call.split(", ") if p.startswith("**")]
+    return "{" + ", ".join([f"{p.split('=')[0]!r}: {p.split('=')[1]}" for p in items] + rest) + "}"
+
+
 def _safe_name(name: str) -> str:
     return name if name.isidentifier() and not name.startswith("___") else "compiled_fn"
 
@@ -234,18 +288,24 @@ def _cache_for(fn, opts) -> CodeCache:
 
 def _on_miss(fn, opts, entries, *args, **kwargs):
     """No materialised entry matched: reuse another function object's entry, or capture anew."""
+    return _miss_target(fn, opts, entries, args, kwargs)(*args, **kwargs)
+
+
+def _miss_target(fn, opts, entries, args, kwargs):
+    """The function a missed call runs: another function object's entry (materialised for `fn`), a
+    new capture's, or `fn` itself (eager)."""
     if _state.disabled:
-        return fn(*args, **kwargs)
+        return fn
     cache = _cache_for(fn, opts)
     if cache.skip:
         entries.append((_always, fn))
-        return fn(*args, **kwargs)
+        return fn
     closure_kw = {"___closure": fn.__closure__} if fn.__code__.co_freevars else {}
     for entry in cache.entries:
         if entry.check.fn(*args, **kwargs, **closure_kw):
             compiled = entry.make_function(fn)
             entries.insert(0, (entry.check.fn, compiled))
-            return compiled(*args, **kwargs)
+            return compiled
     reasons = [f"{cache.frame_id}/{e.compile_id}: {e.check.failure_reason(*args, **kwargs, **closure_kw)}"
                for e in cache.entries]
     guard_failures.setdefault(fn.__code__, []).extend(reasons)
@@ -257,8 +317,8 @@ def _on_miss(fn, opts, entries, *args, **kwargs):
                           f"   function: {code.co_name!r} ({code.co_filename}:{code.co_firstlineno})\n"
                           f"   last reason: {reasons[0]}\n"
                           f'To log all recompilation reasons, use EMBER_LOGS="recompiles".', UserWarning,
-                          stacklevel=3)
-        return fn(*args, **kwargs)
+                          stacklevel=4)
+        return fn
     if reasons:
         code = fn.__code__
         _logging.trace_log("recompiles", lambda: (
@@ -266,10 +326,10 @@ def _on_miss(fn, opts, entries, *args, **kwargs):
             f"    triggered by the following guard failure(s):\n" + "\n".join(f"    - {r}" for r in reasons)))
     entry = _capture(fn, opts, cache, args, kwargs)
     if entry is None:
-        return fn(*args, **kwargs)
+        return fn
     compiled = entry.make_function(fn)
     entries.insert(0, (entry.check.fn, compiled))
-    return compiled(*args, **kwargs)
+    return compiled
 
 
 def _capture(fn, opts, cache, args, kwargs):
@@ -342,7 +402,7 @@ def _warn_capture_error(code, e):
             where += f"\n    {e.source_line.strip()}"
     detail = "\n" + "".join(traceback.format_exception(e)) if config.verbose else ""
     warnings.warn(f"ember.compile: could not capture {code.co_name} ({code.co_filename}:{code.co_firstlineno}), "
-                  f"running it eagerly: {reason}{where}{detail}", UserWarning, stacklevel=4)
+                  f"running it eagerly: {reason}{where}{detail}", UserWarning, stacklevel=5)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -256,6 +256,42 @@ class OutputGraph:
                 create_instruction("MAKE_FUNCTION", arg=0x08),
                 *create_call_function(1, False)]
 
+    def _call_routed_callee(self, inst, kw_names) -> list:
+        """Instructions for a break's call of a callee routed through the compile entry, on the
+        stack as [NULL, routed, args...]: ``target = pick_target(routed, args, kwargs)`` (the
+        compiled entry or the function itself), then ``target(*args, **kwargs)`` -- called from this
+        frame, so the callee's caller is the frame eager Python would show."""
+        from .eval_frame import pick_target
+        names = [unique_id("___break_args"), unique_id("___break_kwargs"), unique_id("___break_fn")]
+        args_name, kwargs_name, fn_name = names
+        out = []
+        if inst.opname == "CALL":
+            kw = tuple(kw_names or ())
+            if kw:
+                out += [create_instruction("LOAD_CONST", argval=kw),
+                        create_instruction("BUILD_CONST_KEY_MAP", arg=len(kw))]
+            else:
+                out.append(create_instruction("BUILD_MAP", arg=0))
+            out += [create_instruction("STORE_FAST", argval=kwargs_name),
+                    create_instruction("BUILD_TUPLE", arg=inst.arg - len(kw))]
+        else:   # CALL_FUNCTION_EX: [NULL, fn, args(, kwargs)]
+            if not inst.arg & 1:
+                out.append(create_instruction("BUILD_MAP", arg=0))
+            out.append(create_instruction("STORE_FAST", argval=kwargs_name))
+        out += [create_instruction("STORE_FAST", argval=args_name),
+                create_instruction("STORE_FAST", argval=fn_name),           # the NULL stays below
+                create_load_global(self.global_name_for(pick_target), True),
+                create_instruction("LOAD_FAST", argval=fn_name),
+                create_instruction("LOAD_FAST", argval=args_name),
+                create_instruction("LOAD_FAST", argval=kwargs_name),
+                *create_call_function(3, False),
+                create_instruction("LOAD_FAST", argval=args_name),
+                create_instruction("LOAD_FAST", argval=kwargs_name),
+                create_instruction("CALL_FUNCTION_EX", arg=1)]
+        for name in names:   # release the temporaries (the frame lives on in the resume function)
+            out += [create_instruction("LOAD_CONST", argval=None), create_instruction("STORE_FAST", argval=name)]
+        return out
+
     def compile_and_break(self, tx, inst, reason, inlined=False):
         """Graph break at ``inst``: compile what came before, run ``inst`` eagerly, then resume."""
         from .resume_execution import ResumeCodeCache
@@ -264,8 +300,10 @@ class OutputGraph:
         trace_log("graph_breaks", lambda: f"Graph break: {reason.reason} at {reason.filename}:{reason.lineno}\n"
                    f"    {reason.source_line.strip()}")
         stack = list(tx.stack)
+        routed = False
         if inst.opname in ("CALL", "CALL_FUNCTION_EX") and inlined:
-            stack = _route_callee(self, tx, inst, stack)
+            routed_stack = _route_callee(self, tx, inst, stack)
+            routed, stack = routed_stack is not stack, routed_stack
         n_operands = {"CALL": (inst.arg or 0) + 2, "CALL_FUNCTION_EX": 3 + ((inst.arg or 0) & 1)}.get(inst.opname, 1)
         # inside grad-mode with blocks: leave them in the graph, re-enter them in the resume function
         from .variables.ctx_manager import drop_cancelling_grad_switches, prepare_break_in_blocks
@@ -294,7 +332,11 @@ class OutputGraph:
                        for n, vt in live_locals.items()}
         prefix = self._emit_prefix(tx, stack, live_locals)
         # the instruction itself, run by the interpreter
-        if inst.opname == "CALL":
+        null_layout = isinstance(tx.stack[len(tx.stack) - n_operands], NullVariable)
+        if inst.opname in ("CALL", "CALL_FUNCTION_EX") and routed and null_layout:
+            body = self._call_routed_callee(inst, tx.kw_names)   # the callee's frame right above this one
+            n_pop, n_push = n_operands, 1
+        elif inst.opname == "CALL":
             body = []
             if tx.kw_names:
                 body.append(create_instruction("KW_NAMES", argval=tx.kw_names))
@@ -341,6 +383,9 @@ class OutputGraph:
 
         next_inst = tx.instructions[tx.index_of[id(inst)] + 1]
         if body is not None:
+            # the call runs on its own source line (what a warning, a traceback or a frame inspected
+            # during it reports; warnings' "default" filter dedups by that line)
+            body[0].starts_line = tx.lineno
             self.instructions = [*prefix, *body, *resume_call(next_inst)]
         else:
             from .symbolic_convert import _jump_kind
@@ -348,6 +393,7 @@ class OutputGraph:
             fall_block = resume_call(next_inst)
             jump_block = resume_call(inst.target)
             jump = create_instruction(kind, target=jump_block[0])
+            jump.starts_line = tx.lineno
             self.instructions = [*prefix, jump, *fall_block, *jump_block]
         self.compiled = True
 
@@ -399,7 +445,10 @@ def _route_callee(out, tx, inst, stack):
             replacement = types.MethodType(out.wrap_resume(fn.fn), obj)
     elif isinstance(fn, NNModuleVariable):
         m = fn.module
-        replacement = types.MethodType(out.wrap_resume(type(m).forward), m)
+        import ember
+        if type(m).__call__ is ember.nn.Module.__call__ and not (m._forward_hooks or m._forward_pre_hooks) \
+                and "forward" not in m.__dict__:   # otherwise m(...) itself runs, as eagerly
+            replacement = types.MethodType(out.wrap_resume(type(m).forward), m)
     if replacement is None:
         return stack
     stack = list(stack)

@@ -28,6 +28,13 @@ from .variables.misc import CellVariable
 
 PY311 = sys.version_info[:2] == (3, 11)
 _MAX_INLINE_DEPTH = 32
+# Standard-library modules whose functions are called for real (a graph break), never inlined: they
+# read the call stack (logging's caller, warnings' stacklevel, inspect, traceback), touch the world
+# (files, processes, threads, clocks) or draw random numbers, so their effects and what they
+# observe must be those of an eager call, made from the right frame.
+_NEVER_INLINED = frozenset({"logging", "warnings", "inspect", "traceback", "threading", "pdb", "faulthandler",
+                            "tracemalloc", "gc", "atexit", "signal", "subprocess", "socket", "os", "io", "shutil",
+                            "tempfile", "pathlib", "time", "datetime", "uuid", "secrets", "random", "asyncio"})
 
 
 class InstructionTranslatorBase:
@@ -141,6 +148,9 @@ class InstructionTranslatorBase:
         if depth > _MAX_INLINE_DEPTH:
             unimplemented("recursion too deep to inline")
         code = fn_vt.get_code()
+        module = str(fn_vt.get_globals().get("__name__", "")).split(".")[0]
+        if module in _NEVER_INLINED:
+            unimplemented(f"a call into {module} (run as it is, never inlined)")
         from .eval_frame import DISABLED_WRAPPER_CODE
         if code is DISABLED_WRAPPER_CODE:   # (by code: reading fn_vt.fn could add an identity guard)
             unimplemented("Skip calling a function wrapped by ember.compiler.disable()")

@@ -34,9 +34,9 @@ def _outcome(fn, args, kwargs):
 
 def _series(fn, make_args, calls, reset):
     runs = []
+    if reset is not None:
+        reset()
     for call in range(calls):
-        if reset is not None:
-            reset()
         random.seed(call)
         np.random.seed(call)
         EVENTS.clear()
@@ -53,7 +53,7 @@ def _series(fn, make_args, calls, reset):
 
 def check_like_eager(fn, make_args, *, calls=3, reset=None, compiled=None, warnings_too=False):
     """Compare `calls` eager calls with `calls` compiled ones (see the module docstring). `reset()`
-    (optional) restores program state kept outside the arguments before each call. Returns the
+    (optional) restores program state kept outside the arguments before each series. Returns the
     compiled runs: [(outcome, events, args after, warnings)] per call."""
     ember._dynamo.reset()
     eager = _series(fn, make_args, calls, reset)

@@ -27,7 +27,7 @@ def wrap(tx, value, source, *, guard: bool = True) -> VariableTracker:
     """The tracker for ``value`` read from ``source`` (guards recorded on tx.output unless guard=False)."""
     import ember
     out = tx.output
-    opaque = _runs_user_code_on_isinstance(value)
+    opaque = runs_user_code_on_isinstance(value)
     if not opaque and isinstance(value, ember.Tensor):
         return out.add_graph_input(tx, value, source)
     if not opaque and is_constant_value(value):
@@ -51,7 +51,7 @@ def wrap(tx, value, source, *, guard: bool = True) -> VariableTracker:
     return vt
 
 
-def _runs_user_code_on_isinstance(value) -> bool:
+def runs_user_code_on_isinstance(value) -> bool:
     """True for an object whose class overrides __getattribute__ or __class__: isinstance() reads
     __class__ through them, so even classifying it would run the class's code during capture."""
     from .misc import class_lookup

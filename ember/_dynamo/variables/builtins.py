@@ -8,6 +8,7 @@ Constants fold; tensors go into the graph with the operator itself as the target
 """
 from __future__ import annotations
 
+import abc
 import functools
 import itertools
 import math
@@ -18,6 +19,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 
 _HANDLERS: dict = {}
+_TYPE_INSTANCECHECK = type.__instancecheck__
 
 
 def _handler(*fns):
@@ -236,8 +238,17 @@ def _len(tx, fn, args, kwargs):
 
 @_handler(isinstance)
 def _isinstance(tx, fn, args, kwargs):
+    from .misc import UserDefinedObjectVariable
     obj, classes = args
+    if isinstance(obj, UserDefinedObjectVariable) and obj.source is not None:
+        from .builder import runs_user_code_on_isinstance
+        if runs_user_code_on_isinstance(obj.value):   # isinstance reads its __class__: user code
+            unimplemented(f"isinstance() of a {type(obj.value).__name__}, whose __class__ is its own code")
     cls = classes.as_python_constant()
+    for klass in cls if isinstance(cls, tuple) else (cls,):
+        check = getattr(type(klass), "__instancecheck__", None)
+        if check is not None and check is not _TYPE_INSTANCECHECK and check is not abc.ABCMeta.__instancecheck__:
+            unimplemented(f"isinstance() with {klass!r}, whose metaclass defines its own __instancecheck__")
     try:
         return ConstantVariable(issubclass(obj.python_type(), cls))
     except TypeError as e:

@@ -257,9 +257,12 @@ class UserDefinedObjectVariable(VariableTracker):
         return method.call_function(tx, args, kwargs)
 
     def call_function(self, tx, args, kwargs):
-        call = getattr(type(self.value), "__call__", None)
+        call = class_lookup(type(self.value), "__call__")
         if isinstance(call, types.FunctionType):
+            from .. import source as src
             from .functions import UserMethodVariable
+            if self.source is not None:   # obj(...) looks __call__ up on the class at every call
+                tx.output.guard(src.AttrSource(src.AttrSource(self.source, "__class__"), "__call__"), "ID_MATCH", call)
             return UserMethodVariable(call, self).call_function(tx, args, kwargs)
         return super().call_function(tx, args, kwargs)
 
