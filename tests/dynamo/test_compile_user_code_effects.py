@@ -7,6 +7,8 @@ eager_equivalence.EVENTS and compares with eager ember call by call.
 """
 from __future__ import annotations
 
+import copy
+import enum
 import functools
 
 import pytest
@@ -193,7 +195,73 @@ def slotted_read(o, x):
     return x * o.a, getattr(o, "b", "empty")
 
 
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+    def describe(self):
+        EVENTS.append(f"describe {self.name}")
+        return self.value * 10
+
+    def __str__(self):
+        EVENTS.append("str")
+        return f"Color{self.value}"
+
+    @property
+    def double(self):
+        EVENTS.append("double")
+        return self.value * 2
+
+
+class Plain(enum.Enum):
+    ON = 1
+    OFF = 0
+
+
+def enum_methods(c, x):
+    x = x + 1
+    return x * c.describe() + x * Color.BLUE.double, str(c), f"{Color.BLUE}", c is Color.RED
+
+
+def plain_enum(p, x):
+    x = x + 1
+    return x * p.value if p is Plain.ON else x, p.name
+
+
+class WithIndex:
+    def __index__(self):
+        EVENTS.append("index")
+        return 1
+
+
+def user_index(o, x):
+    x = x + 1
+    return x[o] * 2
+
+
+class WithCopy:
+    def __init__(self):
+        self.items = [1]
+
+    def __copy__(self):
+        EVENTS.append("copy")
+        new = WithCopy()
+        new.items = list(self.items)
+        return new
+
+
+def copies(o, x):
+    x = x + 1
+    c = copy.copy(o)
+    c.items.append(2)
+    return x * len(c.items), o.items
+
+
 CASES = {
+    "enum_methods": (enum_methods, lambda call: (Color.RED if call % 2 else Color.BLUE, tensor(1.0))),
+    "plain_enum": (plain_enum, lambda call: (Plain.ON if call % 2 else Plain.OFF, tensor(1.0))),
+    "user_index": (user_index, lambda call: (WithIndex(), tensor(1.0, 2.0, 3.0))),
+    "copy_with_dunder": (copies, lambda call: (WithCopy(), tensor(1.0))),
     "read_attr_via_getattr": (read_attr_via_getattr, lambda call: (WithGetattr(call), tensor(1.0, 2.0))),
     "getattr_with_default": (getattr_with_default, lambda call: (WithGetattr(), tensor(1.0))),
     "hasattr_through_getattr": (hasattr_through_getattr, lambda call: (WithGetattr(), tensor(1.0))),

@@ -5,6 +5,7 @@ the NULL that 3.11+ CALL expects, and closure cells.
 """
 from __future__ import annotations
 
+import enum
 import operator
 import types
 
@@ -208,6 +209,8 @@ class UserDefinedObjectVariable(VariableTracker):
         from .builder import wrap
         from .functions import UserFunctionVariable
         cls = type(self.value)
+        if isinstance(self.value, enum.Enum) and name in ("name", "value") and attr is class_lookup(enum.Enum, name):
+            return self.var_getattr(tx, f"_{name}_")    # enum's own property: the member's _name_/_value_
         if type(attr) is property and isinstance(attr.fget, types.FunctionType):
             if self.source is not None:   # the class's property may be replaced after capture
                 tx.output.guard(src.AttrSource(src.AttrSource(self.source, "__class__"), name), "ID_MATCH", attr)
