@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 import types
 
 from .bytecode_analysis import livevars_analysis
@@ -297,7 +298,8 @@ class OutputGraph:
                        for n, vt in live_locals.items()}
         prefix = self._emit_prefix(tx, stack, live_locals)
         # the instruction itself, run by the interpreter
-        null_layout = isinstance(tx.stack[len(tx.stack) - n_operands], NullVariable)
+        # [NULL, callable, args...] as 3.11/3.12 lay a call out (3.13 puts the NULL above the callable)
+        null_layout = isinstance(tx.stack[len(tx.stack) - n_operands], NullVariable) and sys.version_info < (3, 13)
         if inst.opname in ("CALL", "CALL_FUNCTION_EX") and routed and null_layout:
             body = call_routed_callee(self, inst, tx.kw_names)   # the callee's frame right above this one
             n_pop, n_push = n_operands, 1
