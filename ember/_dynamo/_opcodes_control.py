@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ._opcodes_load_store import _CodeConstant
 from .exc import unimplemented
-from .variables import (ConstantVariable, ConstDictVariable, ListIteratorVariable, NestedUserFunctionVariable,
-                        NullVariable)
+from .variables import ConstantVariable, ConstDictVariable, NestedUserFunctionVariable, NullVariable
+from .variables.iterators import IteratorVariable, iterator_over
 
 
 def _jump_kind(opname: str) -> str:
@@ -21,6 +21,14 @@ def _jump_kind(opname: str) -> str:
 
 class _Return(Exception):
     """Raised by RETURN_VALUE / RETURN_CONST to stop the translator loop (the value is tx.return_value)."""
+
+
+class _Yield(Exception):
+    """Raised by YIELD_VALUE in an inlined generator: suspends its translator (see resume())."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
 
 
 def _kw_names(tx, inst):
@@ -58,18 +66,14 @@ def _call_function_ex(tx, inst):
 
 
 def _get_iter(tx, inst):
-    obj = tx.pop()
-    if isinstance(obj, ListIteratorVariable):
-        tx.push(obj)
-        return
-    tx.push(ListIteratorVariable(obj.unpack_var_sequence(tx)))
+    tx.push(iterator_over(tx, tx.pop()))
 
 
 def _for_iter(tx, inst):
     it = tx.stack[-1]
-    if not isinstance(it, ListIteratorVariable):
+    if not isinstance(it, IteratorVariable):
         unimplemented(f"iteration over {it}")
-    item = it.next_item()
+    item = it.next_item(tx)
     if item is not None:
         tx.push(item)
         return
@@ -140,8 +144,9 @@ def _return_generator(tx, inst):
 def _yield_value(tx, inst):
     if not getattr(tx, "generator_mode", False):
         unimplemented("yield outside an inlined generator")
-    tx.generated.append(tx.pop())
-    tx.push(ConstantVariable(None))
+    value = tx.pop()
+    tx.push(ConstantVariable(None))     # what the yield expression evaluates to when next() resumes it
+    raise _Yield(value)
 
 
 def _before_with(tx, inst):

@@ -60,6 +60,7 @@ def _load_fast_and_clear(tx, inst):
 
 def _store_fast(tx, inst):
     value = tx.pop()
+    _check_not_finalising(tx.symbolic_locals.get(inst.argval), value)
     if isinstance(value, NullVariable):   # 3.12 comprehension restoring an unset variable
         tx.symbolic_locals.pop(inst.argval, None)
     else:
@@ -67,7 +68,21 @@ def _store_fast(tx, inst):
 
 
 def _delete_fast(tx, inst):
+    _check_not_finalising(tx.symbolic_locals.get(inst.argval), None)
     tx.symbolic_locals.pop(inst.argval, None)
+
+
+def _check_not_finalising(old, new):
+    """Dropping a local's reference to a real object with a finalizer (__del__, a weakref callback)
+    may end its life right here in eager Python; the compiled frame keeps its locals until it ends,
+    so that finalizer would run late. Such a frame is not captured."""
+    import weakref
+    from .variables.misc import UserDefinedObjectVariable, class_lookup, _MISSING
+    if old is None or old is new or not isinstance(old, UserDefinedObjectVariable) or old.source is None:
+        return
+    value = old.value
+    if class_lookup(type(value), "__del__") is not _MISSING or weakref.getweakrefcount(value):
+        unimplemented(f"dropping a reference to a {type(value).__name__}, which has a finalizer")
 
 
 def _load_global(tx, inst):

@@ -177,9 +177,10 @@ class PyCodegen:
 
 def _is_new_container(vt) -> bool:
     from .variables.dicts import ConstDictVariable
-    from .variables.lists import ListIteratorVariable, ListVariable
+    from .variables.iterators import IteratorVariable
+    from .variables.lists import ListVariable
     from .variables.sets import SetVariable
-    return isinstance(vt, (ListVariable, ConstDictVariable, ListIteratorVariable)) or (
+    return isinstance(vt, (ListVariable, ConstDictVariable, IteratorVariable)) or (
         isinstance(vt, SetVariable) and not vt.frozen)
 
 

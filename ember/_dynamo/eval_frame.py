@@ -159,6 +159,35 @@ def _call_routed(fn, opts, *args, **kwargs):
     return _on_miss(fn, opts, [], *args, **kwargs)
 
 
+def pick_target(routed, args, kwargs):
+    """What calling `routed(*args, **kwargs)` would run, returned instead of run: code emitted at a
+    graph break calls it itself, so no ember frame stands between the caller and the callee
+    (warnings' stacklevel, logging's caller, inspect.stack() see the frames eager Python has)."""
+    if isinstance(routed, types.MethodType):
+        target = pick_target(routed.__func__, (routed.__self__, *args), kwargs)
+        return types.MethodType(target, routed.__self__)
+    pick = getattr(routed, "_ember_pick", None)
+    if pick is not None:
+        return pick(*args, **kwargs)
+    if isinstance(routed, functools.partial) and routed.func is _call_routed and not routed.keywords:
+        fn, opts = routed.args
+        if fn.__defaults__ or fn.__kwdefaults__:
+            try:
+                bound = inspect.signature(fn).bind(*args, **kwargs)
+            except TypeError:
+                return fn           # the call raises it for the user
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
+        return _miss_target(fn, opts, [], args, kwargs)
+    return routed
+
+
+def _with_current_defaults(compiled, fn):
+    # the caller passes the arguments as written: omitted ones must take fn's defaults as they are now
+    compiled.__defaults__, compiled.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return compiled
+
+
 # ------------------------------------------------------------------------------------------------
 # The per-function wrapper (the hot path)
 
@@ -188,10 +217,22 @@ def _make_wrapper(fn: types.FunctionType, opts: _CompileOptions):
            f"        if ___check({check_call}):\n"
            f"            return ___fn({call})\n"
            f"    return ___miss({call})\n")
+    # the same dispatch, returning the function to call (pick_target) instead of calling it
+    fresh = "___fresh(___fn, ___fn0)" if defaults or kwdefaults else "___fn"
+    pick_src = (f"def ___pick({params}):\n"
+                f"{fill}"
+                f"    for ___check, ___fn in ___entries:\n"
+                f"        if ___check({check_call}):\n"
+                f"            return {fresh}\n"
+                f"    return ___miss_target(___fn0, ___opts, ___entries, ({_positional(call)}), {_keywords(call)})\n")
     namespace = {"___entries": entries, "___miss": miss, "___d": defaults, "___kd": kwdefaults,
-                 "___cl": fn.__closure__, "___O": _OMITTED, "___dflt": _default_of, "___fn0": fn}
-    exec(builtins.compile(src, f"<ember.compile wrapper of {fn.__qualname__}>", "exec"), namespace)
+                 "___cl": fn.__closure__, "___O": _OMITTED, "___dflt": _default_of, "___fn0": fn,
+                 "___fresh": _with_current_defaults, "___miss_target": _miss_target, "___opts": opts}
+    filename = f"<ember.compile wrapper of {fn.__qualname__}>"
+    exec(builtins.compile(src, filename, "exec"), namespace)
+    exec(builtins.compile(pick_src, filename, "exec"), namespace)
     wrapper = namespace[_safe_name(fn.__name__)]
+    wrapper._ember_pick = namespace["___pick"]
     functools.update_wrapper(wrapper, fn)
     wrapper._ember_orig_fn = fn
     wrapper._ember_entries = entries
@@ -219,6 +260,19 @@ def _default_of(fn, name, index):
         raise TypeError(f"{fn.__name__}() missing 1 required argument: {name!r}") from None
 
 
+def _positional(call: str) -> str:
+    """The positional part of a call text ("a, b, *args") as a tuple expression body."""
+    parts = [p for p in call.split(", ") if p and "=" not in p and not p.startswith("**")]
+    return "".join(f"{p}, " for p in parts)
+
+
+def _keywords(call: str) -> str:
+    """The keyword part of a call text ("k=k, **kw") as a dict expression."""
+    items = [p for p in call.split(", ") if "=" in p]
+    rest = [p for p in call.split(", ") if p.startswith("**")]
+    return "{" + ", ".join([f"{p.split('=')[0]!r}: {p.split('=')[1]}" for p in items] + rest) + "}"
+
+
 def _safe_name(name: str) -> str:
     return name if name.isidentifier() and not name.startswith("___") else "compiled_fn"
 
@@ -234,18 +288,24 @@ def _cache_for(fn, opts) -> CodeCache:
 
 def _on_miss(fn, opts, entries, *args, **kwargs):
     """No materialised entry matched: reuse another function object's entry, or capture anew."""
+    return _miss_target(fn, opts, entries, args, kwargs)(*args, **kwargs)
+
+
+def _miss_target(fn, opts, entries, args, kwargs):
+    """The function a missed call runs: another function object's entry (materialised for `fn`), a
+    new capture's, or `fn` itself (eager)."""
     if _state.disabled:
-        return fn(*args, **kwargs)
+        return fn
     cache = _cache_for(fn, opts)
     if cache.skip:
         entries.append((_always, fn))
-        return fn(*args, **kwargs)
+        return fn
     closure_kw = {"___closure": fn.__closure__} if fn.__code__.co_freevars else {}
     for entry in cache.entries:
         if entry.check.fn(*args, **kwargs, **closure_kw):
             compiled = entry.make_function(fn)
             entries.insert(0, (entry.check.fn, compiled))
-            return compiled(*args, **kwargs)
+            return compiled
     reasons = [f"{cache.frame_id}/{e.compile_id}: {e.check.failure_reason(*args, **kwargs, **closure_kw)}"
                for e in cache.entries]
     guard_failures.setdefault(fn.__code__, []).extend(reasons)
@@ -257,8 +317,8 @@ def _on_miss(fn, opts, entries, *args, **kwargs):
                           f"   function: {code.co_name!r} ({code.co_filename}:{code.co_firstlineno})\n"
                           f"   last reason: {reasons[0]}\n"
                           f'To log all recompilation reasons, use EMBER_LOGS="recompiles".', UserWarning,
-                          stacklevel=3)
-        return fn(*args, **kwargs)
+                          stacklevel=4)
+        return fn
     if reasons:
         code = fn.__code__
         _logging.trace_log("recompiles", lambda: (
@@ -266,10 +326,10 @@ def _on_miss(fn, opts, entries, *args, **kwargs):
             f"    triggered by the following guard failure(s):\n" + "\n".join(f"    - {r}" for r in reasons)))
     entry = _capture(fn, opts, cache, args, kwargs)
     if entry is None:
-        return fn(*args, **kwargs)
+        return fn
     compiled = entry.make_function(fn)
     entries.insert(0, (entry.check.fn, compiled))
-    return compiled(*args, **kwargs)
+    return compiled
 
 
 def _capture(fn, opts, cache, args, kwargs):
@@ -342,7 +402,7 @@ def _warn_capture_error(code, e):
             where += f"\n    {e.source_line.strip()}"
     detail = "\n" + "".join(traceback.format_exception(e)) if config.verbose else ""
     warnings.warn(f"ember.compile: could not capture {code.co_name} ({code.co_filename}:{code.co_firstlineno}), "
-                  f"running it eagerly: {reason}{where}{detail}", UserWarning, stacklevel=4)
+                  f"running it eagerly: {reason}{where}{detail}", UserWarning, stacklevel=5)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -360,8 +420,8 @@ def _compile_callable(target, opts):
             target = target._ember_orig_fn
         return _make_wrapper(target, opts)
     if callable(target) and isinstance(getattr(type(target), "__call__", None), types.FunctionType):
-        bound = types.MethodType(_make_wrapper(type(target).__call__, opts), target)
-        return functools.wraps(type(target).__call__)(lambda *a, **k: bound(*a, **k))
+        call = _ClassMethodRoute(target, "__call__", opts)
+        return functools.wraps(type(target).__call__)(lambda *a, **k: call(*a, **k))
     raise RuntimeError(f"ember.compile: expected a function, a method or an nn.Module, got "
                        f"{type(target).__name__}")
 
@@ -449,11 +509,34 @@ DISABLED_WRAPPER_CODE = disable(lambda: None).__code__   # capture breaks on cal
 # ------------------------------------------------------------------------------------------------
 # Modules
 
+class _ClassMethodRoute:
+    """Calls ``type(obj).<name>(obj, ...)`` compiled, looking the function up on every call: a
+    class whose method (``forward``, ``__call__``) is replaced after compiling runs the new one, as
+    calling the object eagerly would. Each function gets its own wrapper, made on its first call."""
+
+    __slots__ = ("obj", "name", "opts", "wrappers")
+
+    def __init__(self, obj, name, opts):
+        self.obj, self.name, self.opts = obj, name, opts
+        self.wrappers: dict = {}      # function -> compile-entry wrapper of it
+
+    def __call__(self, *args, **kwargs):
+        fn = getattr(type(self.obj), self.name)
+        wrapper = self.wrappers.get(fn)
+        if wrapper is None:
+            if not isinstance(fn, types.FunctionType):   # e.g. a staticmethod or a C function: as eager
+                return getattr(self.obj, self.name)(*args, **kwargs)
+            wrapper = self.wrappers[fn] = _make_wrapper(fn, self.opts)
+        return wrapper(self.obj, *args, **kwargs)
+
+
 class OptimizedModule(Module):
     """A compiled Module: ``forward`` runs the compiled ``type(mod).forward`` bound to the module.
 
     ``_orig_mod`` is the original (a child, so parameters and state_dict keys carry the
-    ``_orig_mod.`` prefix, as in torch); other attributes read through to it.
+    ``_orig_mod.`` prefix, as in torch); other attributes read through to it. The class's
+    ``forward`` (and ``__call__``, when the class overrides Module's) is looked up on every call,
+    so replacing it after compiling runs the new one, as calling the module eagerly does.
 
         cm = ember.compile(model, backend="eager")
         cm(x); cm._orig_mod is model; cm.weight is model.weight
@@ -462,15 +545,17 @@ class OptimizedModule(Module):
     def __init__(self, mod, opts):
         super().__init__()
         self._orig_mod = mod
-        forward = type(mod).forward
-        if not isinstance(forward, types.FunctionType):
+        if not isinstance(type(mod).forward, types.FunctionType):
             raise RuntimeError(f"ember.compile: {type(mod).__name__}.forward is not a Python function")
         object.__setattr__(self, "_ember_compile_options", opts)
-        object.__setattr__(self, "_compiled_forward", types.MethodType(_make_wrapper(forward, opts), mod))
+        object.__setattr__(self, "_compiled_forward", _ClassMethodRoute(mod, "forward", opts))
+        object.__setattr__(self, "_compiled_call", _ClassMethodRoute(mod, "__call__", opts))
         object.__setattr__(self, "training", mod.training)
 
     def forward(self, *args, **kwargs):
         mod = self._orig_mod
+        if type(mod).__call__ is not Module.__call__:    # the class's own __call__ is what eager runs
+            return self._compiled_call(*args, **kwargs)
         if mod._forward_hooks or mod._forward_pre_hooks or "forward" in mod.__dict__:
             return mod(*args, **kwargs)   # hooks / an instance forward: run as eager does (uncompiled)
         return self._compiled_forward(*args, **kwargs)

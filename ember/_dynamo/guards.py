@@ -26,7 +26,7 @@ import types
 from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, keys_of, tls
 from .._core.dtype import _default as _default_dtype_box
 from .._core.dtype import get_default_dtype
-from .source import (ClosureCellSource, GlobalShadowsBuiltinSource, GlobalSource, GlobalStateSource,
+from .source import (KEYS, ClosureCellSource, GlobalShadowsBuiltinSource, GlobalSource, GlobalStateSource,
                      ModuleGlobalSource, Source, source_sort_key)
 
 
@@ -379,7 +379,8 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
     rows = sorted(set(guards), key=lambda g: (_KIND_ORDER.get(g.kind, 99), _depth(g.source),
                                               source_sort_key(g.source, names)))
     rows = _add_dispatch_state_and_aliasing(rows)
-    env = {"G": f_globals, "___tls": tls, "___default_dtype": get_default_dtype, "___dtype_box": _default_dtype_box,
+    env = {"G": f_globals, "___tls": tls, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
+           "___default_dtype": get_default_dtype, "___dtype_box": _default_dtype_box,
            "___grad_enabled": lambda: (tls.exclude & AUTOGRAD_BIT) == 0}
     constants: dict = {}
 

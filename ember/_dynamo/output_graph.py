@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 import types
 
 from .bytecode_analysis import livevars_analysis
 from .bytecode_transformation import (create_call_function, create_instruction, create_load_global,
                                       unique_id)
+from .break_calls import RebuiltFunction, call_routed_callee, cells_written_after, route_callee
 from .codegen import PyCodegen, load_local
 from .exc import unimplemented
 from .side_effects import SideEffects
@@ -264,8 +266,10 @@ class OutputGraph:
         trace_log("graph_breaks", lambda: f"Graph break: {reason.reason} at {reason.filename}:{reason.lineno}\n"
                    f"    {reason.source_line.strip()}")
         stack = list(tx.stack)
+        routed = False
         if inst.opname in ("CALL", "CALL_FUNCTION_EX") and inlined:
-            stack = _route_callee(self, tx, inst, stack)
+            routed_stack = route_callee(self, tx, inst, stack)
+            routed, stack = routed_stack is not stack, routed_stack
         n_operands = {"CALL": (inst.arg or 0) + 2, "CALL_FUNCTION_EX": 3 + ((inst.arg or 0) & 1)}.get(inst.opname, 1)
         # inside grad-mode with blocks: leave them in the graph, re-enter them in the resume function
         from .variables.ctx_manager import drop_cancelling_grad_switches, prepare_break_in_blocks
@@ -284,17 +288,22 @@ class OutputGraph:
         # tracked values and reach the resume function through its closure
         # A cell only written after the break (k = 7, read by an inner function made before it) is
         # shared too: the inner function must see the write.
-        written = _cells_written_after(tx, inst)
+        written = cells_written_after(tx, inst)
         shared_cells = any((n in live_names or n in written) and n not in self.code.co_varnames
                            for n in self.code.co_cellvars)
         if shared_cells:
             live_locals.update((n, tx.symbolic_locals[n]) for n in self.code.co_cellvars if n in tx.symbolic_locals)
         from .variables import NestedUserFunctionVariable
-        live_locals = {n: _RebuiltFunction(tx, vt) if isinstance(vt, NestedUserFunctionVariable) else vt
+        live_locals = {n: RebuiltFunction(tx, vt) if isinstance(vt, NestedUserFunctionVariable) else vt
                        for n, vt in live_locals.items()}
         prefix = self._emit_prefix(tx, stack, live_locals)
         # the instruction itself, run by the interpreter
-        if inst.opname == "CALL":
+        # [NULL, callable, args...] as 3.11/3.12 lay a call out (3.13 puts the NULL above the callable)
+        null_layout = isinstance(tx.stack[len(tx.stack) - n_operands], NullVariable) and sys.version_info < (3, 13)
+        if inst.opname in ("CALL", "CALL_FUNCTION_EX") and routed and null_layout:
+            body = call_routed_callee(self, inst, tx.kw_names)   # the callee's frame right above this one
+            n_pop, n_push = n_operands, 1
+        elif inst.opname == "CALL":
             body = []
             if tx.kw_names:
                 body.append(create_instruction("KW_NAMES", argval=tx.kw_names))
@@ -341,6 +350,9 @@ class OutputGraph:
 
         next_inst = tx.instructions[tx.index_of[id(inst)] + 1]
         if body is not None:
+            # the call runs on its own source line (what a warning, a traceback or a frame inspected
+            # during it reports; warnings' "default" filter dedups by that line)
+            body[0].starts_line = tx.lineno
             self.instructions = [*prefix, *body, *resume_call(next_inst)]
         else:
             from .symbolic_convert import _jump_kind
@@ -348,129 +360,9 @@ class OutputGraph:
             fall_block = resume_call(next_inst)
             jump_block = resume_call(inst.target)
             jump = create_instruction(kind, target=jump_block[0])
+            jump.starts_line = tx.lineno
             self.instructions = [*prefix, jump, *fall_block, *jump_block]
         self.compiled = True
-
-
-def _cells_written_after(tx, inst) -> set:
-    """Names STORE_DEREF/DELETE_DEREF may write once the frame goes on from `inst` (a jump back
-    from after it makes the jump target's code reachable again)."""
-    insts = tx.instructions
-    start = tx.index_of[id(inst)]
-    moved = True
-    while moved:
-        moved = False
-        for later in insts[start:]:
-            target = getattr(later, "target", None)
-            if target is not None and id(target) in tx.index_of and tx.index_of[id(target)] < start:
-                start, moved = tx.index_of[id(target)], True
-    return {i.argval for i in insts[start:] if i.opname in ("STORE_DEREF", "DELETE_DEREF")}
-
-
-def _route_callee(out, tx, inst, stack):
-    """A break inside an inlined call: run the callee for real, routed through the compile entry."""
-    from .variables import NNModuleVariable, PythonValueVariable
-    from .variables.functions import UserFunctionVariable, UserMethodVariable
-    argc = inst.arg if inst.opname == "CALL" else 0
-    index = len(stack) - argc - 1 if inst.opname == "CALL" else len(stack) - 2 - (inst.arg & 1)
-    fn = stack[index]
-    below = stack[index - 1]
-    from .variables import NullVariable
-    if inst.opname == "CALL" and not isinstance(below, NullVariable):   # [callable, self, args] layout
-        index, fn = index - 1, below
-    from .variables import NestedUserFunctionVariable
-    replacement = None
-    if isinstance(fn, NestedUserFunctionVariable):
-        # made in this frame: rebuilt at run time (MAKE_FUNCTION) and called through the compile
-        # entry, so it is captured in its own frame like any callee at a break
-        stack = list(stack)
-        stack[index] = _RebuiltFunction(tx, fn, route=out.route_call)
-        return stack
-    if isinstance(fn, UserFunctionVariable) and fn.source is not None and out.route_call is not None:
-        # read from the frame on every call (guards may admit another function object of its code)
-        stack = list(stack)
-        stack[index] = _RoutedSource(fn.source, out.route_call)
-        return stack
-    if isinstance(fn, UserFunctionVariable):
-        replacement = out.wrap_resume(fn.fn)
-    elif isinstance(fn, UserMethodVariable):
-        obj = getattr(fn.obj, "module", None) or getattr(fn.obj, "value", None)
-        if obj is not None:
-            replacement = types.MethodType(out.wrap_resume(fn.fn), obj)
-    elif isinstance(fn, NNModuleVariable):
-        m = fn.module
-        replacement = types.MethodType(out.wrap_resume(type(m).forward), m)
-    if replacement is None:
-        return stack
-    stack = list(stack)
-    stack[index] = PythonValueVariable(replacement)
-    return stack
-
-
-class _RoutedSource:
-    """Stands for a function read from `source` in the code emitted at a break: route_call(<it>)."""
-
-    def __init__(self, source, route):
-        self.source, self.route, self.items = source, route, []
-
-    def reconstruct(self, cg):
-        cg.load_global(cg.tx.output.global_name_for(self.route), push_null=True)
-        cg.load_source(self.source)
-        cg.call(1, push_null=False)
-
-
-class _RebuiltFunction:
-    """Stands for a NestedUserFunctionVariable in the code emitted at a break: rebuilds the function
-    from its code constant, defaults and closure (MAKE_FUNCTION), optionally passed to `route`.
-
-    A cell the frame made (LOAD_CLOSURE) is its real cell in the frame, first given the value the
-    capture tracked for it; `items` lists the trackers that rebuild reads, so the tensors among
-    them become graph outputs."""
-
-    def __init__(self, root_tx, fn_vt, route=None):
-        from .variables import NestedUserFunctionVariable
-        from .variables.misc import CellVariable, RealCellVariable
-        self.fn_vt, self.route, self.source = fn_vt, route, None
-        if fn_vt.kwdefaults:
-            unimplemented(f"rebuilding {fn_vt.qualname} with keyword-only defaults after a graph break")
-
-        def rebuilt(vt):
-            return _RebuiltFunction(root_tx, vt) if isinstance(vt, NestedUserFunctionVariable) else vt
-        self.defaults = [rebuilt(vt) for vt in fn_vt.defaults]
-        self.cells = []          # (name, tracker of its value or None)
-        for cell in fn_vt.closure:
-            if isinstance(cell, CellVariable) and cell.owner is root_tx:
-                value = root_tx.symbolic_locals.get(cell.name)
-                self.cells.append((cell.name, None if value is None else rebuilt(value)))
-            elif isinstance(cell, RealCellVariable) and type(cell.source).__name__ == "ClosureCellSource":
-                self.cells.append((cell.source.cell_name, None))   # the frame's own free variable
-            else:
-                unimplemented(f"rebuilding {fn_vt.qualname} after a graph break: a closure cell of an "
-                               f"inlined function")
-        self.items = [*self.defaults, *(vt for _, vt in self.cells if vt is not None)]
-
-    def reconstruct(self, cg):
-        if self.route is not None:   # the compile options' own router: the same for every call
-            cg.load_global(cg.tx.output.global_name_for(self.route), push_null=True)
-        flags = 0
-        if self.defaults:
-            for vt in self.defaults:
-                cg.reconstruct(vt)
-            cg.build("BUILD_TUPLE", len(self.defaults))
-            flags |= 0x01
-        if self.cells:
-            for name, vt in self.cells:   # the frame's cell gets the value the capture tracked for it
-                if vt is not None:
-                    cg.reconstruct(vt)
-                    cg.append_output(create_instruction("STORE_DEREF", argval=name))
-            for name, _ in self.cells:
-                cg.append_output(create_instruction("LOAD_CLOSURE", argval=name))
-            cg.build("BUILD_TUPLE", len(self.cells))
-            flags |= 0x08
-        cg.load_const(self.fn_vt.code)
-        cg.build("MAKE_FUNCTION", flags)
-        if self.route is not None:
-            cg.call(1, push_null=False)
 
 
 _CODE_GUARDED = []
@@ -555,11 +447,11 @@ def _collect_tensors(vt, nodes):
     elif isinstance(items, dict):
         for item in items.values():
             _collect_tensors(item, nodes)
-    for attr in ("obj", "func"):
+    for attr in ("obj", "func", "fn", "list_vt", "dict_vt"):   # (iterators and views hold their container)
         inner = getattr(vt, attr, None)
         if inner is not None and hasattr(inner, "reconstruct"):
             _collect_tensors(inner, nodes)
-    for attr in ("args",):
+    for attr in ("args", "iterators"):
         inner = getattr(vt, attr, None)
         if isinstance(inner, list):
             for item in inner:

@@ -44,7 +44,10 @@ class SideEffects:
 
     def mutation(self, tx, vt) -> None:
         """Called by a container tracker before it changes its items."""
-        snapshot = dict(vt.items) if isinstance(vt.items, dict) else list(vt.items)
+        if hasattr(vt, "snapshot"):     # a tracker with more state than its items (sets: their history)
+            snapshot = vt.snapshot()
+        else:
+            snapshot = dict(vt.items) if isinstance(vt.items, dict) else list(vt.items)
         key = ("container", id(vt))
         self.undo.append((key, self.entries.get(key), (vt, snapshot)))
         if vt.source is not None and key not in self.entries:
@@ -86,7 +89,9 @@ class SideEffects:
             key, previous, snapshot = self.undo.pop()
             if snapshot is not None:
                 vt, items = snapshot
-                if isinstance(vt.items, dict):
+                if hasattr(vt, "restore_snapshot"):
+                    vt.restore_snapshot(items)
+                elif isinstance(vt.items, dict):
                     vt.items.clear()
                     vt.items.update(items)
                 else:

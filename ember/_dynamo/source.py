@@ -210,6 +210,29 @@ class HasAttrSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class InInstanceDictSource(Source):
+    """``member in vars(base)`` (a bool): guarded where capture called a class's ``__getattr__``
+    for `member` (hasattr would call that __getattr__ again, running user code in the guard)."""
+    base: Source
+    member: str
+
+    def name(self) -> str:
+        return f"{self.member!r} in vars({self.base.name()})"
+
+    def expr(self) -> str:
+        return f"({self.member!r} in ___object_getattribute({self.base.expr()}, '__dict__'))"
+
+    def short_name(self) -> str:
+        return f"{self.member!r} in vars({self.base.short_name()})"
+
+    def root(self) -> Source:
+        return self.base.root()
+
+    def reconstruct(self, codegen) -> None:
+        raise NotImplementedError("InInstanceDictSource.reconstruct")
+
+
+@dataclasses.dataclass(frozen=True)
 class GetItemSource(Source):
     """An item of another source (list index or dict key): ``L['xs'][0]``, ``L['d']['k']``."""
     base: Source
@@ -219,7 +242,7 @@ class GetItemSource(Source):
         return f"{self.base.name()}[{self.index!r}]"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}[{self.index!r}]"
+        return f"{self.base.expr()}[{key_expr(self.index)}]"
 
     def short_name(self) -> str:
         return f"{self.base.short_name()}[{self.index!r}]"
@@ -229,8 +252,30 @@ class GetItemSource(Source):
 
     def reconstruct(self, codegen) -> None:
         self.base.reconstruct(codegen)
-        codegen.load_const(self.index)
+        if _is_literal_key(self.index):
+            codegen.load_const(self.index)
+        else:
+            codegen.load_python_value(self.index)
         codegen.subscr()
+
+
+# Keys a guard expression cannot spell as a literal (a class keying a dispatch table, a float nan):
+# guards read them from this table (the guard function's ``___keys``) by id.
+KEYS: dict = {}
+
+
+def _is_literal_key(key) -> bool:
+    if type(key) in (int, str, bool, bytes) or key is None:
+        return True
+    return type(key) is tuple and all(_is_literal_key(k) for k in key)
+
+
+def key_expr(key) -> str:
+    """A Python expression for dict key `key` inside a guard function."""
+    if _is_literal_key(key):
+        return repr(key)
+    KEYS[id(key)] = key
+    return f"___keys[{id(key)}]"
 
 
 def source_sort_key(source: Source | None, argnames: tuple = ()) -> tuple:

@@ -19,15 +19,22 @@ import sys
 import types
 
 from . import _opcodes_containers, _opcodes_control, _opcodes_load_store, _opcodes_operators, exc
-from ._opcodes_control import _jump_kind, _Return   # _jump_kind: output_graph imports it from here too
+from ._opcodes_control import _jump_kind, _Return, _Yield   # _jump_kind: output_graph imports it from here too
 from .bytecode_transformation import cleaned_instructions
 from .exc import Unsupported, unimplemented
-from .variables import (ListIteratorVariable, NestedUserFunctionVariable, TensorVariable, VariableTracker,
-                        wrap)
+from .variables import NestedUserFunctionVariable, TensorVariable, VariableTracker, wrap
+from .variables.iterators import GeneratorVariable, all_iterators
 from .variables.misc import CellVariable
 
 PY311 = sys.version_info[:2] == (3, 11)
 _MAX_INLINE_DEPTH = 32
+# Standard-library modules whose functions are called for real (a graph break), never inlined: they
+# read the call stack (logging's caller, warnings' stacklevel, inspect, traceback), touch the world
+# (files, processes, threads, clocks) or draw random numbers, so their effects and what they
+# observe must be those of an eager call, made from the right frame.
+_NEVER_INLINED = frozenset({"logging", "warnings", "inspect", "traceback", "threading", "pdb", "faulthandler",
+                            "tracemalloc", "gc", "atexit", "signal", "subprocess", "socket", "os", "io", "shutil",
+                            "tempfile", "pathlib", "time", "datetime", "uuid", "secrets", "random", "asyncio"})
 
 
 class InstructionTranslatorBase:
@@ -141,6 +148,9 @@ class InstructionTranslatorBase:
         if depth > _MAX_INLINE_DEPTH:
             unimplemented("recursion too deep to inline")
         code = fn_vt.get_code()
+        module = str(fn_vt.get_globals().get("__name__", "")).split(".")[0]
+        if module in _NEVER_INLINED:
+            unimplemented(f"a call into {module} (run as it is, never inlined)")
         from .eval_frame import DISABLED_WRAPPER_CODE
         if code is DISABLED_WRAPPER_CODE:   # (by code: reading fn_vt.fn could add an identity guard)
             unimplemented("Skip calling a function wrapped by ember.compiler.disable()")
@@ -148,6 +158,10 @@ class InstructionTranslatorBase:
             unimplemented("calling a coroutine")
         bound = fn_vt.bind(self, args, kwargs)
         child = InliningInstructionTranslator(fn_vt, code, fn_vt.get_globals(), bound, self.output, parent=self)
+        if child.generator_mode:   # calling a generator function runs none of its body yet
+            if child.has_handlers():
+                unimplemented("a generator with try/with blocks (closing it early would run their code)")
+            return GeneratorVariable(child)
         try:
             return child.run()
         except Unsupported as e:
@@ -237,8 +251,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             locals_before = dict(self.symbolic_locals) if inst.opname in ("CALL", "CALL_FUNCTION_EX") else None
             # ... and advance an iterator it was passed (a comprehension's): rewound at a break, so the
             # call re-run for real sees every item
-            iterators = [(vt, vt.index) for vt in [*stack_before, *self.symbolic_locals.values()]
-                         if isinstance(vt, ListIteratorVariable)] if locals_before is not None else ()
+            iterators = [(vt, vt.state()) for vt in all_iterators([*stack_before, *self.symbolic_locals.values()])] \
+                if locals_before is not None else ()
             checkpoint = self.output.checkpoint()
             try:
                 self.step()
@@ -260,8 +274,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                 self.kw_names = kw_before
                 if locals_before is not None:
                     self.symbolic_locals = locals_before
-                for vt, index in iterators:
-                    vt.index = index
+                for vt, state in iterators:
+                    vt.set_state(state)
                 self.output.compile_and_break(self, inst, reason, inlined=getattr(e, "inlined", False))
                 return
 
@@ -304,7 +318,6 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         super().__init__(code, f_globals, symbolic_locals, output, parent)
         self.fn_vt = fn_vt
         self.generator_mode = bool(code.co_flags & inspect.CO_GENERATOR)
-        self.generated = []
 
     def load_deref(self, name):
         if name in self.code.co_freevars:
@@ -328,9 +341,28 @@ class InliningInstructionTranslator(InstructionTranslatorBase):
         return CellVariable(self, name)
 
     def on_return(self, inst):
-        if self.generator_mode:
-            self.return_value = ListIteratorVariable(self.generated)
+        pass
 
-    def run(self):
-        result = super().run()
-        return result
+    def has_handlers(self) -> bool:
+        """True when the code has try/except/finally or with blocks (not counting 3.12's implicit
+        handler of a generator's whole body, which turns a StopIteration into RuntimeError)."""
+        return any(inst.exn_tab_entry is not None and not _is_stop_iteration_guard(inst.exn_tab_entry.target)
+                   for inst in self.instructions)
+
+    def resume(self):
+        """Run a generator's body to its next ``yield``: the yielded tracker, or None when it returns."""
+        try:
+            while True:
+                self.step()
+        except _Yield as y:
+            return y.value
+        except _Return:
+            return None
+        except Unsupported as e:
+            e.set_location(self.code.co_filename, self.lineno, self.source_line())
+            e.inlined = True
+            raise
+
+
+def _is_stop_iteration_guard(inst) -> bool:
+    return inst.opname == "CALL_INTRINSIC_1" and inst.arg == 3

@@ -85,7 +85,10 @@ _INT_OPS = ((operator.add, "aten::add"), (operator.sub, "aten::sub"), (operator.
             (operator.floordiv, "aten::floor_divide"), (operator.mod, "aten::remainder"),
             (operator.neg, "aten::neg"), (operator.lt, "aten::lt"), (operator.le, "aten::le"),
             (operator.gt, "aten::gt"), (operator.ge, "aten::ge"), (operator.eq, "aten::eq"),
-            (operator.ne, "aten::ne"))
+            (operator.ne, "aten::ne"), (operator.pow, "aten::pow"), (operator.abs, "aten::abs"),
+            (operator.and_, "aten::__and__"), (operator.or_, "aten::__or__"), (operator.xor, "aten::__xor__"),
+            (operator.lshift, "aten::__lshift__"), (operator.rshift, "aten::__rshift__"),
+            (operator.invert, "aten::bitwise_not"))
 _LONG = "Long(requires_grad=0, device=cpu)"
 
 
@@ -97,9 +100,9 @@ def _int_op_name(target):
 
 
 def is_int_node(node) -> bool:
-    """True for a traced size (``size`` call_method) or arithmetic on traced sizes."""
+    """True for a traced size (``size``/``numel`` call_method) or arithmetic on traced sizes."""
     if node.op == "call_method":
-        return node.target == "size"
+        return node.target in ("size", "numel")
     return node.op == "call_function" and _int_op_name(node.target) is not None
 
 
@@ -109,8 +112,8 @@ def _is_node(value) -> bool:
 
 def _int_value_count(node) -> int:
     """How many TorchScript values the printed form of an int node uses."""
-    if node.op == "call_method":
-        return 3                    # the dim constant, aten::size, prim::NumToTensor
+    if node.op == "call_method":   # the dim constant, aten::size, prim::NumToTensor / aten::numel, NumToTensor
+        return 3 if node.target == "size" else 2
     count = 1 + sum(1 for a in node.args if not _is_node(a))
     return count + (1 if node.target in (operator.add, operator.sub) else 0)   # alpha
 
@@ -233,11 +236,15 @@ class _Printer:
         loc = self.loc(node)
         long_type = _LONG if self.with_shapes else "Tensor"
         if node.op == "call_method":
-            x, dim = node.args
-            c = self.new_value()
-            self.emit(f"%{c} : int = prim::Constant[value={dim}](){loc}")
-            s = self.new_value()
-            self.emit(f"%{s} : int = aten::size(%{self.names[x]}, %{c}){loc}")
+            x = self.names[node.args[0]]
+            if node.target == "size":
+                c = self.new_value()
+                self.emit(f"%{c} : int = prim::Constant[value={node.args[1]}](){loc}")
+                s = self.new_value()
+                self.emit(f"%{s} : int = aten::size(%{x}, %{c}){loc}")
+            else:
+                s = self.new_value()
+                self.emit(f"%{s} : int = aten::numel(%{x}){loc}")
             t = self.new_value(node)
             self.emit(f"%{t} : {'Long(device=cpu)' if self.with_shapes else 'Tensor'} = prim::NumToTensor(%{s})")
         else:
@@ -247,7 +254,7 @@ class _Printer:
                     args.reverse()
                 if node.target is operator.sub:
                     op_name = "aten::rsub"
-            kind = "Scalar" if op_name == "aten::rsub" else "Tensor"   # rsub takes a Scalar
+            kind = "Scalar" if op_name in ("aten::rsub", "aten::pow") else "Tensor"   # these take a Scalar
             operands = [self.names[a] if _is_node(a) else self.constant(a, kind, node) for a in args]
             if node.target in (operator.add, operator.sub):
                 alpha = self.new_value()
@@ -278,8 +285,8 @@ class _Printer:
             return          # getitem nodes print as the outputs of their producer
         schema = op.schema
         op_name = op.name.split(".", 1)[0]
-        operands = []
         positional = list(node.args)
+        given = []   # (value, schema type, argument type) per printed argument
         for arg in schema.arguments:
             if arg.kwarg_only:
                 if arg.name not in node.kwargs:
@@ -290,7 +297,12 @@ class _Printer:
             else:
                 continue
             wraps = arg.type == "Tensor" and op_name in _WRAPPED_NUMBER_OPS
-            operands.append(self.operand(value, "Tensor" if wraps else "Scalar", node, arg.type))
+            given.append((value, "Tensor" if wraps else "Scalar", arg.type))
+        # PyTorch converts traced sizes passed as ints (aten::Int) before making the op's constants
+        early = {i: self.operand(v, kind, node, typ) for i, (v, kind, typ) in enumerate(given)
+                 if _is_node(v) and v in self.int_lines and kind != "Tensor" and typ != "Tensor"}
+        operands = [early[i] if i in early else self.operand(v, kind, node, typ)
+                    for i, (v, kind, typ) in enumerate(given)]
         args_text = ", ".join("%" + o for o in operands)
         val = node.meta.get("val")
         if isinstance(val, (tuple, list)):

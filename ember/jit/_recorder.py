@@ -103,6 +103,17 @@ def warn_at_user_frame(message: str, category=TracerWarning) -> None:
                            frame.f_globals.get("__name__", "<string>"), registry)
 
 
+_TENSOR_CONSTANT = ("torch.tensor results are registered as constants in the trace. You can safely ignore this "
+                    "warning if you use this function to create tensors out of constant variables that would be "
+                    "the same every time you call this function. In any other case, this might cause the trace "
+                    "to be incorrect.")
+
+
+def warn_tensor_constant() -> None:
+    """``ember.tensor(data)`` while tracing: its values are baked into the trace (PyTorch's warning)."""
+    warn_at_user_frame(_TENSOR_CONSTANT)
+
+
 # ---------------------------------------------------------------------------------------
 # the recorder
 # ---------------------------------------------------------------------------------------
@@ -207,7 +218,7 @@ class _Recorder:
         if name is None:
             name = f"_tensor_constant{sum(1 for k in self.attrs if k.startswith('_tensor_constant'))}"
             with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
-                self.attrs[name] = t.detach().clone()
+                self.attrs[name] = t.detach()   # shares t's data: in-place changes show, as in PyTorch
         else:
             self.attrs[name] = t
         node = self.graph.get_attr(name)
@@ -248,6 +259,19 @@ class _Recorder:
             return value
         self._name_from_frame(entry[1], t, frame)
         node = self.graph.call_method("size", (entry[1], dim))
+        node.meta["val"] = value
+        self._locate(node, frame)
+        return TracedInt(value, node, self)
+
+    def record_numel(self, t: Tensor, value: int, frame):
+        """``t.numel()`` as a ``call_method numel`` node (PyTorch's ``aten::numel``) and its
+        TracedInt (a plain int when `t` is no traced value)."""
+        from ._sizes import TracedInt
+        entry = self.values.get(id(t))
+        if entry is None:
+            return value
+        self._name_from_frame(entry[1], t, frame)
+        node = self.graph.call_method("numel", (entry[1],))
         node.meta["val"] = value
         self._locate(node, frame)
         return TracedInt(value, node, self)

@@ -1,14 +1,16 @@
-"""Traced sizes: ``x.size(0)``, ``x.size()`` and ``x.shape`` while a trace records.
+"""Traced sizes: ``x.size(0)``, ``x.size()``, ``x.shape`` and ``x.numel()`` while a trace records.
 
 PyTorch's tracer returns a size as a 0-dim tensor holding an ``aten::size`` node, so a program
 like ``x.view(x.size(0), -1)`` generalises to other batch sizes. ember returns a `TracedInt`
 instead: a real ``int`` (kernels, NumPy and Python code take it as one) that also remembers the
 graph node computing it. The recorder puts that node, not the number, into the arguments of an
-op it is passed to, and ``+ - * // %`` and unary ``-`` on traced ints are recorded too (as
-``operator`` calls), so the replayed graph recomputes them from the new input's shape.
+op it is passed to (slice bounds and select indices included: indexing keeps int subclasses),
+and integer arithmetic on traced ints (``+ - * // % ** & | ^ << >>``, unary ``- ~ abs``,
+divmod) is recorded too (as ``operator`` calls), so the replayed graph recomputes them from the
+new input's shape; ``round``/``math.floor``/``math.ceil``/``math.trunc`` of an int are the int.
 
-A traced int that becomes a plain Python value (``int(n)``, ``float(n)``, ``n / 2``, a
-comparison) is frozen into the trace; that warns like PyTorch (TracerWarning), from user code
+A traced int that becomes a plain Python value (``int(n)``, ``float(n)``, ``n / 2``,
+``2 ** -n``, a comparison) is frozen into the trace; that warns like PyTorch (TracerWarning), from user code
 only. ``range(n)`` and indexing use ``__index__``, which Python does not let an int subclass
 override: those freeze silently.
 
@@ -32,9 +34,9 @@ _FLOAT_MSG = "Converting a tensor to a Python float" + _TAIL
 _BOOL_MSG = "Converting a tensor to a Python boolean" + _TAIL
 
 
-def _from_user_code() -> bool:
-    # two frames up: the caller of the TracedInt method (ember's own code never warns)
-    frame = sys._getframe(2)
+def _from_user_code(depth: int = 2) -> bool:
+    # `depth` frames up: the caller of the TracedInt method (ember's own code never warns)
+    frame = sys._getframe(depth)
     return not frame.f_code.co_filename.startswith(_EMBER_DIR)
 
 
@@ -51,9 +53,33 @@ def _binary(op, a, b):
     result = op(int.__int__(a) if isinstance(a, int) else a, int.__int__(b) if isinstance(b, int) else b)
     traced = a if isinstance(a, TracedInt) else b
     recorder = _live_recorder(traced)
-    if recorder is None or not isinstance(result, int) or isinstance(result, bool):
+    if recorder is None or isinstance(result, bool):
+        return result
+    if not isinstance(result, int):   # 2 ** -n: a float, which is frozen
+        if _from_user_code(3):
+            warn_at_user_frame(_FLOAT_MSG)
         return result
     return recorder.record_int(op, (a, b), result, sys._getframe(2))
+
+
+def _unary(op):
+    def method(self):
+        recorder = _live_recorder(self)
+        value = op(int.__int__(self))
+        if recorder is None:
+            return value
+        return recorder.record_int(op, (self,), value, sys._getframe(1))
+    method.__name__ = f"__{op.__name__.strip('_')}__"
+    return method
+
+
+def _identity(self, ndigits=None):
+    # round(n), math.floor(n), ... of an int are n itself: it stays traced
+    if ndigits is not None and ndigits < 0:   # round(n, -1) changes the value: frozen
+        if _live_recorder(self) is not None and _from_user_code():
+            warn_at_user_frame(_INT_MSG)
+        return round(int.__int__(self), ndigits)
+    return self
 
 
 class TracedInt(int):
@@ -88,14 +114,22 @@ class TracedInt(int):
     __mul__, __rmul__ = _arith(operator.mul), _arith(operator.mul, True)
     __floordiv__, __rfloordiv__ = _arith(operator.floordiv), _arith(operator.floordiv, True)
     __mod__, __rmod__ = _arith(operator.mod), _arith(operator.mod, True)
+    __pow__, __rpow__ = _arith(operator.pow), _arith(operator.pow, True)
+    __and__, __rand__ = _arith(operator.and_), _arith(operator.and_, True)
+    __or__, __ror__ = _arith(operator.or_), _arith(operator.or_, True)
+    __xor__, __rxor__ = _arith(operator.xor), _arith(operator.xor, True)
+    __lshift__, __rlshift__ = _arith(operator.lshift), _arith(operator.lshift, True)
+    __rshift__, __rrshift__ = _arith(operator.rshift), _arith(operator.rshift, True)
     del _arith
 
-    def __neg__(self):
-        recorder = _live_recorder(self)
-        value = -int.__int__(self)
-        if recorder is None:
-            return value
-        return recorder.record_int(operator.neg, (self,), value, sys._getframe(1))
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
+
+    __neg__, __abs__, __invert__ = _unary(operator.neg), _unary(operator.abs), _unary(operator.invert)
+    __round__ = __floor__ = __ceil__ = __trunc__ = _identity
 
     def __pos__(self):
         return self
@@ -163,6 +197,14 @@ def _traced_sizes(t: Tensor, dim, original_size):
     return Size(recorder.record_size(t, d, s, frame) for d, s in enumerate(shape))
 
 
+def _traced_numel(t: Tensor, original_numel):
+    frame = sys._getframe(2)
+    name = frame.f_code.co_filename
+    if name.startswith(_MACHINERY_DIRS) or name.startswith("<ember"):
+        return original_numel(t)
+    return current_recorder().record_numel(t, original_numel(t), frame)
+
+
 def _keep_traced(original, is_list: bool):
     """An argument converter of ember.ops.argparse that hands TracedInts on as they are (the
     converters turn int subclasses into plain ints, which would freeze them)."""
@@ -192,7 +234,9 @@ def install() -> None:
             setattr(ap, name, _keep_traced(original, is_list))
         original_size = Tensor.__dict__["size"]
         original_shape = Tensor.__dict__["shape"]
-        _originals.update(size=original_size, shape=original_shape)
+        original_numel = Tensor.__dict__["numel"]
+        _originals.update(size=original_size, shape=original_shape, numel=original_numel,
+                          nelement=Tensor.__dict__["nelement"])
 
         def size(self, dim=None):
             if not is_recording():
@@ -204,8 +248,13 @@ def install() -> None:
             if not is_recording():
                 return original_shape.fget(self)
             return _traced_sizes(self, None, original_size)
+        def numel(self):
+            if not is_recording():
+                return original_numel(self)
+            return _traced_numel(self, original_numel)
         Tensor.size = size
         Tensor.shape = property(shape, doc=original_shape.__doc__)
+        Tensor.numel = Tensor.nelement = numel
 
 
 def uninstall() -> None:

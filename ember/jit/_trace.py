@@ -161,6 +161,7 @@ def _record(fn, module, inputs: tuple, strict: bool) -> _Recorder:
             attr_names.setdefault(id(t), name)
     recorder = _Recorder(attr_names)
     names = _input_names(module.forward if module is not None else fn, len(inputs), module is not None)
+    inputs = _distinct_inputs(inputs)
     for name, t in zip(names, inputs):
         recorder.add_input(name, t)
     with recording(recorder):
@@ -170,6 +171,20 @@ def _record(fn, module, inputs: tuple, strict: bool) -> _Recorder:
     drop_dead_int_nodes(recorder.graph)
     recorder.graph.lint()
     return recorder
+
+
+def _distinct_inputs(inputs: tuple) -> tuple:
+    """The example inputs with each repeated tensor (``trace(f, (x, x))``) replaced by a view of
+    it, as PyTorch's tracer does: every parameter of the graph needs a tensor of its own, or the
+    ops on the second would be recorded as ops on the first (``a * b`` as ``b * b``)."""
+    seen, out = set(), []
+    for t in inputs:
+        if id(t) in seen:
+            with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
+                t = t.view(t.shape)
+        seen.add(id(t))
+        out.append(t)
+    return tuple(out)
 
 
 def _graph_module(recorder):

@@ -134,6 +134,15 @@ def assert_close(got, expected, path="result", rtol=1e-5, atol=1e-6):
         public = {k: v for k, v in vars(expected).items() if not k.startswith("_")}
         assert_close({k: getattr(got, k) for k in public}, public, f"{path}.__dict__", rtol, atol)
         return
+    slots = [name for klass in type(expected).__mro__ for name in vars(klass).get("__slots__", ())]
+    if slots and not hasattr(expected, "__dict__"):
+        # slotted user objects: compare the slots they fill
+        assert type(got) is type(expected), f"{path}: {type(got).__name__} != {type(expected).__name__}"
+        missing = object()
+        assert_close({n: getattr(got, n, missing) is missing or getattr(got, n) for n in slots},
+                     {n: getattr(expected, n, missing) is missing or getattr(expected, n) for n in slots},
+                     f"{path}.<slots>", rtol, atol)
+        return
     if hasattr(expected, "__dict__") and not isinstance(expected, (type, types.FunctionType, types.MethodType,
                                                                    types.ModuleType)):
         # user objects: compare the attributes they carry

@@ -38,6 +38,16 @@ class VariableTracker:
 
     # operations
     def var_getattr(self, tx, name: str) -> "VariableTracker":
+        # `xs.append` read as an attribute (3.11 generators load methods with LOAD_ATTR, and `f =
+        # xs.append` does too): a method of a builtin type is its call_method, bound to this tracker
+        try:
+            cls = self.python_type()
+        except Unsupported:
+            cls = None
+        if isinstance(cls, type) and cls.__module__ == "builtins" and \
+                type(getattr(cls, name, None)).__name__ in ("method_descriptor", "wrapper_descriptor"):
+            from .misc import BoundMethodVariable
+            return BoundMethodVariable(self, name)
         unimplemented(f"attribute {name!r} of {self}")
 
     def call_function(self, tx, args: list, kwargs: dict) -> "VariableTracker":

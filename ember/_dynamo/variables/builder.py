@@ -27,9 +27,10 @@ def wrap(tx, value, source, *, guard: bool = True) -> VariableTracker:
     """The tracker for ``value`` read from ``source`` (guards recorded on tx.output unless guard=False)."""
     import ember
     out = tx.output
-    if isinstance(value, ember.Tensor):
+    opaque = runs_user_code_on_isinstance(value)
+    if not opaque and isinstance(value, ember.Tensor):
         return out.add_graph_input(tx, value, source)
-    if is_constant_value(value):
+    if not opaque and is_constant_value(value):
         return _wrap_constant(out, value, source, guard)
     cached = out.variable_cache.get(id(value))
     if cached is not None and cached[0] is value:   # one tracker per mutable object: aliasing is kept
@@ -37,11 +38,29 @@ def wrap(tx, value, source, *, guard: bool = True) -> VariableTracker:
         if guard and source is not None and first is not None and first != source and _is_mutable(cached[1]):
             out.guard(source, "OBJECT_ALIASING", first)   # f(l, l): a later f(l, m) must not reuse this
         return cached[1]
-    vt = _wrap_object(tx, value, source, guard)
+    if opaque:
+        from .misc import UserDefinedObjectVariable
+        if guard and source is not None:
+            out.guard(source, "TYPE_MATCH", value)
+        vt = UserDefinedObjectVariable(value, source)   # its var_getattr refuses to read it
+    else:
+        vt = _wrap_object(tx, value, source, guard)
     out.variable_cache[id(value)] = (value, vt)
     if guard and source is not None and _is_mutable(vt):
         out.mutable_sources.append(source)   # f(l, m) captured: a later f(l, l) must not reuse this
     return vt
+
+
+def runs_user_code_on_isinstance(value) -> bool:
+    """True for an object whose class overrides __getattribute__ or __class__: isinstance() reads
+    __class__ through them, so even classifying it would run the class's code during capture."""
+    from .misc import class_lookup
+    cls = type(value)
+    return isinstance(cls.__getattribute__, types.FunctionType) or \
+        class_lookup(cls, "__class__") is not _OBJECT_CLASS_SLOT
+
+
+_OBJECT_CLASS_SLOT = vars(object)["__class__"]
 
 
 def _is_mutable(vt) -> bool:

@@ -8,6 +8,7 @@ Constants fold; tensors go into the graph with the operator itself as the target
 """
 from __future__ import annotations
 
+import abc
 import functools
 import itertools
 import math
@@ -18,6 +19,7 @@ from .base import VariableTracker
 from .constant import ConstantVariable
 
 _HANDLERS: dict = {}
+_TYPE_INSTANCECHECK = type.__instancecheck__
 
 
 def _handler(*fns):
@@ -36,13 +38,16 @@ _ITERTOOLS = {itertools.chain, itertools.product, itertools.combinations, iterto
 _FOLDABLE_BUILTINS = {abs, bool, int, float, str, round, divmod, pow, ord, chr, repr, hash, bin, hex, oct, complex}
 
 
+_supported_ids: dict = {}
+
+
 def is_supported_builtin(value) -> bool:
-    """True for the functions BuiltinVariable models."""
-    try:
-        return value in _HANDLERS or value in _OPERATOR_FUNCTIONS or value in _MATH_FUNCTIONS \
-            or value in _ITERTOOLS or value in _FOLDABLE_BUILTINS
-    except TypeError:   # unhashable
-        return False
+    """True for the functions BuiltinVariable models. Looked up by identity: `value in a_set` would
+    hash `value`, running a user object's __hash__ (and __eq__) during capture."""
+    if not _supported_ids:
+        for fn in (*_HANDLERS, *_OPERATOR_FUNCTIONS, *_MATH_FUNCTIONS, *_ITERTOOLS, *_FOLDABLE_BUILTINS):
+            _supported_ids[id(fn)] = fn
+    return _supported_ids.get(id(value)) is value
 
 
 def _all_const(args, kwargs=None):
@@ -119,8 +124,28 @@ class BuiltinVariable(VariableTracker):
 _SET_OPERATORS = {operator.or_: "__or__", operator.and_: "__and__", operator.sub: "__sub__",
                   operator.xor: "__xor__", operator.le: "__le__", operator.ge: "__ge__", operator.eq: "__eq__",
                   operator.ne: "__ne__", operator.ior: "__ior__", operator.iand: "__iand__",
-                  operator.isub: "__isub__"}
+                  operator.isub: "__isub__", operator.ixor: "__ixor__"}
 _REFLECTED = {operator.add: "__add__", operator.mul: "__mul__", operator.iadd: "__iadd__"}
+
+
+_COMPARISONS = {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
+
+
+def _has_identity(vt) -> bool:
+    """Trackers whose as_python_constant() would be a copy: containers and iterators (a tracker per object)."""
+    from .dicts import ConstDictVariable, DictViewVariable
+    from .iterators import IteratorVariable
+    from .lists import ListVariable
+    from .sets import SetVariable
+    return isinstance(vt, (ListVariable, ConstDictVariable, DictViewVariable, SetVariable, IteratorVariable))
+
+
+def _immutable(vt) -> bool:
+    """A tracker of a value with no identity to keep: a constant, or a tuple of such."""
+    from .lists import TupleVariable
+    if isinstance(vt, ConstantVariable):
+        return True
+    return isinstance(vt, TupleVariable) and all(_immutable(i) for i in vt.items)
 
 
 def _operator(tx, fn, args, kwargs):
@@ -136,7 +161,11 @@ def _operator(tx, fn, args, kwargs):
         return args[0].call_method(tx, "__contains__", args[1:], {})
     if fn in (operator.is_, operator.is_not):
         a, b = args
-        if a.is_python_constant() and b.is_python_constant():
+        if a is b:
+            same = True
+        elif _has_identity(a) or _has_identity(b):
+            same = False   # one tracker per mutable object (builder.wrap): another tracker is another object
+        elif a.is_python_constant() and b.is_python_constant():
             same = a.as_python_constant() is b.as_python_constant()
         elif a.is_python_constant() or b.is_python_constant():
             same = False   # a tracked object is never a constant like None
@@ -149,13 +178,18 @@ def _operator(tx, fn, args, kwargs):
         return ConstantVariable(args[0].truthy(tx))
     if _has_tensor(args):
         return call_tensor_op(tx, "call_function", fn, args, kwargs)
-    if _all_const(args, kwargs):
+    if all(_immutable(a) for a in args) or (fn in _COMPARISONS and _all_const(args)):
+        # folding works on copies: only for values without identity (numbers, strings, tuples of
+        # them) -- `ys += [1]` on a list, `d |= e`, `[[0]] * 2` must act on (and share) the trackers
         from .builder import wrap_new
         try:
             return wrap_new(tx, fn(*_consts(args)))
         except Exception as e:
             unimplemented(f"{type(e).__name__} from operator.{fn.__name__}: {e}")
+    from .dicts import ConstDictVariable
     from .sets import SetVariable
+    if isinstance(args[0], ConstDictVariable) and fn in (operator.or_, operator.ior):
+        return args[0].call_method(tx, "__or__" if fn is operator.or_ else "__ior__", [args[1]], {})
     if isinstance(args[0], SetVariable) and fn in _SET_OPERATORS:
         other = args[1]
         if not isinstance(other, SetVariable) and not (other.is_python_constant() and isinstance(
@@ -166,10 +200,15 @@ def _operator(tx, fn, args, kwargs):
                           f"{other.python_type().__name__}")
         return args[0].call_method(tx, _SET_OPERATORS[fn], [other], {})
     if isinstance(args[0], BaseListVariable):
+        if fn is operator.iadd and isinstance(args[0], ListVariable):   # list += any iterable, in place
+            return args[0].call_method(tx, "__iadd__", [args[1]], {})
         if fn in (operator.add, operator.iadd) and isinstance(args[1], BaseListVariable):
-            if fn is operator.iadd and isinstance(args[0], ListVariable):
-                return args[0].call_method(tx, "__iadd__", [args[1]], {})
+            if (args[0].python_type() is list) != (args[1].python_type() is list):
+                unimplemented(f"TypeError: can only concatenate {args[0].python_type().__name__} (not "
+                              f"{args[1].python_type().__name__})")
             return args[0].call_method(tx, "__add__", [args[1]], {})
+        if fn is operator.imul and isinstance(args[0], ListVariable):
+            return args[0].call_method(tx, "__imul__", [args[1]], {})
         if fn in (operator.mul, operator.imul):
             return args[0].call_method(tx, "__mul__", [args[1]], {})
         if fn in (operator.eq, operator.ne) and isinstance(args[1], BaseListVariable):
@@ -199,8 +238,17 @@ def _len(tx, fn, args, kwargs):
 
 @_handler(isinstance)
 def _isinstance(tx, fn, args, kwargs):
+    from .misc import UserDefinedObjectVariable
     obj, classes = args
+    if isinstance(obj, UserDefinedObjectVariable) and obj.source is not None:
+        from .builder import runs_user_code_on_isinstance
+        if runs_user_code_on_isinstance(obj.value):   # isinstance reads its __class__: user code
+            unimplemented(f"isinstance() of a {type(obj.value).__name__}, whose __class__ is its own code")
     cls = classes.as_python_constant()
+    for klass in cls if isinstance(cls, tuple) else (cls,):
+        check = getattr(type(klass), "__instancecheck__", None)
+        if check is not None and check is not _TYPE_INSTANCECHECK and check is not abc.ABCMeta.__instancecheck__:
+            unimplemented(f"isinstance() with {klass!r}, whose metaclass defines its own __instancecheck__")
     try:
         return ConstantVariable(issubclass(obj.python_type(), cls))
     except TypeError as e:
@@ -237,60 +285,50 @@ def _slice(tx, fn, args, kwargs):
     return SliceVariable(args)
 
 
+# enumerate, zip, map and filter are lazy, as in Python: each next() pulls from their sources and
+# calls the function then, so its side effects interleave with the loop body's (iterators.py)
 @_handler(enumerate)
 def _enumerate(tx, fn, args, kwargs):
-    from .lists import TupleVariable
+    from .iterators import EnumerateIterator, iterator_over
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
-    items = args[0].unpack_var_sequence(tx)
-    return _wrap_items([TupleVariable([ConstantVariable(i + start), v]) for i, v in enumerate(items)])
+    return EnumerateIterator(iterator_over(tx, args[0]), start)
 
 
 @_handler(zip)
 def _zip(tx, fn, args, kwargs):
-    from .lists import TupleVariable
-    if kwargs.get("strict") is not None and kwargs["strict"].as_python_constant():
-        lengths = {len(a.unpack_var_sequence(tx)) for a in args}
-        if len(lengths) > 1:
-            unimplemented("ValueError: zip() arguments have different lengths")
-    seqs = [a.unpack_var_sequence(tx) for a in args]
-    return _wrap_items([TupleVariable(list(group)) for group in zip(*seqs)])
+    from .iterators import ZipIterator, iterator_over
+    strict = kwargs["strict"].as_python_constant() if "strict" in kwargs else False
+    return ZipIterator([iterator_over(tx, a) for a in args], strict=bool(strict))
 
 
 @_handler(map)
 def _map(tx, fn, args, kwargs):
-    # Evaluated eagerly: every call is traced now, the iterator hands out the results.
-    seqs = [a.unpack_var_sequence(tx) for a in args[1:]]
-    return _wrap_items([args[0].call_function(tx, list(group), {}) for group in zip(*seqs)])
+    from .iterators import MapIterator, iterator_over
+    return MapIterator(args[0], [iterator_over(tx, a) for a in args[1:]])
 
 
 @_handler(filter)
 def _filter(tx, fn, args, kwargs):
-    kept = []
-    for item in args[1].unpack_var_sequence(tx):
-        test = item if args[0].is_python_constant() and args[0].as_python_constant() is None \
-            else args[0].call_function(tx, [item], {})
-        if not test.is_python_constant():
-            unimplemented("filter() with a predicate whose result is only known at run time")
-        if test.as_python_constant():
-            kept.append(item)
-    return _wrap_items(kept)
+    from .iterators import FilterIterator, iterator_over
+    predicate = None if args[0].is_python_constant() and args[0].as_python_constant() is None else args[0]
+    return FilterIterator(predicate, iterator_over(tx, args[1]))
 
 
 @_handler(iter)
 def _iter(tx, fn, args, kwargs):
-    from .lists import ListIteratorVariable
-    if isinstance(args[0], ListIteratorVariable):
-        return args[0]
-    return _wrap_items(args[0].unpack_var_sequence(tx))
+    from .iterators import iterator_over
+    if len(args) != 1 or kwargs:
+        unimplemented("iter() with a sentinel")
+    return iterator_over(tx, args[0])
 
 
 @_handler(next)
 def _next(tx, fn, args, kwargs):
-    from .lists import ListIteratorVariable
+    from .iterators import IteratorVariable
     it = args[0]
-    if not isinstance(it, ListIteratorVariable):
+    if not isinstance(it, IteratorVariable):
         unimplemented(f"next() on {it}")
-    item = it.next_item()
+    item = it.next_item(tx)
     if item is None:
         if len(args) > 1:
             return args[1]
@@ -324,6 +362,14 @@ def _dict(tx, fn, args, kwargs):
 @_handler(set, frozenset)
 def _set(tx, fn, args, kwargs):
     from .sets import SetVariable
+    if args and isinstance(args[0], SetVariable):
+        return args[0].copy(frozen=fn is frozenset)
+    if args and isinstance(args[0], ConstantVariable) and type(args[0].value) in (set, frozenset):
+        if fn is frozenset:
+            return ConstantVariable(frozenset(args[0].value))   # a real frozenset, made as Python makes it
+        result = SetVariable()     # set(s) merges s's table: that update is what the set replays
+        result.call_method(tx, "update", [args[0]], {})
+        return result
     items = args[0].unpack_var_sequence(tx) if args else []
     if fn is frozenset and all(i.is_python_constant() for i in items):
         return ConstantVariable(frozenset(i.as_python_constant() for i in items))
@@ -342,14 +388,20 @@ def _sorted(tx, fn, args, kwargs):
 
 @_handler(reversed)
 def _reversed(tx, fn, args, kwargs):
+    from .iterators import IteratorVariable, LiveListIterator
+    from .lists import ListVariable
+    if isinstance(args[0], ListVariable):   # reads the list at each step, as list_reverseiterator does
+        return LiveListIterator(args[0], reverse=True)
+    if isinstance(args[0], IteratorVariable):
+        unimplemented("TypeError: an iterator is not reversible")
     return _wrap_items(list(reversed(args[0].unpack_var_sequence(tx))))
 
 
 @_handler(sum)
 def _sum(tx, fn, args, kwargs):
-    items = args[0].unpack_var_sequence(tx)
+    from .iterators import iterate
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
-    for item in items:
+    for item in iterate(tx, args[0]):    # one item at a time: a generator's next step comes after the add
         total = BuiltinVariable(operator.add).call_function(tx, [total, item], {})
     return total
 
@@ -370,7 +422,9 @@ def _min_max(tx, fn, args, kwargs):
 
 @_handler(any, all)
 def _any_all(tx, fn, args, kwargs):
-    return ConstantVariable(fn(i.truthy(tx) for i in args[0].unpack_var_sequence(tx)))
+    from .iterators import iterate
+    # short-circuits like Python: items after the deciding one are never pulled
+    return ConstantVariable(fn(i.truthy(tx) for i in iterate(tx, args[0])))
 
 
 @_handler(getattr)
@@ -460,15 +514,23 @@ def _getter(tx, fn, args, kwargs):
 
 @_handler(functools.reduce)
 def _reduce(tx, fn, args, kwargs):
-    items = args[1].unpack_var_sequence(tx)
-    acc = args[2] if len(args) > 2 else items.pop(0)
+    from .iterators import iterate
+    items = iterate(tx, args[1])
+    acc = args[2] if len(args) > 2 else next(items, None)
+    if acc is None:
+        unimplemented("TypeError: reduce() of empty iterable with no initial value")
     for item in items:
         acc = args[0].call_function(tx, [acc, item], {})
     return acc
 
 
 def _itertools(tx, fn, args, kwargs):
+    from .iterators import runs_code_when_advanced
     from .lists import TupleVariable
+    if any(runs_code_when_advanced(a) for a in args):
+        # itertools are lazy; these would be drained here, running a generator's (or a map's) code
+        # ahead of the loop that consumes them
+        unimplemented(f"itertools.{fn.__name__} over a generator, map or filter")
     if fn is itertools.repeat:
         return _wrap_items([args[0]] * args[1].as_python_constant())
     seqs = [a.unpack_var_sequence(tx) for a in args if not a.is_python_constant() or

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import enum
+import types
 
 from ..exc import unimplemented
 from .base import ValueVariable
@@ -20,11 +21,40 @@ def _ember_constant_types():
 
 def is_constant_value(value) -> bool:
     """True for values the translator folds instead of tracing (checked recursively for tuples)."""
+    if isinstance(value, enum.Enum):
+        return _is_plain_enum(type(value))
     if isinstance(value, _ATOMIC_TYPES) or isinstance(value, _ember_constant_types()):
         return True
     if type(value) in (tuple, frozenset):
         return all(is_constant_value(v) for v in value)
     return False
+
+
+_plain_enums: dict = {}
+
+
+def _is_plain_enum(cls) -> bool:
+    """An enum whose own classes define no functions, properties or descriptors: its members fold
+    (methods, str(), f-strings of them run only the enum module's code). A member of any other enum
+    is a user object, so its methods are inlined on every call instead of run once at capture."""
+    plain = _plain_enums.get(cls)
+    if plain is None:
+        plain = not any(_user_code(v) for klass in cls.__mro__ if klass.__module__ not in ("enum", "builtins")
+                        for v in vars(klass).values())
+        _plain_enums[cls] = plain
+    return plain
+
+
+def _user_code(attr) -> bool:
+    """A class attribute whose use runs code not from the enum module (EnumType copies some of its
+    own functions, __new__ and _generate_next_value_, into every enum class)."""
+    fn = attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
+    if isinstance(fn, types.FunctionType):
+        return fn.__module__ != "enum"
+    if isinstance(attr, property):
+        return True
+    # a descriptor written in Python (property, a user class); C slots and methods of int/str are not
+    return hasattr(type(attr), "__get__") and type(attr).__module__ not in ("builtins", "enum")
 
 
 class ConstantVariable(ValueVariable):

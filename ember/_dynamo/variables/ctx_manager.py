@@ -17,6 +17,8 @@ modelled: a with block of one makes the frame run eagerly, as before.
 """
 from __future__ import annotations
 
+import types
+
 import contextlib
 
 from ..exc import unimplemented
@@ -48,18 +50,17 @@ def grad_mode_classes() -> dict:
 
 def is_grad_mode_class(value) -> bool:
     """True for ember.no_grad, ember.enable_grad, ember.set_grad_enabled and ember.inference_mode."""
-    try:
-        return value in grad_mode_classes()
-    except TypeError:   # unhashable
-        return False
+    return any(value is cls for cls in grad_mode_classes())   # by identity: never a user __eq__/__hash__
 
 
 def is_grad_mode_clone(value) -> bool:
     """True for the bound ``clone`` of a grad-mode object: what its decorator's wrapper calls to make
     a fresh context manager per call (``with make_ctx(): return fn(*args)``)."""
     from ember.autograd.grad_mode import _GradModeBase
-    return isinstance(getattr(value, "__self__", None), _GradModeBase) and \
-        getattr(getattr(value, "__func__", None), "__name__", None) == "clone"
+    # a bound method's __self__/__func__ are plain slots; getattr on any other object could run its
+    # __getattr__ during capture
+    return isinstance(value, types.MethodType) and isinstance(value.__self__, _GradModeBase) and \
+        getattr(value.__func__, "__name__", None) == "clone"
 
 
 def is_enterable_grad_mode_object(value) -> bool:

@@ -37,7 +37,8 @@ class ConstDictVariable(VariableTracker):
         unimplemented(f"dict key {vt} is not a constant")
 
     def call_method(self, tx, name, args, kwargs):
-        from .lists import TupleVariable, ListIteratorVariable
+        from .iterators import DictIterator
+        from .lists import TupleVariable
         if name == "__getitem__":
             key = self._key(args[0])
             if key not in self.items:
@@ -50,18 +51,22 @@ class ConstDictVariable(VariableTracker):
             return ConstantVariable(self._key(args[0]) in self.items)
         if name == "__len__":
             return ConstantVariable(len(self.items))
-        if name == "keys":
-            return DictViewVariable([ConstantVariable(k) for k in self.items])
-        if name == "values":
-            return DictViewVariable(list(self.items.values()))
-        if name == "items":
-            return DictViewVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        if name in ("keys", "values", "items"):
+            return DictViewVariable(self, name)
         if name == "__iter__":
-            return ListIteratorVariable(self.unpack_var_sequence(tx))
+            return DictIterator(self, "keys")
+        if name in ("__or__", "__ror__") and isinstance(args[0], ConstDictVariable):
+            first, second = (self, args[0]) if name == "__or__" else (args[0], self)
+            return ConstDictVariable({**first.items, **second.items}, user_cls=first.user_cls)
         if name == "copy":
             return ConstDictVariable(self.items, user_cls=self.user_cls)
-        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem"):
+        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem", "__ior__"):
+            if name == "__ior__" and not isinstance(args[0], ConstDictVariable):
+                unimplemented("dict |= a non-dict")
             tx.output.side_effects.mutation(tx, self)
+            if name == "__ior__":
+                self.items.update(args[0].items)
+                return self
             if name == "__setitem__":
                 self.items[self._key(args[0])] = args[1]
             elif name == "update":
@@ -112,25 +117,43 @@ class ConstDictVariable(VariableTracker):
 
 
 class DictViewVariable(VariableTracker):
-    """keys()/values()/items(): a snapshot list of trackers (enough for iteration, len and `in`)."""
+    """``d.keys()`` / ``d.values()`` / ``d.items()``: a live view of the dict tracker, as in Python
+    (a key added after the view was made shows in its len, membership and iteration)."""
 
-    def __init__(self, items):
+    def __init__(self, dict_vt, kind):
         super().__init__(None)
-        self.items = items
+        self.dict_vt = dict_vt
+        self.kind = kind
 
     def python_type(self):
-        return list
+        return type(getattr({}, self.kind)())
+
+    def _members(self) -> list:
+        from .lists import TupleVariable
+        items = self.dict_vt.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
 
     def unpack_var_sequence(self, tx):
-        return list(self.items)
+        return self._members()
 
     def call_method(self, tx, name, args, kwargs):
         if name == "__len__":
-            return ConstantVariable(len(self.items))
+            return ConstantVariable(len(self.dict_vt.items))
         if name == "__contains__":
+            if self.kind == "keys":
+                return self.dict_vt.call_method(tx, "__contains__", args, kwargs)
             from .builtins import BuiltinVariable
-            return BuiltinVariable.contains(tx, self.items, args[0])
+            return BuiltinVariable.contains(tx, self._members(), args[0])
         if name == "__iter__":
-            from .lists import ListIteratorVariable
-            return ListIteratorVariable(self.items)
+            from .iterators import DictIterator
+            return DictIterator(self.dict_vt, self.kind)
         return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        cg.reconstruct(self.dict_vt)
+        cg.load_attr(self.kind)
+        cg.call(0, push_null=True)

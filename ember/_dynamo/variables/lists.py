@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .iterators import IteratorVariable
 
 
 class BaseListVariable(VariableTracker):
@@ -118,7 +119,7 @@ class ListVariable(BaseListVariable):
 
     def call_method(self, tx, name, args, kwargs):
         mutations = {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "sort", "__setitem__",
-                     "__delitem__", "__iadd__"}
+                     "__delitem__", "__iadd__", "__imul__"}
         if name not in mutations:
             if name == "copy":
                 return ListVariable(list(self.items))
@@ -130,6 +131,9 @@ class ListVariable(BaseListVariable):
             self.items.extend(args[0].unpack_var_sequence(tx))
             if name == "__iadd__":
                 return self
+        elif name == "__imul__":
+            self.items *= args[0].as_python_constant()
+            return self
         elif name == "insert":
             self.items.insert(args[0].as_python_constant(), args[1])
         elif name == "pop":
@@ -177,8 +181,9 @@ class SliceVariable(BaseListVariable):
         return "BUILD_SLICE"
 
 
-class ListIteratorVariable(VariableTracker):
-    """An iterator over known items (lists, ranges, zip, enumerate, dict views, generator results)."""
+class ListIteratorVariable(IteratorVariable):
+    """An iterator over items fixed when it was made: tuples, ranges, strings, module children,
+    snapshots that cannot change (a list's own iterator is iterators.LiveListIterator)."""
 
     def __init__(self, items, index=0):
         super().__init__(None)
@@ -186,29 +191,25 @@ class ListIteratorVariable(VariableTracker):
         self.index = index
 
     def python_type(self):
-        return type(iter([]))
+        return type(iter(()))
 
-    def next_item(self):
+    def next_item(self, tx=None):
         if self.index >= len(self.items):
             return None
         item = self.items[self.index]
         self.index += 1
         return item
 
+    def state(self):
+        return self.index
+
+    def set_state(self, state):
+        self.index = state
+
     def unpack_var_sequence(self, tx):
         rest = self.items[self.index:]
         self.index = len(self.items)
         return rest
-
-    def call_method(self, tx, name, args, kwargs):
-        if name == "__next__":
-            item = self.next_item()
-            if item is None:
-                unimplemented("StopIteration from next()")
-            return item
-        if name == "__iter__":
-            return self
-        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg):
         cg.load_python_value(iter)

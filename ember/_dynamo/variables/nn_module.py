@@ -52,6 +52,8 @@ class NNModuleVariable(VariableTracker):
             return pending
         m = self.module
         d = m.__dict__
+        if type(m).__getattribute__ is not _module_base().__getattribute__:
+            unimplemented(f"{type(m).__name__} defines __getattribute__ (reading {name!r} runs its code)")
         if name == "training":
             return ConstantVariable(m.training)
         for table in ("_parameters", "_buffers", "_modules"):
@@ -73,12 +75,12 @@ class NNModuleVariable(VariableTracker):
                     # class, or shadowing on the instance, recompiles)
                     from .misc import UserDefinedObjectVariable
                     member = _src().AttrSource(self.source, name)
-                    if isinstance(attr, property):
+                    if type(attr) is property:
                         member = _src().AttrSource(_src().AttrSource(self.source, "__class__"), name)
                         tx.output.guard(member, "ID_MATCH", attr)
                     else:
                         UserDefinedObjectVariable._guard_class_attr(tx, member, attr)
-                if isinstance(attr, property):
+                if type(attr) is property and isinstance(attr.fget, types.FunctionType):
                     return UserFunctionVariable(attr.fget).call_function(tx, [self], {})
                 if isinstance(attr, staticmethod):
                     return UserFunctionVariable(attr.__func__)
@@ -86,9 +88,14 @@ class NNModuleVariable(VariableTracker):
                     return UserMethodVariable(attr.__func__, PythonValueVariable(type(m)))
                 if isinstance(attr, types.FunctionType):
                     return UserMethodVariable(attr, self)
-                if self.source is not None and klass is not _module_base() and not hasattr(type(attr), "__get__"):
+                if hasattr(type(attr), "__get__"):   # another descriptor: its __get__ is user code
+                    unimplemented(f"{type(m).__name__}.{name} is a {type(attr).__name__} descriptor (its "
+                                  f"__get__ is not modelled)")
+                if self.source is not None and klass is not _module_base():
                     return wrap(tx, attr, _src().AttrSource(self.source, name))   # contents guarded too
                 return wrap(tx, attr, None, guard=False)
+        if type(m).__getattr__ is not _module_base().__getattr__:   # the class's own fallback would answer
+            unimplemented(f"{type(m).__name__} defines __getattr__ (reading {name!r} runs its code)")
         unimplemented(f"AttributeError: {type(m).__name__!r} object has no attribute {name!r}")
 
     def _pin_children(self, tx):
@@ -107,14 +114,29 @@ class NNModuleVariable(VariableTracker):
         return isinstance(self.module, ember.nn.ModuleDict)
 
     def call_function(self, tx, args, kwargs):
+        from .functions import UserFunctionVariable
         m = self.module
+        cls = type(m)
+        # what m(...) runs is looked up on the class at every call: pinned, so replacing the class's
+        # __call__ or forward after capture recompiles
+        self._guard_class_function(tx, "__call__", cls.__call__)
+        if cls.__call__ is not _module_base().__call__:    # the class's own __call__ is what Python runs
+            if not isinstance(cls.__call__, types.FunctionType):
+                unimplemented(f"{cls.__name__}.__call__ is not a Python function")
+            return UserFunctionVariable(cls.__call__).call_function(tx, [self, *args], kwargs)
         if m._forward_pre_hooks or m._forward_hooks:
-            unimplemented(f"{type(m).__name__} has forward hooks")
+            unimplemented(f"{cls.__name__} has forward hooks")
         if "forward" in m.__dict__:   # an instance-level forward replaces the class's (NN_MODULE pins this)
             return self.var_getattr(tx, "forward").call_function(tx, args, kwargs)
-        forward = type(m).forward
-        from .functions import UserFunctionVariable
+        forward = cls.forward
+        self._guard_class_function(tx, "forward", forward)
+        if not isinstance(forward, types.FunctionType):
+            unimplemented(f"{cls.__name__}.forward is not a Python function")
         return UserFunctionVariable(forward).call_function(tx, [self, *args], kwargs)
+
+    def _guard_class_function(self, tx, name, fn):
+        if self.source is not None:
+            tx.output.guard(_src().AttrSource(_src().AttrSource(self.source, "__class__"), name), "ID_MATCH", fn)
 
     def unpack_var_sequence(self, tx):
         import ember

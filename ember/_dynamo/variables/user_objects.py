@@ -28,8 +28,8 @@ def _new_object(cls, attrs):
 
 def is_plain_user_class(cls) -> bool:
     """Classes whose construction is modelled: plain user (not library) classes with object's __new__/
-    __setattr__/__getattribute__, an instance __dict__ and no __getattr__ (so attribute reads are fully
-    known)."""
+    __setattr__/__getattribute__, an instance __dict__, no __getattr__ (so attribute reads are fully
+    known) and no __del__."""
     import sys
     import ember
     if type(cls) is not type:
@@ -42,6 +42,8 @@ def is_plain_user_class(cls) -> bool:
         return False
     if cls.__new__ is not object.__new__ or cls.__setattr__ is not object.__setattr__ or \
             cls.__getattribute__ is not object.__getattribute__ or hasattr(cls, "__getattr__"):
+        return False
+    if hasattr(cls, "__del__"):   # the blank stand-in made at capture would be finalised: user code
         return False
     if cls.__init__ is not object.__init__ and not isinstance(cls.__init__, types.FunctionType):
         return False

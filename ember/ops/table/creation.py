@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._core import dispatch as _dispatch
 from ..._core import dtype as _dt
 from ..._core import random as _random
 from ..._core import tensor_str as _tensor_str
@@ -160,11 +161,17 @@ OPS += [
 ]
 
 
+_TRACER_BIT = 1 << _dispatch.DispatchKey.Tracer
+
+
 # ---------------------------------------------------------------------------------------
 # Python-level constructors
 # ---------------------------------------------------------------------------------------
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays, tensors)."""
+    if _dispatch.tls.include & _TRACER_BIT and not _dispatch.tls.exclude & _TRACER_BIT:
+        from ...jit._recorder import warn_tensor_constant   # jit.trace records: the result is a constant
+        warn_tensor_constant()
     t = cpu.tensor_from_data(data, dtype)
     if device is not None and str(device) != "cpu":
         t = t.to(device)

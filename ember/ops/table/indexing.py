@@ -176,14 +176,17 @@ def _apply_slicing(self: Tensor, items):
             if result.ndim == 0:
                 raise IndexError("slice() cannot be applied to a 0-dim tensor.")
             start, stop, step = it.start, it.stop, it.step
-            step = 1 if step is None else operator.index(step)
+            step = 1 if step is None else _index_int(step)
             if step == 0:
                 raise ValueError("slice step cannot be zero")
             if step < 0:
                 raise ValueError("step must be greater than zero")
-            start = None if start is None else operator.index(start)
-            stop = None if stop is None else operator.index(stop)
-            if not (start is None and stop is None and step == 1):
+            # omitted bounds as PyTorch's indexing passes them to aten::slice (and its tracer records them)
+            start = 0 if start is None else _index_int(start)
+            stop = _INT64_MAX if stop is None else _index_int(stop)
+            # a full slice is no op -- unless a bound is a traced size, which the trace must keep
+            if not (start.__class__ is int and start == 0 and stop.__class__ is int and stop == _INT64_MAX
+                    and step.__class__ is int and step == 1):
                 result = aten.slice.Tensor(result, dim, start, stop, step)
             dim += 1
             real_dim += 1
@@ -215,7 +218,7 @@ def _apply_slicing(self: Tensor, items):
             raise IndexError(_INDEX_ERROR.format(type(it).__name__))
         else:
             try:
-                i = operator.index(it)
+                i = _index_int(it)
             except TypeError:
                 raise TypeError(_INDEX_ERROR.format(type(it).__name__)) from None
             result = _select(result, dim, i, real_dim)
@@ -223,6 +226,18 @@ def _apply_slicing(self: Tensor, items):
     if not tensors:
         return result, None
     return result, [tensors.get(d) for d in range(max(tensors) + 1)]
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _index_int(value):
+    """``operator.index(value)``, except that an int subclass is kept as it is: a traced size
+    (ember.jit._sizes.TracedInt) must reach the slice/select op to be recorded, and
+    operator.index would turn it into a plain int (comparisons and the kernels treat it as one)."""
+    if isinstance(value, int) and value.__class__ is not bool:
+        return value
+    return operator.index(value)
 
 
 def _select(t, dim, i, real_dim):
