@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import types
 from typing import Callable
 
 from .._core import dtype as _dt
@@ -245,7 +246,10 @@ def _add_method(name, schema, fn, entry):
 PUBLIC_MODULES = {"": "ember", "nn.functional": "ember.nn.functional", "linalg": "ember.linalg",
                   "special": "ember.special", "fft": "ember.fft"}
 _RANK = {ns: i for i, ns in enumerate(PUBLIC_MODULES)}
-_EXPORTED: dict = {}   # function -> (namespace, name): the public name it was exported under
+# id(function) -> (function, namespace, name): the public name it was exported under. Keyed by id,
+# not by the function, so that asking about a user object never calls its __hash__/__eq__ (dynamo
+# asks about every callable it meets, and user code must run exactly as often as in eager).
+_EXPORTED: dict = {}
 
 
 def export(namespace: str, name: str, fn) -> None:
@@ -253,9 +257,9 @@ def export(namespace: str, name: str, fn) -> None:
     the name for ``public_name(fn)``."""
     FUNCTIONS.setdefault(namespace, {})[name] = fn
     if callable(fn) and not isinstance(fn, type):
-        old = _EXPORTED.get(fn)
-        if old is None or _RANK.get(namespace, len(_RANK)) < _RANK.get(old[0], len(_RANK)):
-            _EXPORTED[fn] = (namespace, name)
+        old = _EXPORTED.get(id(fn))
+        if old is None or _RANK.get(namespace, len(_RANK)) < _RANK.get(old[1], len(_RANK)):
+            _EXPORTED[id(fn)] = (fn, namespace, name)
 
 
 def op_of(fn) -> OperatorHandle | None:
@@ -285,13 +289,10 @@ def ops_of(fn) -> tuple:
 
 def exported_as(fn) -> tuple | None:
     """``(namespace, name)`` where ``FUNCTIONS[namespace][name] is fn``, else None."""
-    try:
-        key = _EXPORTED.get(fn)
-    except TypeError:   # an unhashable callable object is never one of ours
+    entry = _EXPORTED.get(id(fn))
+    if entry is None or entry[0] is not fn or FUNCTIONS.get(entry[1], {}).get(entry[2]) is not fn:
         return None
-    if key is None or FUNCTIONS.get(key[0], {}).get(key[1]) is not fn:
-        return None
-    return key
+    return entry[1:]
 
 
 def public_name(fn) -> str | None:
@@ -301,9 +302,10 @@ def public_name(fn) -> str | None:
     if key is not None:
         module = PUBLIC_MODULES.get(key[0])
         return f"{module}.{key[1]}" if module is not None else None
-    name = getattr(fn, "__name__", None)
-    if not isinstance(name, str) or isinstance(fn, type):
+    # only plain functions: reading __name__ of any other object could run its __getattr__
+    if not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType)):
         return None
+    name = fn.__name__
     import sys
     for module in PUBLIC_MODULES.values():   # functions written in those modules themselves
         namespace = sys.modules.get(module)
