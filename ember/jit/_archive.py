@@ -43,8 +43,11 @@ _ZIP64_LOCATOR = struct.Struct("<4sIQI")      # zip64 end record locator (20 byt
 _ZIP64_EOCD = struct.Struct("<4sQHHIIQQQQ")   # zip64 end record (56 bytes)
 _CENTRAL = struct.Struct("<4s6H3I5HII")       # central directory header (46 bytes)
 _LOCAL = struct.Struct("<4s5H3I2H")           # local file header (30 bytes)
-_NPY_HEADER_MAX = 1 << 16                     # numpy itself refuses headers over 10,000 bytes
+_NPY_HEADER_MAX = 1 << 12                     # what np.save writes for a plain array is ~128 bytes
 _MAX_DIMS = 64
+# the header np.save writes (format 1.0) for a plain array: its dict's repr, padded with spaces
+_NPY_DICT = re.compile(r"\{'descr': '([<>|][a-z][0-9]{1,2})', 'fortran_order': (True|False), "
+                       r"'shape': \(((?:[0-9]{1,19}, )*(?:[0-9]{1,19},?)?)\), \} *\n")
 _CHUNK = 1 << 20
 
 
@@ -107,7 +110,10 @@ class Archive:
             raise Refused("not an ember.jit archive: the file does not end with a zip end record (it is truncated, "
                           "has bytes appended, or is not a zip archive)" + _describe(head))
         end = self.size - _EOCD.size
-        if 0xFFFF in (count, n_disk) or 0xFFFFFFFF in (cd_size, cd_offset):
+        # a zip64 end record (its locator right before this one) is written when the counts or
+        # offsets overflow, and by some writers (PyTorch's) always
+        has_locator = end >= _ZIP64_LOCATOR.size and self._read_at(end - _ZIP64_LOCATOR.size, 4) == b"PK\x06\x07"
+        if has_locator or 0xFFFF in (count, n_disk) or 0xFFFFFFFF in (cd_size, cd_offset):
             end, count, cd_size, cd_offset = self._zip64_directory(end)
         elif disk or cd_disk or n_disk != count:
             raise Refused("multi-disk zip archives are not supported")
@@ -130,7 +136,8 @@ class Archive:
         return record, count, cd_size, cd_offset
 
     def _central_entries(self, directory: bytes):
-        """Yield (name, local header offset, size, crc, flags) for each central directory entry."""
+        """Yield (name, local header offset, size, stored size, crc, flags, method, extra field) for
+        each central directory entry (`_checked` refuses what this format does not allow)."""
         pos = 0
         for _ in range(self.count):
             if pos + _CENTRAL.size > len(directory):
@@ -147,15 +154,7 @@ class Archive:
                 name = bytes(name_bytes).decode("utf-8")
             except UnicodeDecodeError:
                 raise Refused(f"zip entry name {bytes(name_bytes)[:60]!r} is not UTF-8") from None
-            if flags & 0x1:
-                raise Refused(f"zip entry {name!r} is encrypted")
-            if method != 0:
-                raise Refused(f"zip entry {name!r} is compressed (method {method}): ember.jit archives store "
-                              f"entries uncompressed, so that no entry can expand beyond the file")
-            usize, csize, offset = _zip64_sizes(bytes(extra), usize, csize, offset, name)
-            if usize != csize:
-                raise Refused(f"zip entry {name!r} declares {usize} bytes but stores {csize}")
-            yield name, offset, usize, crc, flags
+            yield name, offset, usize, csize, crc, flags, method, bytes(extra)
         if pos != len(directory):
             raise Refused("the zip central directory has bytes after its last entry")
 
@@ -166,7 +165,7 @@ class Archive:
         if len(graphs) != 1:
             raise Refused(f"not an ember.jit archive: {'no' if not graphs else 'more than one'} {GRAPHS} entry "
                           f"(a torch.save or torch.jit.save file is not an ember.jit archive)")
-        _, offset, size, crc, flags = graphs[0]
+        _, offset, size, crc, flags = _checked(*graphs[0])
         start = self._data_start(GRAPHS, offset)
         text = self._read_at(start, size)
         if zlib.crc32(text) != crc:
@@ -188,7 +187,8 @@ class Archive:
     def _layout(self, directory: bytes) -> None:
         """Record every entry; refuse unexpected names, duplicates, overlaps, gaps and stray bytes."""
         regions = []
-        for name, offset, size, crc, flags in self._central_entries(directory):
+        for entry in self._central_entries(directory):
+            name, offset, size, crc, flags = _checked(*entry)
             match = _DATA_NAME.fullmatch(name)
             if name != GRAPHS and (match is None or int(match.group(1)) >= self.count - 1):
                 raise Refused(f"unexpected zip entry {name[:80]!r} (an ember.jit archive holds {GRAPHS} and "
@@ -226,23 +226,14 @@ class Archive:
         if start + size > self.cd_offset:
             raise Refused(f"zip entry {name!r} runs into the central directory")
         head = self._read_at(start, min(size, _NPY_HEADER_MAX))
-        stream = io.BytesIO(head)
-        try:
-            version = np.lib.format.read_magic(stream)
-            if version not in ((1, 0), (2, 0)):
-                raise ValueError(f"unsupported .npy version {version}")
-            reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, fortran, dtype = reader(stream, max_header_size=_NPY_HEADER_MAX)
-        except (ValueError, EOFError, SyntaxError) as exc:
-            raise Refused(f"{name} is not a valid .npy array ({exc})") from None
-        header = stream.tell()
-        if dtype != expected or dtype.hasobject or dtype.fields is not None:
+        shape, fortran, dtype, header = _npy_header(head, name)
+        if dtype != expected:
             raise Refused(f"{name} holds dtype {dtype}, but the tensor table declares {expected}")
-        if len(shape) > _MAX_DIMS or not all(type(d) is int and d >= 0 for d in shape):
-            raise Refused(f"{name} declares a malformed shape {str(shape)[:80]}")
-        numel = 1
+        numel, span = 1, dtype.itemsize
         for d in shape:
-            numel *= d
+            numel, span = numel * d, span * max(d, 1)
+        if span >= 1 << 62:
+            raise Refused(f"{name} declares shape {list(shape)[:8]}, too large for any array")
         if header + numel * dtype.itemsize != size:
             raise Refused(f"{name} declares shape {list(shape)} of {dtype} ({numel * dtype.itemsize} bytes), but "
                           f"the entry holds {size - header} bytes after its header")
@@ -253,6 +244,19 @@ class Archive:
         if zlib.crc32(view, zlib.crc32(head[:header])) != crc:
             raise Refused(f"CRC-32 mismatch in {name}: the file is corrupted")
         return arr
+
+
+def _checked(name, offset, usize, csize, crc, flags, method, extra) -> tuple:
+    """(name, offset, size, crc, flags) of a central directory entry this format allows."""
+    if flags & 0x1:
+        raise Refused(f"zip entry {name[:80]!r} is encrypted")
+    if method != 0:
+        raise Refused(f"zip entry {name[:80]!r} is compressed (method {method}): ember.jit archives store "
+                      f"entries uncompressed, so that no entry can expand beyond the file")
+    usize, csize, offset = _zip64_sizes(extra, usize, csize, offset, name)
+    if usize != csize:
+        raise Refused(f"zip entry {name[:80]!r} declares {usize} bytes but stores {csize}")
+    return name, offset, usize, crc, flags
 
 
 def _zip64_sizes(extra: bytes, usize: int, csize: int, offset: int, name: str) -> tuple:
@@ -290,6 +294,27 @@ def _read_into(fh, view: memoryview) -> None:
         if not got:
             raise Refused("the file ended inside a tensor")
         pos += got
+
+
+def _npy_header(head: bytes, name: str) -> tuple:
+    """(shape, fortran_order, dtype, header length) of a .npy entry starting with `head`. Only the
+    header np.save writes for a plain array is accepted, read with a regular expression (NumPy's own
+    reader evaluates the header as a Python literal and raises many kinds of errors on damage)."""
+    if head[:8] != b"\x93NUMPY\x01\x00" or len(head) < 10:
+        raise Refused(f"{name} is not a .npy array of format 1.0")
+    length = 10 + struct.unpack_from("<H", head, 8)[0]
+    match = _NPY_DICT.fullmatch(head[10:length].decode("latin1")) if length <= len(head) else None
+    if match is None:
+        raise Refused(f"{name} has a malformed .npy header")
+    descr, fortran, dims = match.groups()
+    try:
+        dtype = np.dtype(descr)
+    except TypeError:
+        raise Refused(f"{name} has an unknown .npy dtype {descr!r}") from None
+    shape = tuple(int(d) for d in dims.replace(",", " ").split())
+    if len(shape) > _MAX_DIMS:
+        raise Refused(f"{name} declares {len(shape)} dimensions")
+    return shape, fortran == "True", dtype, length
 
 
 def _no_constant(name: str):

@@ -53,7 +53,7 @@ def check_payload(payload) -> None:
     kind = payload["kind"]
     if kind == "function":
         _keys(payload, "a function archive", {"version", "kind", "tensors", "name", "method"}, _TOP_KEYS - {"module"})
-        name = _typed(payload["name"], str, "the function name")
+        name = _text(payload["name"], "the function name")
         _method(payload["method"], len(tensors), None, f"function {name!r}")
     elif kind == "module":
         _keys(payload, "a module archive", {"version", "kind", "tensors", "module"}, _TOP_KEYS - {"name", "method"})
@@ -79,6 +79,14 @@ def _keys(data, what: str, required: set, allowed: set) -> None:
 def _typed(value, kind, what: str):
     if type(value) is not kind:
         raise Refused(f"{what} is a {type(value).__name__}, expected a {kind.__name__}")
+    return value
+
+
+def _text(value, what: str) -> str:
+    """A name or label the file gives (shown in messages and printed code): a printable string,
+    so no control characters reach a terminal."""
+    if not (isinstance(value, str) and value.isprintable()):
+        raise Refused(f"{what} is not a printable string: {str(value)[:80]!r}")
     return value
 
 
@@ -131,7 +139,7 @@ def _reserved_names() -> frozenset:
 def _module(data, n_tensors: int, path: str) -> None:
     where = f"module {path or '<top>'!r}"
     _keys(data, where, _MODULE_KEYS, _MODULE_KEYS)
-    _typed(data["class"], str, f"{where}: class")
+    _text(data["class"], f"{where}: class")
     _typed(data["training"], bool, f"{where}: training")
     reserved = _reserved_names()
     seen: dict = {}
@@ -162,7 +170,7 @@ def _method(data, n_tensors: int, module, where: str) -> None:
     _keys(data, where, {"schema", "graph"}, {"schema", "graph"})
     schema = data["schema"]
     _keys(schema, f"{where}: schema", {"name", "arguments", "return_type"}, {"name", "arguments", "return_type"})
-    _typed(schema["name"], str, f"{where}: schema name")
+    _text(schema["name"], f"{where}: schema name")
     _type_text(schema["return_type"], f"{where}: return type")
     arguments = _typed(schema["arguments"], list, f"{where}: arguments")
     for i, arg in enumerate(arguments):
@@ -195,7 +203,8 @@ class _Graph:
     def refuse(self, entry, problem: str):
         name = entry.get("name") if isinstance(entry, dict) else None
         ident = entry.get("id") if isinstance(entry, dict) else None
-        raise Refused(f"{self.where}: node %{name} (id {ident!r}): {problem}")
+        shown = name if isinstance(name, str) and name.isprintable() and len(name) <= 80 else repr(name)[:80]
+        raise Refused(f"{self.where}: node %{shown} (id {str(ident)[:20]}): {problem}")
 
     def top(self, graph, n_arguments: int) -> None:
         nodes = self.graph(graph, None)
@@ -244,7 +253,7 @@ class _Graph:
                     and pair[0].isidentifier() and pair[0] not in names):
                 self.refuse(entry, f"malformed keyword argument {pair!r}")
             names.add(pair[0])
-        _typed(entry["name"], str, f"{self.where}: name of node {entry['id']}")
+        _text(entry["name"], f"{self.where}: name of node {entry['id']}")
         self.meta(entry)
         blocks = entry.get("blocks", [])
         if op == "placeholder":
@@ -282,11 +291,10 @@ class _Graph:
         if "type" in entry:
             _type_text(entry["type"], f"{self.where}: type of node {entry['id']}")
         loc = entry.get("loc", ["", 0, 0])
-        if not (type(loc) is list and len(loc) == 3 and isinstance(loc[0], str)
+        if not (type(loc) is list and len(loc) == 3 and isinstance(loc[0], str) and loc[0].isprintable()
                 and type(loc[1]) is int and type(loc[2]) is int):
-            self.refuse(entry, f"malformed source location {loc!r}")
-        if not isinstance(entry.get("jit_name", ""), str):
-            self.refuse(entry, "jit_name must be a string")
+            self.refuse(entry, f"malformed source location {str(loc)[:80]}")
+        _text(entry.get("jit_name", ""), f"{self.where}: jit_name of node {entry['id']}")
         count = entry.get("num_outputs", 0)
         if type(count) is not int or not 0 <= count <= _MAX_OUTPUTS:
             self.refuse(entry, f"bad output count {count!r}")
