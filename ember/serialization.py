@@ -10,7 +10,9 @@ A checkpoint is one binary blob::
 Nothing is unpickled: the manifest is a tree of tagged nodes (``{"k": kind, "v": value}``)
 from a fixed list (`_DECODERS`); a node of any other kind is refused. Every byte is covered by
 the digest, so a truncated or corrupted file raises ``RuntimeError("ember.load: <file>: ...")``
-before anything is built.
+before anything is built. The digest only detects accidents (anyone can recompute it), so every
+field is also checked: lengths against the file before reading, each tensor inside its storage,
+every node kind and type; a file opened by path must end at its digest.
 
 What can be saved: tensors (every dtype, 0-d, views; ``nn.Parameter`` comes back as a
 Parameter; ``requires_grad`` round-trips, tensors load as leaves), ``None``, bools, ints,
@@ -258,30 +260,21 @@ class _Corrupt(Exception):
 
 
 def _read_exact(f, n: int, what: str, known: bool) -> bytearray:
-    """`n` bytes of `f`. `known`: the caller checked the file holds them, so the buffer is allocated
-    once and read into; otherwise (a stream of unknown length) it grows with what arrives, so a
-    corrupt length cannot make us allocate more than the stream holds."""
-    readinto = getattr(f, "readinto", None)
-    if known and readinto is not None:
-        data = bytearray(n)
-        view, pos = memoryview(data), 0
-        while pos < n:
-            got = readinto(view[pos:min(n, pos + _CHUNK)])
-            if not got:
-                break
-            pos += got
-        view.release()
-        if pos == n:
-            return data
-        raise _Corrupt(f"truncated checkpoint: expected {n} bytes of {what}, found {pos}")
-    data = bytearray()
-    while len(data) < n:
-        piece = f.read(min(n - len(data), _CHUNK))
+    """`n` bytes of `f`. When the caller checked the file holds them (`known`) they go into one
+    buffer allocated up front; from a stream of unknown length the buffer grows with what arrives,
+    so a corrupt length costs at most one piece more than the stream holds."""
+    data, pos = (bytearray(n) if known else bytearray()), 0
+    while pos < n:
+        piece = f.read(min(n - pos, _CHUNK))
         if not piece:
             break
-        data += piece
-    if len(data) != n:
-        raise _Corrupt(f"truncated checkpoint: expected {n} bytes of {what}, found {len(data)}")
+        if known:
+            data[pos:pos + len(piece)] = piece
+        else:
+            data += piece
+        pos += len(piece)
+    if pos != n:
+        raise _Corrupt(f"truncated checkpoint: expected {n} bytes of {what}, found {pos}")
     return data
 
 
@@ -585,10 +578,8 @@ def _load(fh, name, map_location, whole_file: bool):
             raise _Corrupt("corrupted checkpoint: checksum mismatch")
         try:
             manifest = json.loads(mbytes.decode("utf-8"), parse_constant=_no_constant)
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _Corrupt(f"malformed manifest: {exc}") from None
-        except RecursionError:
-            raise _Corrupt("malformed manifest: nested too deeply") from None
         del mbytes
         reader = _Reader(manifest, data, map_location)
         try:

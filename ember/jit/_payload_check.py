@@ -46,7 +46,7 @@ def check_payload(payload) -> None:
     """Refuse (raise `Refused`) unless `payload` is a well-formed archive of the closed language."""
     _keys(payload, "the archive", {"version", "kind", "tensors"}, _TOP_KEYS)
     if payload["version"] != FORMAT_VERSION or type(payload["version"]) is not int:
-        raise Refused(f"unsupported archive version {payload['version']!r} (this ember reads {FORMAT_VERSION})")
+        raise Refused(f"unsupported archive version {_shown(payload['version'])} (this ember reads {FORMAT_VERSION})")
     tensors = _typed(payload["tensors"], list, "the tensor table")
     for i, entry in enumerate(tensors):
         _tensor_entry(entry, i)
@@ -57,9 +57,9 @@ def check_payload(payload) -> None:
         _method(payload["method"], len(tensors), None, f"function {name!r}")
     elif kind == "module":
         _keys(payload, "a module archive", {"version", "kind", "tensors", "module"}, _TOP_KEYS - {"name", "method"})
-        _module(payload["module"], len(tensors), "")
+        _module(payload["module"], tensors, "")
     else:
-        raise Refused(f"unknown archive kind {kind!r}")
+        raise Refused(f"unknown archive kind {_shown(kind)}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,10 +70,10 @@ def _keys(data, what: str, required: set, allowed: set) -> None:
         raise Refused(f"{what} is a {type(data).__name__}, expected an object")
     missing = sorted(required - data.keys())
     if missing:
-        raise Refused(f"{what} has no {missing[0]!r} field")
+        raise Refused(f"{what} has no {_shown(missing[0])} field")
     unknown = sorted(k for k in data if k not in allowed)
     if unknown:
-        raise Refused(f"{what} has an unknown field {unknown[0]!r}")
+        raise Refused(f"{what} has an unknown field {_shown(unknown[0])}")
 
 
 def _typed(value, kind, what: str):
@@ -82,11 +82,17 @@ def _typed(value, kind, what: str):
     return value
 
 
+def _shown(value) -> str:
+    """A value from the file as a message shows it: its repr (no control characters), cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _text(value, what: str) -> str:
     """A name or label the file gives (shown in messages and printed code): a printable string,
     so no control characters reach a terminal."""
     if not (isinstance(value, str) and value.isprintable()):
-        raise Refused(f"{what} is not a printable string: {str(value)[:80]!r}")
+        raise Refused(f"{what} is not a printable string: {_shown(value)}")
     return value
 
 
@@ -95,7 +101,7 @@ def _type_text(text, what: str) -> None:
     try:
         parse_type(text)
     except (ValueError, RecursionError):
-        raise Refused(f"{what} {text[:80]!r} is not a type") from None
+        raise Refused(f"{what} {_shown(text)} is not a type") from None
 
 
 def _dtype(name):
@@ -109,7 +115,7 @@ def _tensor_entry(entry, i: int) -> None:
     _keys(entry, what, _TENSOR_KEYS, _TENSOR_KEYS)
     dt = _dtype(entry["dtype"])
     if dt is None:
-        raise Refused(f"{what} has an unknown dtype {entry['dtype']!r}")
+        raise Refused(f"{what} has an unknown dtype {_shown(entry['dtype'])}")
     _typed(entry["requires_grad"], bool, f"{what}: requires_grad")
     _typed(entry["parameter"], bool, f"{what}: parameter")
     if entry["requires_grad"] and not (dt.is_floating_point or dt.is_complex):
@@ -118,7 +124,7 @@ def _tensor_entry(entry, i: int) -> None:
 
 def _member_name(name, what: str, reserved: frozenset) -> str:
     if not (isinstance(name, str) and name.isascii() and (name.isidentifier() or name.isdigit())):
-        raise Refused(f"{what} name {name!r} is not an identifier")
+        raise Refused(f"{what} name {_shown(name)} is not an identifier")
     if name in reserved or (name.startswith("__") and name.endswith("__")):
         raise Refused(f"{what} name {name!r} is taken by ember.nn.Module's own attributes")
     return name
@@ -136,7 +142,7 @@ def _reserved_names() -> frozenset:
     return _reserved
 
 
-def _module(data, n_tensors: int, path: str) -> None:
+def _module(data, tensors: list, path: str) -> None:
     where = f"module {path or '<top>'!r}"
     _keys(data, where, _MODULE_KEYS, _MODULE_KEYS)
     _text(data["class"], f"{where}: class")
@@ -151,19 +157,21 @@ def _module(data, n_tensors: int, path: str) -> None:
                 raise Refused(f"{where}: {name!r} is both a {seen[name]} and a {kind[:-1]}")
             seen[name] = kind[:-1]
             if kind in ("parameters", "buffers") and value is not None:
-                if type(value) is not int or not 0 <= value < n_tensors:
-                    raise Refused(f"{where}: {kind[:-1]} {name!r} refers to tensor {value!r}, which the table lacks")
+                if type(value) is not int or not 0 <= value < len(tensors):
+                    raise Refused(f"{where}: {kind[:-1]} {name!r} refers to tensor {_shown(value)}, which the table lacks")
+                if kind == "parameters" and not tensors[value]["parameter"]:
+                    raise Refused(f"{where}: parameter {name!r} refers to tensor {value}, which is not a parameter")
             elif kind == "attributes":
                 _keys(value, f"{where}: attribute {name!r}", {"type", "value"}, {"type", "value"})
                 _type_text(value["type"], f"{where}: attribute {name!r} type")
-                _Graph(n_tensors, {}, where).value(value["value"], set(), f"attribute {name!r}")
+                _Graph(len(tensors), {}, where).value(value["value"], set(), f"attribute {name!r}")
             elif kind == "submodules":
-                _module(value, n_tensors, f"{path}.{name}" if path else name)
+                _module(value, tensors, f"{path}.{name}" if path else name)
     for name in _typed(data["non_persistent"], list, f"{where}: non_persistent"):
-        if name not in data["buffers"]:
-            raise Refused(f"{where}: non-persistent buffer {name!r} is not a buffer")
+        if not isinstance(name, str) or name not in data["buffers"]:
+            raise Refused(f"{where}: non-persistent buffer {_shown(name)} is not a buffer")
     for name, method in data["methods"].items():
-        _method(method, n_tensors, data, f"method {name!r} of {where}")
+        _method(method, len(tensors), data, f"method {name!r} of {where}")
 
 
 def _method(data, n_tensors: int, module, where: str) -> None:
@@ -177,7 +185,7 @@ def _method(data, n_tensors: int, module, where: str) -> None:
         what = f"{where}: argument {i}"
         _keys(arg, what, {"name", "type"}, {"name", "type", "default"})
         if not (isinstance(arg["name"], str) and arg["name"].isidentifier()):
-            raise Refused(f"{what} has a bad name {arg['name']!r}")
+            raise Refused(f"{what} has a bad name {_shown(arg['name'])}")
         _type_text(arg["type"], f"{what} type")
         if "default" in arg:
             _Graph(n_tensors, {}, where).value(arg["default"], set(), f"the default of argument {arg['name']!r}")
@@ -251,7 +259,7 @@ class _Graph:
         for pair in kwargs:
             if not (type(pair) is list and len(pair) == 2 and isinstance(pair[0], str) and pair[0].isascii()
                     and pair[0].isidentifier() and pair[0] not in names):
-                self.refuse(entry, f"malformed keyword argument {pair!r}")
+                self.refuse(entry, f"malformed keyword argument {_shown(pair)}")
             names.add(pair[0])
         _text(entry["name"], f"{self.where}: name of node {entry['id']}")
         self.meta(entry)
@@ -267,20 +275,20 @@ class _Graph:
             return
         if op == "call_method":
             if not allowlist.is_method_name(target):
-                self.refuse(entry, f"method {target!r} is not part of the loadable language (only Tensor "
+                self.refuse(entry, f"method {_shown(target)} is not part of the loadable language (only Tensor "
                                    f"methods of the op table and list/dict/str methods are)")
             if not args:
-                self.refuse(entry, f"call of method {target!r} without a receiver")
+                self.refuse(entry, f"call of method {_shown(target)} without a receiver")
             if target == "format":
                 self.format_receiver(entry, args[0])
         elif op == "call_function":
             if allowlist.function_by_name(target) is None:
-                self.refuse(entry, f"call_function target {target!r} is not part of the loadable language "
+                self.refuse(entry, f"call_function target {_shown(target)} is not part of the loadable language "
                                    f"(operators, ember functions over them, prim ops, and a subset of "
                                    f"operator/math/builtins)")
             args = self.special(entry, target, args)
         else:
-            self.refuse(entry, f"node kind {op!r} is not allowed in a saved graph")
+            self.refuse(entry, f"node kind {_shown(op)} is not allowed in a saved graph")
         for i, a in enumerate(args):
             self.value(a, entry, f"argument {i}")
         for k, v in kwargs:
@@ -297,7 +305,7 @@ class _Graph:
         _text(entry.get("jit_name", ""), f"{self.where}: jit_name of node {entry['id']}")
         count = entry.get("num_outputs", 0)
         if type(count) is not int or not 0 <= count <= _MAX_OUTPUTS:
-            self.refuse(entry, f"bad output count {count!r}")
+            self.refuse(entry, f"bad output count {_shown(count)}")
         if "output_of" in entry:
             source = entry["output_of"]
             if type(source) is not int or source not in self.scope or entry["args"][:1] != [{"$node": source}]:
@@ -315,11 +323,11 @@ class _Graph:
         if target == "builtins.getattr":
             if len(args) not in (2, 3) or not allowlist.is_getattr_name(args[1]):
                 self.refuse(entry, f"getattr may only read the Tensor attributes script knows, not "
-                                   f"{args[1:2]!r}")
+                                   f"{_shown(args[1:2])}")
         if target == "prim::RaiseException":
             if len(args) != 2 or entry["kwargs"] or not isinstance(args[1], str) or args[1] not in prim.RAISABLE:
                 self.refuse(entry, f"prim::RaiseException may only raise one of {sorted(prim.RAISABLE)}, "
-                                   f"not {args[1:2]!r}")
+                                   f"not {_shown(args[1:2])}")
         return args
 
     def attribute(self, entry, target: str, args: list) -> list:
@@ -327,13 +335,14 @@ class _Graph:
         if len(args) != n or entry["kwargs"]:
             self.refuse(entry, f"{target} takes {n} arguments")
         ref, name = args[0], args[1]
-        owner = self.modules.get(ref.get("$node")) if type(ref) is dict and len(ref) == 1 else None
-        if owner is None or ref["$node"] not in self.scope:
+        ident = ref.get("$node") if type(ref) is dict and len(ref) == 1 else None
+        owner = self.modules.get(ident) if type(ident) is int else None
+        if owner is None or ident not in self.scope:
             self.refuse(entry, f"{target} reads members of the module tree only; its receiver is not a module")
         settable = set(owner["parameters"]) | set(owner["buffers"]) | set(owner["attributes"])
         readable = settable | set(owner["submodules"]) | {"training"}
-        if name not in (readable if n == 2 else settable):
-            self.refuse(entry, f"{target} of {name!r}: the module declares no such "
+        if not isinstance(name, str) or name not in (readable if n == 2 else settable):
+            self.refuse(entry, f"{target} of {_shown(name)}: the module declares no such "
                                f"{'member' if n == 2 else 'parameter, buffer or attribute'}")
         if n == 2 and name in owner["submodules"]:
             self.modules[entry["id"]] = owner["submodules"][name]
@@ -341,7 +350,7 @@ class _Graph:
 
     def format_receiver(self, entry, receiver) -> None:
         text = receiver
-        if type(receiver) is dict and len(receiver) == 1 and "$node" in receiver:
+        if type(receiver) is dict and len(receiver) == 1 and type(receiver.get("$node")) is int:
             source = self.nodes.get(receiver["$node"])
             text = source["args"][0] if source is not None and source["target"] == "prim::Constant" else None
         problem = allowlist.format_string_problem(text)
@@ -390,7 +399,7 @@ class _Graph:
         (tag, payload), = v.items()
         if tag == "$node":
             if not nodes or type(payload) is not int or payload not in self.scope:
-                self.refuse(entry, f"{what} names value {payload!r}, which is not defined before it in scope")
+                self.refuse(entry, f"{what} names value {_shown(payload)}, which is not defined before it in scope")
             if payload in self.modules:
                 self.refuse(entry, f"{what} is a module; modules are only read by prim::GetAttr")
         elif tag in ("$tuple", "$slice"):
@@ -408,24 +417,26 @@ class _Graph:
                 self.value(pair[1], entry, what, nodes)
         elif tag == "$float":
             if payload not in ("nan", "inf", "-inf"):
-                self.refuse(entry, f"{what}: malformed float {payload!r}")
+                self.refuse(entry, f"{what}: malformed float {_shown(payload)}")
         elif tag == "$dtype":
             if _dtype(payload) is None:
-                self.refuse(entry, f"{what}: unknown dtype {payload!r}")
+                self.refuse(entry, f"{what}: unknown dtype {_shown(payload)}")
         elif tag == "$device":
             self.device(payload, entry, what)
         elif tag == "$tensor":
             if type(payload) is not int or not 0 <= payload < self.n_tensors:
-                self.refuse(entry, f"{what} refers to tensor {payload!r}, which the table lacks")
+                self.refuse(entry, f"{what} refers to tensor {_shown(payload)}, which the table lacks")
         elif payload is not True:
             self.refuse(entry, f"{what}: malformed $ellipsis")
 
     def device(self, text, entry, what: str) -> None:
         import ember
         try:
-            ember.device(text if isinstance(text, str) else None)
+            if not isinstance(text, str):
+                raise TypeError("a device is a string")
+            ember.device(text)
         except (RuntimeError, TypeError, ValueError):
-            self.refuse(entry, f"{what}: bad device {str(text)[:40]!r}")
+            self.refuse(entry, f"{what}: bad device {_shown(text)}")
 
 
 def _hashable(key) -> bool:

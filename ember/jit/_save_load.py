@@ -460,6 +460,17 @@ class _Loaded(CompiledGraphCallable):
         self._graph = self._inlined = graph
         self._init_callable(name, schema)
 
+    def __call__(self, *args, **kwargs):
+        # A saved program may set the grad mode (prim::SetGradEnabled); script pairs every set with
+        # a restore, a file need not: whatever it does, the caller's mode is back when it returns.
+        from ..autograd.grad_mode import _set_enabled, is_grad_enabled
+        enabled = is_grad_enabled()
+        try:
+            return CompiledGraphCallable.__call__(self, *args, **kwargs)
+        finally:
+            if is_grad_enabled() != enabled:
+                _set_enabled(enabled)
+
 
 class LoadedScriptFunction(_Loaded):
     """A function loaded by `ember.jit.load`: callable, with ``.graph``, ``.code``, ``.schema``."""

@@ -176,3 +176,35 @@ def test_check_payload_accepts_what_save_writes_and_names_the_first_problem():
     payload["module"]["methods"]["forward"]["graph"]["nodes"][-2]["target"] = "os.system"
     with pytest.raises(_payload_check.Refused, match="method 'forward' of module '<top>': node %.*'os.system'"):
         _payload_check.check_payload(payload)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a loaded program can do with the language is contained
+# ---------------------------------------------------------------------------------------------
+def _edited(tmp_path, build):
+    import hostile_archives as H
+    paths = H.save_legit(str(tmp_path))
+    payload, entries = H.read_archive(paths["module"])
+    e = H.Edit(payload)
+    build(e)
+    path = str(tmp_path / "edited.pt")
+    H.write_archive(path, payload, entries)
+    return ember.jit.load(path)
+
+
+def test_loaded_program_cannot_leave_grad_mode_changed(tmp_path):
+    loaded = _edited(tmp_path, lambda e: e.returns(e.call("prim::SetGradEnabled", False)))
+    for _ in range(3):
+        assert ember.is_grad_enabled()
+        loaded(ember.randn(2, 3))
+        assert ember.is_grad_enabled()
+    with ember.no_grad():
+        loaded(ember.randn(2, 3))
+        assert not ember.is_grad_enabled()
+
+
+def test_out_of_bounds_views_raise(tmp_path):
+    """as_strided is in the language: a view past its storage raises, it never reads memory."""
+    loaded = _edited(tmp_path, lambda e: e.returns(e.call("ember.as_strided", e.x, [1 << 20], [1])))
+    with pytest.raises(RuntimeError, match="out of bounds for storage"):
+        loaded(ember.randn(2, 3))
