@@ -1,5 +1,7 @@
 """ember.jit.save / ember.jit.load: a scripted or traced program as a zip file that runs without
-its Python source, and whose loading cannot execute code from the file.
+its Python source, and whose loading cannot execute code from the file: a saved program is a closed
+language (``ember.jit.ir.allowlist``), and load reads the zip with ``_archive`` and checks the whole
+program with ``_payload_check`` before building anything (save runs the same check).
 
     ember.jit.save(ember.jit.script(MyCell()), "cell.pt")
     cell = ember.jit.load("cell.pt")      # an ember.nn.Module: parameters(), state_dict(), .graph, .code
@@ -8,7 +10,7 @@ its Python source, and whose loading cannot execute code from the file.
 The zip holds ``code/graphs.json`` (format version, kind, the module tree or the function, and a
 tensor manifest) and ``data/<i>.npy`` per tensor (``np.save(allow_pickle=False)``). Graphs are
 saved inlined (calls of scripted functions and methods are replaced by their graphs), in the
-format of ``ember.jit.ir.serialize``; targets are resolved on load only through its whitelist.
+format of ``ember.jit.ir.serialize``.
 
 What is saved:
 - a script function (``._graph`` + ``.schema``): its graph, schema and name;
@@ -196,7 +198,8 @@ def _encode_module(mod, tensors, path: tuple = ()) -> dict:
 
 
 def _collect_attributes(graph, mod, out: dict) -> None:
-    """Find the non-tensor, non-module attributes a graph reads from `mod` (via GetAttr chains)."""
+    """Find the non-tensor, non-module attributes a graph reads or writes on `mod` (via GetAttr
+    chains): the members the saved module declares, all a loaded graph may touch."""
     import ember
     from ..nn.modules.module import Module
     from .ir import walk
@@ -204,7 +207,7 @@ def _collect_attributes(graph, mod, out: dict) -> None:
     for node in walk(graph):
         if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
             paths[node] = ()
-        elif node.target is prim.GetAttr and node.args[0] in paths:
+        elif node.target in (prim.GetAttr, prim.SetAttr) and node.args[0] in paths:
             owner_path, name = paths[node.args[0]], node.args[1]
             owner = mod
             for part in owner_path:
@@ -217,7 +220,10 @@ def _collect_attributes(graph, mod, out: dict) -> None:
             elif callable(value) and not isinstance(value, ember.Tensor):
                 raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
             else:
-                out.setdefault(owner_path, {})[name] = (str(node.type) if node.type is not None else "Any", value)
+                typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
+                known = out.setdefault(owner_path, {})
+                if typ is not None or name not in known:
+                    known[name] = (str(typ) if typ is not None else "Any", value)
 
 
 def _module_paths(graph, mod):

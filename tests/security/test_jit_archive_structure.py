@@ -8,10 +8,8 @@ function of the payload) or its zip/.npy bytes (`ZIP_CASES`, a function (src, ds
 import copy
 import io
 import json
-import re
 import struct
 import zipfile
-import zlib
 
 import numpy as np
 import pytest

@@ -8,7 +8,6 @@ load), naming the file. Malicious pickles never run: their marker files never ap
 """
 import copy
 import io
-import json
 import os
 import pickle
 import random

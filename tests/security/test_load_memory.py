@@ -12,7 +12,6 @@ import json
 import os
 import tracemalloc
 import zipfile
-import zlib
 
 import numpy as np
 import pytest

@@ -69,6 +69,19 @@ def test_admitted_method_names_are_harmless_on_every_value_type():
             assert (type(value).__name__, name) in _REVIEWED, (type(value), name)
 
 
+def test_no_value_a_program_can_read_is_callable():
+    """What getattr can read off a tensor, and the dtypes/devices/sizes constants and ops give, are
+    data: so ``sorted(key=...)``, ``max(key=...)`` and ``list.sort(key=...)`` have nothing to call."""
+    x = ember.randn(2, 2, requires_grad=True)
+    (x * 2).sum().backward()
+    for t in (x, ember.randn(2, 2, dtype=ember.complex64)):
+        for name in dir(t):
+            if allowlist.is_getattr_name(name) and (name != "imag" or t.is_complex()):
+                assert not callable(getattr(t, name)), name
+    for value in (ember.float32, ember.device("cpu"), ember.Size([1]), x.max(0), x.tolist(), x.size()):
+        assert not callable(value)
+
+
 def test_getattr_names_are_tensor_attributes_only():
     for name in ["dtype", "device", "requires_grad", "T", "grad", "data", "is_leaf", "ndim"]:
         assert allowlist.is_getattr_name(name), name
@@ -208,3 +221,22 @@ def test_out_of_bounds_views_raise(tmp_path):
     loaded = _edited(tmp_path, lambda e: e.returns(e.call("ember.as_strided", e.x, [1 << 20], [1])))
     with pytest.raises(RuntimeError, match="out of bounds for storage"):
         loaded(ember.randn(2, 3))
+
+
+class WritesAttribute(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.last = 0.0
+
+    def forward(self, x):
+        self.last = float(x.sum())    # written, never read: still a member the saved module declares
+        return x * 2
+
+
+def test_attributes_a_program_only_writes_are_declared():
+    eager = WritesAttribute()
+    loaded = _roundtrip(ember.jit.script(WritesAttribute()))
+    x = ember.randn(3)
+    loaded(x)
+    eager(x)
+    assert loaded.last == eager.last != 0.0
