@@ -140,11 +140,11 @@ def npy_bytes(header: dict, body: bytes) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # editing graphs
 # ---------------------------------------------------------------------------------------------
-def _all_nodes(graph: dict):
+def all_nodes(graph: dict):
     for node in graph["nodes"]:
         yield node
         for block in node.get("blocks", []):
-            yield from _all_nodes(block)
+            yield from all_nodes(block)
 
 
 def method_of(payload: dict, name: str = "forward") -> dict:
@@ -160,7 +160,7 @@ class Edit:
     def __init__(self, payload: dict, method: str = "forward"):
         self.payload = payload
         self.graph = method_of(payload, method)["graph"]
-        self.next_id = 1 + max(n["id"] for n in _all_nodes(self.graph))
+        self.next_id = 1 + max(n["id"] for n in all_nodes(self.graph))
         inputs = [n for n in self.graph["nodes"] if n["op"] == "placeholder"]
         self.self = {"$node": inputs[0]["id"]} if payload["kind"] == "module" else None
         self.x = {"$node": inputs[1 if payload["kind"] == "module" else 0]["id"]}
@@ -227,27 +227,6 @@ class Edit:
         node = {"id": self.next_id, "op": "placeholder", "name": name, "target": name, "args": [], "kwargs": []}
         self.next_id += 1
         return node
-
-
-def renumber(graph: dict) -> None:
-    """Give every node an id in program order (blocks included), as save does, remapping $node refs."""
-    order = list(_all_nodes(graph))
-    mapping = {n["id"]: i for i, n in enumerate(order)}
-
-    def remap(v):
-        if isinstance(v, list):
-            return [remap(x) for x in v]
-        if isinstance(v, dict):
-            if set(v) == {"$node"}:
-                return {"$node": mapping.get(v["$node"], v["$node"])}
-            return {k: remap(x) for k, x in v.items()}
-        return v
-    for n in order:
-        n["args"], n["kwargs"] = remap(n["args"]), remap(n["kwargs"])
-        if "output_of" in n:
-            n["output_of"] = mapping.get(n["output_of"], n["output_of"])
-    for n in order:
-        n["id"] = mapping[n["id"]]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def _forward(p):
 
 
 def _node(p, target):
-    return next(n for n in H._all_nodes(H.method_of(p)["graph"]) if n.get("target") == target)
+    return next(n for n in H.all_nodes(H.method_of(p)["graph"]) if n.get("target") == target)
 
 
 def _set(path_fn, value):
