@@ -10,7 +10,9 @@ A checkpoint is one binary blob::
 Nothing is unpickled: the manifest is a tree of tagged nodes (``{"k": kind, "v": value}``)
 from a fixed list (`_DECODERS`); a node of any other kind is refused. Every byte is covered by
 the digest, so a truncated or corrupted file raises ``RuntimeError("ember.load: <file>: ...")``
-before anything is built.
+before anything is built. The digest only detects accidents (anyone can recompute it), so every
+field is also checked: lengths against the file before reading, each tensor inside its storage,
+every node kind and type; a file opened by path must end at its digest.
 
 What can be saved: tensors (every dtype, 0-d, views; ``nn.Parameter`` comes back as a
 Parameter; ``requires_grad`` round-trips, tensors load as leaves), ``None``, bools, ints,
@@ -49,7 +51,7 @@ MAGIC = b"\x89EMBER\r\n"
 VERSION = 1
 _HEADER = struct.Struct("<8sIIQQ")
 _DIGEST_LEN = 32
-_CHUNK = 1 << 24  # read in 16 MiB pieces so a corrupt length cannot make us allocate terabytes
+_CHUNK = 1 << 20  # read in 1 MiB pieces: a corrupt length in a stream costs at most one piece more
 
 
 # ---------------------------------------------------------------------------------------
@@ -257,22 +259,36 @@ class _Corrupt(Exception):
     """Internal: what is wrong with the file (turned into a RuntimeError naming it)."""
 
 
-def _read_exact(f, n: int, what: str) -> bytes:
-    if n <= _CHUNK:
-        data = f.read(n)
-    else:
-        parts, left = [], n
-        while left:
-            piece = f.read(min(left, _CHUNK))
-            if not piece:
-                break
-            parts.append(piece)
-            left -= len(piece)
-        data = b"".join(parts)
-    if data is None or len(data) != n:
-        got = 0 if data is None else len(data)
-        raise _Corrupt(f"truncated checkpoint: expected {n} bytes of {what}, found {got}")
+def _read_exact(f, n: int, what: str, known: bool) -> bytearray:
+    """`n` bytes of `f`. When the caller checked the file holds them (`known`) they go into one
+    buffer allocated up front; from a stream of unknown length the buffer grows with what arrives,
+    so a corrupt length costs at most one piece more than the stream holds."""
+    data, pos = (bytearray(n) if known else bytearray()), 0
+    while pos < n:
+        piece = f.read(min(n - pos, _CHUNK))
+        if not piece:
+            break
+        if known:
+            data[pos:pos + len(piece)] = piece
+        else:
+            data += piece
+        pos += len(piece)
+    if pos != n:
+        raise _Corrupt(f"truncated checkpoint: expected {n} bytes of {what}, found {pos}")
     return data
+
+
+def _remaining(f) -> int | None:
+    """How many bytes `f` holds after its position, or None for a stream that cannot tell."""
+    try:
+        if not (hasattr(f, "seekable") and f.seekable()):
+            return None
+        here = f.tell()
+        end = f.seek(0, os.SEEK_END)
+        f.seek(here)
+        return end - here
+    except (OSError, ValueError):
+        return None
 
 
 def _check(cond, what):
@@ -324,6 +340,7 @@ class _Reader:
             off, n = _int(item[0], "storage offset"), _int(item[1], "storage size")
             _check(off == expect, "storages must be laid out back to back")
             expect += n
+            _check(expect <= len(self.data), "storages do not cover the data section")
             out.append(np.frombuffer(self.data, np.uint8, n, off).copy())
         _check(expect == len(self.data), "storages do not cover the data section")
         return out
@@ -335,6 +352,11 @@ class _Reader:
             raise _Corrupt(f"unknown node kind {n['k']!r} (refusing to load it)")
         return decode(self, n.get("v"), n)
 
+    def storage_bytes(self, idx) -> int:
+        """The size of the storage tensor `idx` views (0 for meta tensors)."""
+        sid = self.entries[idx].get("storage")
+        return self.storages[sid].nbytes if type(sid) is int else 0
+
     def tensor(self, idx):
         _check(type(idx) is int and 0 <= idx < len(self.entries), "tensor reference out of range")
         t = self.built.get(idx)
@@ -345,16 +367,17 @@ class _Reader:
     def _build(self, e):
         import ember
         _check(type(e) is dict, "tensor entries must be objects")
-        dt = _dt._BY_NAME.get(e.get("dtype"))
-        _check(dt is not None, f"unknown dtype {e.get('dtype')!r}")
+        dt = _dt._BY_NAME.get(e.get("dtype")) if type(e.get("dtype")) is str else None
+        _check(dt is not None, f"unknown dtype {str(e.get('dtype'))[:40]!r}")
         _dt.check_supported(dt)
         shape = e.get("shape")
         _check(type(shape) is list, "tensor shape must be a list")
         shape = tuple(_int(s, "tensor size") for s in shape)
-        try:
-            saved_device = _device(e.get("device"))
-        except (TypeError, RuntimeError):
-            raise _Corrupt(f"malformed manifest: bad device {e.get('device')!r}") from None
+        span = dt.itemsize
+        for n in shape:
+            span *= max(n, 1)
+        _check(span < 1 << 62, f"tensor shape {list(shape)[:8]} is too large for any tensor")
+        saved_device = _device_node(self, e.get("device"), e)
         if saved_device.type == "meta":
             t = ember.empty(shape, dtype=dt, device="meta")
         else:
@@ -408,9 +431,9 @@ class _Reader:
             return t
         try:
             return t.to(target)
-        except Exception as exc:
-            raise RuntimeError(f"Attempting to deserialize object on device {target} which is not available "
-                               f"({exc}). Use map_location='cpu' to load the checkpoint on the CPU.") from exc
+        except Exception as exc:  # noqa: BLE001 - whatever the backend raises, the file names a device we lack
+            raise _Corrupt(f"Attempting to deserialize object on device {target} which is not available "
+                           f"({exc}). Use map_location='cpu' to load the checkpoint on the CPU.") from exc
 
 
 def _pairs(r, v, n):
@@ -451,14 +474,21 @@ def _dtype_node(r, v, n):
 
 def _device_node(r, v, n):
     try:
+        _check(type(v) is str, "a device is a string")
         return _device(v)
-    except (TypeError, RuntimeError):
-        raise _Corrupt(f"malformed manifest: bad device {v!r}") from None
+    except (TypeError, ValueError, RuntimeError):
+        raise _Corrupt(f"malformed manifest: bad device {str(v)[:40]!r}") from None
 
 
 def _array_node(r, v, n):
     t = r.tensor(v)
-    arr = np.array(t.detach().numpy(force=True))
+    view = t.detach().numpy(force=True)
+    if view.size * view.itemsize > r.storage_bytes(v):
+        # its elements overlap (a stride-0 view, as np.broadcast_to makes): copying it would
+        # allocate more than the file holds, so it comes back as the read-only view it was
+        view = np.lib.stride_tricks.as_strided(view, writeable=False)
+        return view if n["k"] == "ndarray" else view[()]
+    arr = np.array(view)
     return arr if n["k"] == "ndarray" else arr[()]
 
 
@@ -484,6 +514,10 @@ _DECODERS = {
 }
 
 
+def _no_constant(name):
+    raise ValueError(f"{name} is not valid in a checkpoint manifest")
+
+
 def _describe(head: bytes) -> str:
     if head.startswith(b"PK"):
         return " (it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save files)"
@@ -498,20 +532,23 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     `map_location` moves tensors: a device or string, a dict mapping saved locations
     (``"cuda:0"``) to new ones, or a callable ``(tensor, location) -> tensor`` (PyTorch passes
     a storage; ember passes the loaded tensor). `weights_only` is accepted for compatibility:
-    the format never runs code, whatever its value. Raises RuntimeError naming the file for a
-    file that is not an ember checkpoint, is truncated, or is corrupted.
+    the format never runs code (nothing is unpickled), whatever its value. Raises RuntimeError
+    naming the file for a file that is not an ember checkpoint, is truncated, has bytes after its
+    checksum (a path; a file object may hold more after it), or is corrupted or malformed.
     """
     if mmap:
         raise NotImplementedError("ember.load: mmap=True is not supported")
     if hasattr(f, "read"):
         name = getattr(f, "name", None) or type(f).__name__
-        return _load(f, str(name), map_location)
+        return _load(f, str(name), map_location, whole_file=False)
     name = os.fspath(f)
     with open(name, "rb") as fh:
-        return _load(fh, str(name), map_location)
+        return _load(fh, str(name), map_location, whole_file=True)
 
 
-def _load(fh, name, map_location):
+def _load(fh, name, map_location, whole_file: bool):
+    """`whole_file`: `fh` was opened from a path, so the checkpoint must end the file; a file object
+    passed in is a stream that may hold more after it (checkpoints saved back to back)."""
     try:
         head = fh.read(_HEADER.size) or b""
         if len(head) < len(MAGIC) or not head.startswith(MAGIC):
@@ -524,18 +561,26 @@ def _load(fh, name, map_location):
         if version != VERSION or flags != 0:
             raise _Corrupt(f"unsupported checkpoint version {version} (flags {flags}); this ember reads "
                            f"version {VERSION} — or the header is corrupted")
-        mbytes = _read_exact(fh, mlen, "manifest")
-        data = _read_exact(fh, dlen, "tensor data")
-        digest = _read_exact(fh, _DIGEST_LEN, "checksum")
+        left = _remaining(fh)
+        declared = mlen + dlen + _DIGEST_LEN
+        if left is not None and left < declared:
+            raise _Corrupt(f"truncated checkpoint: the header declares {declared} more bytes, the file holds {left}")
+        if whole_file and left is not None and left > declared:
+            raise _Corrupt(f"{left - declared} unexpected bytes after the checksum")
+        known = left is not None
+        mbytes = _read_exact(fh, mlen, "manifest", known)
+        data = _read_exact(fh, dlen, "tensor data", known)
+        digest = _read_exact(fh, _DIGEST_LEN, "checksum", known)
         h = hashlib.sha256(head)
         h.update(mbytes)
         h.update(data)
         if h.digest() != digest:
             raise _Corrupt("corrupted checkpoint: checksum mismatch")
         try:
-            manifest = json.loads(mbytes.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+            manifest = json.loads(mbytes.decode("utf-8"), parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _Corrupt(f"malformed manifest: {exc}") from None
+        del mbytes
         reader = _Reader(manifest, data, map_location)
         try:
             return reader.node(reader.root)

@@ -51,12 +51,19 @@ OPAQUE = OpProperties(mutates=("*",), side_effects=True)
 GRAD_SWITCH = OpProperties(side_effects=True, grad_mode_switch=True)
 
 
+# The exception classes prim::RaiseException raises by name: the errors of ordinary computations.
+# Any other name raises RuntimeError (a user's own exception class, which a graph cannot hold), and
+# a saved file naming one is refused by ember.jit.load. Left out on purpose: SystemExit,
+# KeyboardInterrupt and GeneratorExit (process and generator control; TorchScript cannot raise
+# them either), StopIteration and StopAsyncIteration (they would silently end the loop of whoever
+# called the program), and OS/system errors (a graph does no I/O).
+RAISABLE = {cls.__name__: cls for cls in (
+    Exception, RuntimeError, ValueError, TypeError, IndexError, KeyError, LookupError, AssertionError,
+    ArithmeticError, ZeroDivisionError, OverflowError, FloatingPointError, NotImplementedError, AttributeError)}
+
+
 def _raise(message: str, exception_name: str = "Exception"):
-    import builtins
-    exc = getattr(builtins, exception_name, None)
-    if not (isinstance(exc, type) and issubclass(exc, BaseException)):
-        exc = RuntimeError
-    raise exc(message)
+    raise RAISABLE.get(exception_name, RuntimeError)(message)
 
 
 def _list_unpack(values, count: int):
@@ -108,7 +115,7 @@ _ROWS = [
     ("prim::TupleUnpack",     _tuple_unpack,                PURE,    "args=(tuple,); outputs read by operator.getitem nodes"),
     ("prim::ListUnpack",      _list_unpack,                 NO_CSE,  "args=(list, count); raises ValueError on a length mismatch"),
     ("prim::TupleIndex",      lambda t, i: t[i],            PURE,    "args=(tuple, index)"),
-    ("prim::RaiseException",  _raise,                       EFFECT,  "args=(message, exception class name): raise builtins.<name>(message)"),
+    ("prim::RaiseException",  _raise,                       EFFECT,  "args=(message, exception class name): raise RAISABLE[name](message), else RuntimeError"),
     ("prim::Uninitialized",   lambda: None,                 PURE,    "a value on a path that always raises or returns"),
     ("prim::unchecked_cast",  lambda x: x,                  PURE,    "Optional[T] refined to T (after `is not None`)"),
     ("prim::GetAttr",         getattr,                      STATE,   "args=(module, name): a parameter, buffer, submodule or attribute"),

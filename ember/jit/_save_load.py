@@ -1,5 +1,7 @@
 """ember.jit.save / ember.jit.load: a scripted or traced program as a zip file that runs without
-its Python source, and whose loading cannot execute code from the file.
+its Python source, and whose loading cannot execute code from the file: a saved program is a closed
+language (``ember.jit.ir.allowlist``), and load reads the zip with ``_archive`` and checks the whole
+program with ``_payload_check`` before building anything (save runs the same check).
 
     ember.jit.save(ember.jit.script(MyCell()), "cell.pt")
     cell = ember.jit.load("cell.pt")      # an ember.nn.Module: parameters(), state_dict(), .graph, .code
@@ -8,7 +10,7 @@ its Python source, and whose loading cannot execute code from the file.
 The zip holds ``code/graphs.json`` (format version, kind, the module tree or the function, and a
 tensor manifest) and ``data/<i>.npy`` per tensor (``np.save(allow_pickle=False)``). Graphs are
 saved inlined (calls of scripted functions and methods are replaced by their graphs), in the
-format of ``ember.jit.ir.serialize``; targets are resolved on load only through its whitelist.
+format of ``ember.jit.ir.serialize``.
 
 What is saved:
 - a script function (``._graph`` + ``.schema``): its graph, schema and name;
@@ -29,14 +31,13 @@ import zipfile
 
 import numpy as np
 
+from ._archive import GRAPHS, open_archive
 from ._callable import CompiledGraphCallable
+from ._payload_check import Refused, check_payload
 from .ir import prim
 from .ir import serialize as ser
 from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
                        TupleType, parse_type)
-
-_GRAPHS = "code/graphs.json"
-
 
 # ---------------------------------------------------------------------------------------------
 # save
@@ -62,8 +63,12 @@ def save(m, f, _extra_files=None) -> None:
         raise TypeError(f"ember.jit.save: expected a scripted or traced function or module, got {type(m).__name__}")
     payload["version"] = ser.FORMAT_VERSION
     payload["tensors"] = [_tensor_entry(t) for t in tensors.tensors]
+    try:   # what load would refuse is refused here, before anything is written
+        check_payload(payload)
+    except Refused as exc:
+        raise RuntimeError(f"ember.jit.save: {exc}") from None
     with zipfile.ZipFile(_path(f), "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr(_GRAPHS, json.dumps(payload, allow_nan=False, indent=1))
+        zf.writestr(GRAPHS, json.dumps(payload, allow_nan=False, indent=1))
         for i, t in enumerate(tensors.tensors):
             buf = io.BytesIO()
             np.save(buf, _to_numpy(t), allow_pickle=False)
@@ -193,7 +198,8 @@ def _encode_module(mod, tensors, path: tuple = ()) -> dict:
 
 
 def _collect_attributes(graph, mod, out: dict) -> None:
-    """Find the non-tensor, non-module attributes a graph reads from `mod` (via GetAttr chains)."""
+    """Find the non-tensor, non-module attributes a graph reads or writes on `mod` (via GetAttr
+    chains): the members the saved module declares, all a loaded graph may touch."""
     import ember
     from ..nn.modules.module import Module
     from .ir import walk
@@ -201,7 +207,7 @@ def _collect_attributes(graph, mod, out: dict) -> None:
     for node in walk(graph):
         if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
             paths[node] = ()
-        elif node.target is prim.GetAttr and node.args[0] in paths:
+        elif node.target in (prim.GetAttr, prim.SetAttr) and node.args[0] in paths:
             owner_path, name = paths[node.args[0]], node.args[1]
             owner = mod
             for part in owner_path:
@@ -214,7 +220,10 @@ def _collect_attributes(graph, mod, out: dict) -> None:
             elif callable(value) and not isinstance(value, ember.Tensor):
                 raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
             else:
-                out.setdefault(owner_path, {})[name] = (str(node.type) if node.type is not None else "Any", value)
+                typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
+                known = out.setdefault(owner_path, {})
+                if typ is not None or name not in known:
+                    known[name] = (str(typ) if typ is not None else "Any", value)
 
 
 def _module_paths(graph, mod):
@@ -359,80 +368,91 @@ def load(f, map_location=None, _extra_files=None):
     """Load what `save` wrote: a `LoadedScriptFunction` or a `LoadedScriptModule`.
 
         fn = ember.jit.load("fn.pt"); fn(x)
+
+    The file is checked whole before anything is built from it (see ``_archive`` and
+    ``_payload_check``): a file that is corrupt, foreign, or whose program names anything outside
+    the closed language of ``ember.jit.ir.allowlist`` raises RuntimeError naming the file and what
+    is wrong, and runs nothing.
     """
     if _extra_files:
         raise NotImplementedError("ember.jit.load: _extra_files is not supported")
-    with zipfile.ZipFile(_path(f), "r") as zf:
-        try:
-            payload = json.loads(zf.read(_GRAPHS).decode("utf-8"))
-        except KeyError:
-            raise RuntimeError(f"ember.jit.load: not an ember.jit archive (no {_GRAPHS})") from None
-        if not isinstance(payload, dict) or payload.get("version") != ser.FORMAT_VERSION:
-            raise RuntimeError("ember.jit.load: unsupported archive version")
-        tensors = [_load_tensor(zf, i, e, map_location) for i, e in enumerate(ser._field(payload, "tensors", list))]
-    if payload.get("kind") == "function":
-        method = ser._field(payload, "method", dict)
-        graph, schema = _decode_method(method, tensors)
-        return LoadedScriptFunction(str(payload.get("name", schema.name)), graph, schema)
-    if payload.get("kind") == "module":
-        return _decode_module(ser._field(payload, "module", dict), tensors)
-    raise RuntimeError(f"ember.jit.load: unknown archive kind {payload.get('kind')!r}")
+    if map_location is not None and (callable(map_location) or isinstance(map_location, dict)):
+        raise NotImplementedError("ember.jit.load: map_location must be a device or a device string")
+    name = _source_name(f)
+    try:
+        with open_archive(f, name) as archive:
+            payload = archive.read_json()
+            check_payload(payload)
+            arrays = [archive.read_array(i, _stored_dtype(e["dtype"])) for i, e in enumerate(payload["tensors"])]
+        tensors = [_load_tensor(arr, e, map_location) for arr, e in zip(arrays, payload["tensors"])]
+        del arrays
+        if payload["kind"] == "function":
+            graph, schema = _decode_method(payload["method"], tensors)
+            return LoadedScriptFunction(payload["name"], graph, schema)
+        return _decode_module(payload["module"], tensors)
+    except Refused as exc:
+        raise RuntimeError(f"ember.jit.load: {name}: {exc}") from None
+    except RecursionError:
+        raise RuntimeError(f"ember.jit.load: {name}: the archive is nested too deeply") from None
 
 
-def _load_tensor(zf, i: int, entry: dict, map_location):
+def _source_name(f) -> str:
+    if isinstance(f, (str, os.PathLike)):
+        return os.fspath(f)
+    return str(getattr(f, "name", None) or type(f).__name__)
+
+
+def _stored_dtype(name: str) -> np.dtype:
+    """The NumPy dtype `save` writes a tensor of ember dtype `name` with (bfloat16 widened)."""
+    import ember
+    dt = getattr(ember, name)
+    return np.dtype(np.float32) if dt == ember.bfloat16 else np.dtype(dt.np)
+
+
+def _load_tensor(arr, entry: dict, map_location):
     import ember
     from ..nn.parameter import Parameter
-    arr = np.load(io.BytesIO(zf.read(f"data/{i}.npy")), allow_pickle=False)
-    t = ember.from_numpy(np.array(arr, copy=True))
-    dt = getattr(ember, str(entry.get("dtype")), None) if str(entry.get("dtype")).isidentifier() else None
-    if not isinstance(dt, ember.dtype):
-        raise RuntimeError(f"ember.jit.load: unknown dtype {entry.get('dtype')!r}")
+    t = ember.from_numpy(arr)
+    dt = getattr(ember, entry["dtype"])
     if t.dtype != dt:
         t = t.to(dt)
     if map_location is not None:
-        if callable(map_location) or isinstance(map_location, dict):
-            raise NotImplementedError("ember.jit.load: map_location must be a device or a device string")
         t = t.to(ember.device(map_location) if isinstance(map_location, str) else map_location)
-    if entry.get("parameter"):
-        return Parameter(t, requires_grad=bool(entry.get("requires_grad")))
-    if entry.get("requires_grad"):
+    if entry["parameter"]:
+        return Parameter(t, requires_grad=entry["requires_grad"])
+    if entry["requires_grad"]:
         t.requires_grad_(True)
     return t
 
 
+# decoding: the payload passed check_payload, so its fields have the types and names save writes
 def _decode_schema(data: dict, tensors) -> Signature:
-    args = []
-    for a in ser._field(data, "arguments", list):
-        default = ser.decode_value(a["default"], tensors) if "default" in a else NO_DEFAULT
-        args.append(Argument(str(a["name"]), parse_type(str(a["type"])), default))
-    return Signature(str(data.get("name", "forward")), tuple(args), parse_type(str(data.get("return_type", "Any"))))
+    args = tuple(Argument(a["name"], parse_type(a["type"]),
+                          ser.decode_value(a["default"], tensors) if "default" in a else NO_DEFAULT)
+                 for a in data["arguments"])
+    return Signature(data["name"], args, parse_type(data["return_type"]))
 
 
 def _decode_method(data: dict, tensors) -> tuple:
-    graph = ser.decode_graph(ser._field(data, "graph", dict), tensors)
+    graph = ser.decode_graph(data["graph"], tensors)
     graph.lint()
-    return graph, _decode_schema(ser._field(data, "schema", dict), tensors)
+    return graph, _decode_schema(data["schema"], tensors)
 
 
 def _decode_module(data: dict, tensors) -> "LoadedScriptModule":
-    mod = LoadedScriptModule(str(data.get("class", "Module")))
-    for name, ref in ser._field(data, "parameters", dict).items():
-        mod.register_parameter(ser._check_attr_name(name), None if ref is None else ser.decode_value({"$tensor": ref}, tensors))
-    non_persistent = set(data.get("non_persistent", []))
-    for name, ref in ser._field(data, "buffers", dict).items():
-        mod.register_buffer(ser._check_attr_name(name), None if ref is None else ser.decode_value({"$tensor": ref}, tensors),
-                            persistent=name not in non_persistent)
-    for name, sub in ser._field(data, "submodules", dict).items():
-        mod.add_module(ser._check_attr_name(name), _decode_module(sub, tensors))
-    for name, attr in ser._field(data, "attributes", dict).items():
-        ser._check_attr_name(name)
-        if name in mod.__dict__ or hasattr(type(mod), name) or name in mod._modules:
-            raise RuntimeError(f"ember.jit.load: attribute name {name!r} is not allowed in a saved module")
-        setattr(mod, name, ser.decode_value(attr.get("value"), tensors))
-    mod.train(bool(data.get("training", True)))
-    for name, method in ser._field(data, "methods", dict).items():
+    mod = LoadedScriptModule(data["class"])
+    for name, ref in data["parameters"].items():
+        mod.register_parameter(name, None if ref is None else tensors[ref])
+    for name, ref in data["buffers"].items():
+        mod.register_buffer(name, None if ref is None else tensors[ref], persistent=name not in data["non_persistent"])
+    for name, sub in data["submodules"].items():
+        mod.add_module(name, _decode_module(sub, tensors))
+    for name, attr in data["attributes"].items():
+        setattr(mod, name, ser.decode_value(attr["value"], tensors))
+    mod.training = data["training"]     # this module only: its submodules keep their own flags
+    for name, method in data["methods"].items():
         graph, schema = _decode_method(method, tensors)
-        mod._methods[ser._check_method_name(name)] = LoadedScriptMethod(mod, name, graph, schema)
+        mod._methods[name] = LoadedScriptMethod(mod, name, graph, schema)
     return mod
 
 
@@ -445,6 +465,17 @@ class _Loaded(CompiledGraphCallable):
     def _init_loaded(self, name: str, graph, schema: Signature) -> None:
         self._graph = self._inlined = graph
         self._init_callable(name, schema)
+
+    def __call__(self, *args, **kwargs):
+        # A saved program may set the grad mode (prim::SetGradEnabled); script pairs every set with
+        # a restore, a file need not: whatever it does, the caller's mode is back when it returns.
+        from ..autograd.grad_mode import _set_enabled, is_grad_enabled
+        enabled = is_grad_enabled()
+        try:
+            return CompiledGraphCallable.__call__(self, *args, **kwargs)
+        finally:
+            if is_grad_enabled() != enabled:
+                _set_enabled(enabled)
 
 
 class LoadedScriptFunction(_Loaded):

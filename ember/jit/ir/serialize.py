@@ -11,117 +11,61 @@ Values inside args: JSON numbers/strings/bools/null and lists as themselves; the
 that the caller stores as ``.npy`` files), ``{"$slice": [a, b, c]}``, ``{"$ellipsis": true}``.
 
 Target names: ``prim::If`` (the prim table), ``aten::add.Tensor`` (ember's operator registry),
-``operator.add``, ``math.sqrt``, ``builtins.len`` (fixed subsets), ``ember.tanh`` /
-``ember.nn.functional.relu`` (ember's public namespaces, found by name), and for
-``call_method`` nodes the method name, which must be a plain identifier not starting with ``_``.
-Attribute names read by ``prim::GetAttr``/``getattr`` may not be dunders. Anything else raises
-RuntimeError naming the target, on save and on load.
+``operator.add``, ``math.sqrt``, ``builtins.len``, ``ember.tanh`` / ``ember.nn.functional.relu``,
+and for ``call_method`` nodes the method name: what ``ember.jit.ir.allowlist`` admits, which is
+the whole language a saved program may use. Anything else raises RuntimeError naming the target,
+on save and on load.
 """
 from __future__ import annotations
 
 import builtins
 import math
-import operator
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 
-from . import prim
+from ember.fx import prim
+
+from . import allowlist
 from .types import parse_type
 
 FORMAT_VERSION = 1
-
-_OPERATOR_OK = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "not_", "lt", "le",
-                "gt", "ge", "eq", "ne", "and_", "or_", "xor", "invert", "getitem", "setitem", "contains",
-                "is_", "is_not", "matmul", "lshift", "rshift", "abs", "iadd", "isub", "imul", "itruediv",
-                "truth"}
-_BUILTINS_OK = {"len", "int", "float", "bool", "str", "min", "max", "abs", "getattr", "print", "round",
-                "divmod", "sum", "any", "all", "list", "tuple", "isinstance", "range", "enumerate", "zip",
-                "hash", "ord", "chr", "sorted", "reversed", "slice"}
-
-# public functions that touch files or process-wide state: never called by a loaded graph
-_PUBLIC_DENY = {"ember.load", "ember.save", "ember.set_default_dtype", "ember.set_printoptions",
-                "ember.set_rng_state"}
 
 
 # ---------------------------------------------------------------------------------------------
 # targets
 # ---------------------------------------------------------------------------------------------
-def _is_operator_handle(obj) -> bool:
-    from ember._core.dispatch import OperatorHandle
-    return isinstance(obj, OperatorHandle)
-
-
-_public_by_name: dict | None = None
-
-
-def _public_functions() -> dict:
-    """"ember.tanh" -> ember.tanh for every public function of ember's user namespaces."""
-    global _public_by_name
-    if _public_by_name is None:
-        from ember.fx.node import _public_name_table
-        _public_by_name = {name: fn for name, fn in _public_name_table().values() if name not in _PUBLIC_DENY}
-    return _public_by_name
-
-
 def target_name(target) -> str:
-    """The saved name of a call_function target; RuntimeError if it cannot be loaded back."""
-    if prim.is_prim(target):
-        return target.name
-    if _is_operator_handle(target):
-        return target.name
-    module, name = getattr(target, "__module__", None), getattr(target, "__name__", None)
-    if module in ("_operator", "operator") and name in _OPERATOR_OK and getattr(operator, name) is target:
-        return f"operator.{name}"
-    if module == "math" and getattr(math, name, None) is target:
-        return f"math.{name}"
-    if module == "builtins" and name in _BUILTINS_OK and getattr(builtins, name) is target:
-        return f"builtins.{name}"
+    """The saved name of a call_function target; RuntimeError if a saved program may not call it."""
+    name = allowlist.saved_name(target)
+    if name is not None:
+        return name
     from ember.fx.node import _get_qualified_name
     try:
         qual = _get_qualified_name(target)
     except RuntimeError:
         qual = repr(target)
-    if _public_functions().get(qual) is target:
-        return qual
-    raise RuntimeError(f"ember.jit.save: cannot save a call of {qual}: only ember's public functions, "
-                       f"operators, prim ops and a subset of operator/math/builtins can be saved")
+    raise RuntimeError(f"ember.jit.save: cannot save a call of {qual}: a saved program may only call operators "
+                       f"of the op table and ember's functions over them, prim ops, and a subset of "
+                       f"operator/math/builtins (see ember.jit.ir.allowlist)")
 
 
 def resolve_target(name: str):
-    """The callable a saved target name stands for, looked up only in the whitelist.
+    """The callable a saved target name stands for, looked up only in the allowlist.
 
         resolve_target("aten::add.Tensor")   # ember.ops.aten.add.Tensor
         resolve_target("os.system")          # RuntimeError: unknown target
     """
-    if not isinstance(name, str):
-        raise RuntimeError(f"ember.jit.load: bad target {name!r}")
-    if name.startswith("prim::"):
-        try:
-            return prim.by_name(name)
-        except KeyError:
-            pass
-    elif "::" in name:
-        from ember.ops.registry import OPERATORS
-        if name in OPERATORS:
-            return OPERATORS[name]
-    else:
-        head, _, attr = name.rpartition(".")
-        if head == "operator" and attr in _OPERATOR_OK:
-            return getattr(operator, attr)
-        if head == "math" and not attr.startswith("_") and callable(getattr(math, attr, None)):
-            return getattr(math, attr)
-        if head == "builtins" and attr in _BUILTINS_OK:
-            return getattr(builtins, attr)
-        fn = _public_functions().get(name)
-        if fn is not None:
-            return fn
-    raise RuntimeError(f"ember.jit.load: unknown target {name!r} in the saved graph: loading only resolves "
-                       f"ember functions, operators, prim ops and operator/math/builtins functions")
+    fn = allowlist.function_by_name(name)
+    if fn is None:
+        raise RuntimeError(f"ember.jit.load: unknown target {name!r} in the saved graph: a saved program may only "
+                           f"call operators, ember functions over them, prim ops and a subset of "
+                           f"operator/math/builtins")
+    return fn
 
 
 def _check_method_name(name) -> str:
-    if not (isinstance(name, str) and name.isidentifier() and not name.startswith("_")):
+    if not allowlist.is_method_name(name):
         raise RuntimeError(f"ember.jit.load: method name {name!r} is not allowed in a saved graph")
     return name
 
@@ -235,15 +179,18 @@ def encode_graph(graph: Graph, tensors: TensorTable, ids: dict | None = None) ->
             raise RuntimeError(f"ember.jit.save: {node.op} node {node.name} cannot be saved in a script graph")
         entry = {"id": len(ids), "op": node.op, "name": node.name}
         if node.op == "call_function":
-            entry["target"] = target_name(node.target)
             if node.target is prim.CallFunction:
                 raise RuntimeError("ember.jit.save: prim::CallFunction must be inlined before saving")
             if node.target is prim.CallMethod:
                 raise RuntimeError(f"ember.jit.save: cannot save the call of method {node.args[1]!r}: "
                                    f"methods must be inlined (an @ember.jit.ignore'd method cannot be saved)")
+            entry["target"] = target_name(node.target)
         else:
             entry["target"] = node.target
-        entry["args"] = encode_value(list(node.args), tensors, ids)
+        args = list(node.args)
+        if node.target is prim.RaiseException and len(args) > 1 and args[1] not in prim.RAISABLE:
+            args[1] = "RuntimeError"    # what running it raises for any other class (prim._raise)
+        entry["args"] = encode_value(args, tensors, ids)
         entry["kwargs"] = encode_value(dict(node.kwargs), tensors, ids)["$dict"]
         if node.type is not None:
             entry["type"] = str(node.type)
