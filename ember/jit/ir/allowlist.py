@@ -147,14 +147,14 @@ def method_names() -> frozenset:
     if _methods is None:
         from ember.ops import registry
         from ..frontend import builtins as rules
-        from .types import AnyType, DictType, ListType
+        from .types import AnyType, DictType, ListType, StrType
         names = {n for n, fn in registry.METHODS.items() if not n.startswith("_") and callable(fn)}
         names |= _TENSOR_QUERY_METHODS
         names |= {n for n in dir(list) if not n.startswith("_")
                   and rules.list_method_type(n, ListType(AnyType()), []) is not None}
         names |= {n for n in dir(dict) if not n.startswith("_")
                   and rules.dict_method_type(n, DictType(AnyType(), AnyType()), []) is not None}
-        names |= {n for n in dir(str) if not n.startswith("_") and rules.str_method_type(n, []) is not None}
+        names |= {n for n in dir(str) if not n.startswith("_") and rules.str_method_type(n, StrType(), []) is not None}
         _methods = frozenset(names)
     return _methods
 
