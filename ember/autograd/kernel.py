@@ -170,7 +170,9 @@ class FormulaNode(Node):
                 flat.append(g)
         result = []
         for i, g in enumerate(flat):
-            if g is not None and self.dtypes[i] is not None:
+            if self.dtypes[i] is None:  # the input needs no gradient (PyTorch leaves it undefined)
+                g = None
+            elif g is not None:
                 shape, dtype = self.dtypes[i]
                 if tuple(g.shape) != shape:
                     g = sum_to(g, shape)
