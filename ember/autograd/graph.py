@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import weakref
 
-from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK
+from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, INFERENCE_BIT
 
 
 class AutogradMeta:
@@ -154,6 +154,9 @@ class SavedTensor:
             self.node = weakref.ref(node) if node is not None else None
             self.producer = node.name() if node is not None else None
         else:
+            if tensor._keys & INFERENCE_BIT:
+                from .inference import SAVE_MESSAGE
+                raise RuntimeError(SAVE_MESSAGE)
             self.tensor = tensor
             tensor._shared_version_counter()
         self.version = tensor._version + expected_bump

@@ -9,7 +9,7 @@ from ..._core import dtype as _dt
 from ..._core import random as _random
 from ..._core import tensor_str as _tensor_str
 from ..._core.device import device as _device
-from ..._core.tensor import Tensor, wrap
+from ..._core.tensor import Tensor, wrap, created
 from ..registry import Op, aten
 from ..cpu import creation as cpu
 from ..cpu import random as rnd
@@ -165,12 +165,17 @@ OPS += [
 # ---------------------------------------------------------------------------------------
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays, tensors)."""
-    t = cpu.tensor_from_data(data, dtype)
+    t = created(cpu.tensor_from_data(data, dtype))
     if device is not None and str(device) != "cpu":
         t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def from_numpy(ndarray):
+    """A tensor sharing `ndarray`'s memory (writes through either are seen by both)."""
+    return created(cpu.from_numpy(ndarray))
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -180,7 +185,7 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, np.ndarray) and data.dtype in _dt._FROM_NP and (device is None or str(device) == "cpu"):
         if dtype is None or dtype.np == data.dtype:
             if all(s >= 0 for s in data.strides):
-                return wrap(data)
+                return created(wrap(data))
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -225,7 +230,7 @@ def from_dlpack(ext):
     if not hasattr(ext, "__dlpack__"):
         raise TypeError(f"from_dlpack(): expected an object with __dlpack__, got {type(ext).__name__}")
     _check_dlpack_dtype(ext)
-    return wrap(np.from_dlpack(ext))
+    return created(wrap(np.from_dlpack(ext)))
 
 
 def _check_dlpack_dtype(ext):
@@ -236,7 +241,7 @@ def _check_dlpack_dtype(ext):
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A copy of `data` with self's dtype and device unless given."""
-    t = cpu.tensor_from_data(data, dtype or self.dtype)
+    t = created(cpu.tensor_from_data(data, dtype or self.dtype))
     dev = device if device is not None else self.device
     if str(dev) != "cpu":
         t = t.to(dev)
@@ -284,7 +289,7 @@ def _random_factory(name):
 
 
 PYTHON_FUNCTIONS = {"": {
-    "tensor": tensor, "from_numpy": cpu.from_numpy, "as_tensor": as_tensor, "asarray": asarray,
+    "tensor": tensor, "from_numpy": from_numpy, "as_tensor": as_tensor, "asarray": asarray,
     "from_dlpack": from_dlpack,
     "Generator": _random.Generator, "default_generator": _random.default_generator,
     "manual_seed": _random.manual_seed, "seed": _random.seed, "initial_seed": _random.initial_seed,
