@@ -118,25 +118,23 @@ def to_tensor_list(x, op, name, pos):
     raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of Tensors, not {_type_name(x)}")
 
 
+# Python's scalar types stand for dtypes (PyTorch's rule: float is float64 whatever the default
+# dtype, complex is complex128). Strings and NumPy dtypes are refused, as PyTorch refuses them.
+PYTHON_TYPE_DTYPES = {float: _dt.float64, int: _dt.int64, bool: _dt.bool_, complex: _dt.complex128}
+
+
 def to_dtype(x, op, name, pos):
     if isinstance(x, _dt.dtype):
         return x
-    if x is float:
-        return _dt.get_default_dtype()
-    if x is int:
-        return _dt.int64
-    if x is bool:
-        return _dt.bool_
-    if x is complex:
-        return _dt.default_complex_dtype()
-    if isinstance(x, str) and x in _dt._BY_NAME:
-        return _dt._BY_NAME[x]
-    try:
-        if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
-            return _dt.from_numpy_dtype(np.dtype(x))
-    except TypeError:
-        pass
+    d = PYTHON_TYPE_DTYPES.get(x) if isinstance(x, type) else None
+    if d is not None:
+        return d
     raise arg_error(op, name, pos, "torch.dtype", x)
+
+
+def optional_dtype(x, op, name="dtype", pos=-1):
+    """A ``dtype=`` argument of a Python-level function: None, an ember dtype or a Python type."""
+    return x if x is None or x.__class__ is _dt.dtype else to_dtype(x, op, name, pos)
 
 
 def to_device(x, op, name, pos):

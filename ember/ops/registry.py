@@ -258,8 +258,8 @@ def _type_ok(arg: Argument, v) -> bool:
         return isinstance(v, bool)
     if t == "Scalar":
         return isinstance(v, (int, float, complex, bool)) or isinstance(v, numbers.Number)  # NumPy scalars
-    if t == "ScalarType":
-        return isinstance(v, _dt.dtype)
+    if t == "ScalarType":  # float / int / bool / complex stand for dtypes too
+        return isinstance(v, _dt.dtype) or v in (float, int, bool, complex)
     if t == "str":
         return isinstance(v, str)
     return True

@@ -11,6 +11,7 @@ from ..._core import tensor_str as _tensor_str
 from ..._core.device import device as _device
 from ..._core.tensor import Tensor, wrap, created
 from ..registry import Op, aten
+from ..argparse import optional_dtype
 from ..cpu import creation as cpu
 from ..cpu import random as rnd
 from ..meta import creation as meta
@@ -165,7 +166,7 @@ OPS += [
 # ---------------------------------------------------------------------------------------
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays, tensors)."""
-    t = created(cpu.tensor_from_data(data, dtype))
+    t = created(cpu.tensor_from_data(data, optional_dtype(dtype, "tensor")))
     if device is not None and str(device) != "cpu":
         t = t.to(device)
     if requires_grad:
@@ -180,6 +181,7 @@ def from_numpy(ndarray):
 
 def as_tensor(data, dtype=None, device=None):
     """`data` as a tensor, sharing memory with a tensor or NumPy array when dtype and device allow."""
+    dtype = optional_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
     if isinstance(data, np.ndarray) and data.dtype in _dt._FROM_NP and (device is None or str(device) == "cpu"):
@@ -192,6 +194,7 @@ def as_tensor(data, dtype=None, device=None):
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """PyTorch's asarray: shares memory with tensors, arrays and DLPack/buffer objects unless
     `copy=True` or a dtype/device change forces a copy (an error when ``copy=False``)."""
+    dtype = optional_dtype(dtype, "asarray")
     if isinstance(obj, Tensor) or isinstance(obj, np.ndarray) or hasattr(obj, "__dlpack__") or \
             _is_buffer(obj):
         src = obj if isinstance(obj, Tensor) else (
@@ -241,7 +244,7 @@ def _check_dlpack_dtype(ext):
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A copy of `data` with self's dtype and device unless given."""
-    t = created(cpu.tensor_from_data(data, dtype or self.dtype))
+    t = created(cpu.tensor_from_data(data, optional_dtype(dtype, "new_tensor") or self.dtype))
     dev = device if device is not None else self.device
     if str(dev) != "cpu":
         t = t.to(dev)

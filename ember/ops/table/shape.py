@@ -130,9 +130,9 @@ def _ints(args, op):
 
 def view(self, *args, **kwargs):
     """``t.view(*shape)``, ``t.view(shape)`` or ``t.view(dtype)``."""
-    if "dtype" in kwargs or (len(args) == 1 and isinstance(args[0], _dt.dtype)):
+    if "dtype" in kwargs or (len(args) == 1 and (isinstance(args[0], _dt.dtype) or isinstance(args[0], type))):
         dtype = kwargs.pop("dtype", None) if "dtype" in kwargs else args[0]
-        return aten.view.dtype(self, dtype)
+        return aten.view.dtype(self, dtype)  # the binding turns float / int ... into dtypes
     size = kwargs.pop("size", None)
     if not args and size is None:
         raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
