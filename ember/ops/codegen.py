@@ -12,7 +12,8 @@ save only that). The function
      takes the fast path — the CPU kernel straight from the op's table — when that set is just
      {CPU} and no thread-local key is included (nothing else needs to see the call: no autograd,
      profiler, tracer or Python mode), which saves the dispatcher's cost (bench/dispatch_overhead.py),
-  4. bumps the version counter of every argument the schema marks as written (``Tensor(a!)``).
+  4. bumps the version counter of every argument the schema marks as written (``Tensor(a!)``),
+     whose memory overlap with the inputs is checked before step 3 (ops/overlap.py).
 
 ``print(binding_source(op))`` shows what was generated for an op.
 """
@@ -64,10 +65,11 @@ def _param_name(arg, index) -> str:
 
 
 def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_as_tensors=False,
-             varargs=False, out_target=None, extra_kwargs=(), direct=False) -> str:
+             varargs=False, out_target=None, extra_kwargs=(), direct=False, overlap_check=False) -> str:
     """The source of a binding for `schema` (see the module docstring).
 
     direct: add the fast path (CPU kernel called straight when the key set is just {CPU}).
+    overlap_check: call ``_overlap_check(*args)`` before dispatching (ops that write; ops/overlap.py).
     varargs: the one int-list positional parameter also accepts ``f(2, 3)``.
     out_target: name of the out= overload's entry to call when ``out`` is given.
     extra_kwargs: Python-only keyword arguments (``requires_grad`` of factory functions).
@@ -149,6 +151,8 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     elif not any(a.type == "Tensor" for a in args):
         body.append("_ks |= _CPU_BIT")
     call_args = ", ".join(names)
+    if overlap_check:
+        body.append(f"_overlap_check({call_args})  # memory overlap of the written tensors")
     if direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
         body.append(f"if _ks == {CPU_BIT} and not _tls.include: _r = _table[0]({call_args})  # direct binding")
         body.append(f"else: _r = _op.call(_ks, {call_args})")

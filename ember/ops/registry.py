@@ -20,11 +20,13 @@ import dataclasses
 import numbers
 from typing import Callable
 
+import numpy as np
+
 from .._core import dtype as _dt
 from .._core.dispatch import DispatchKey, OperatorHandle
 from .._core.schema import parse_schema, Argument, FunctionSchema
 from .._core.tensor import Tensor
-from . import codegen
+from . import codegen, overlap
 
 
 @dataclasses.dataclass
@@ -117,6 +119,7 @@ def _make_handle(schema: FunctionSchema, ns: str = "aten") -> OperatorHandle:
     handle.nondeterministic = False
     handle.direct_binding = False       # set by register() from the row
     handle.row = None                   # the Op row it comes from (derived overloads: their row's)
+    handle.derived = False              # an in-place / out= overload derived from a functional row
     OPERATORS[name] = handle
     namespace = aten if ns == "aten" else _namespace_for(ns)
     packet = namespace.__dict__.get(schema.name)
@@ -172,10 +175,15 @@ def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, ou
     schema = handle.schema
     extra = (("requires_grad", False),) if any(a.name == "device" for a in schema.arguments) else ()
     direct = entry.direct_binding if direct is None else direct
+    check = overlap.checker(schema, derived=handle.derived)  # None for ops that write nothing
     src = codegen.generate(schema, func_name=func_name, op_label=entry.python_name or schema.name,
                            numbers_as_tensors=entry.numbers_as_tensors, varargs=varargs,
-                           out_target="_out_entry" if out_fn else None, extra_kwargs=extra, direct=direct)
-    return codegen.compile_binding(src, func_name, handle, {"_out_entry": out_fn} if out_fn else None)
+                           out_target="_out_entry" if out_fn else None, extra_kwargs=extra, direct=direct,
+                           overlap_check=check is not None)
+    extra_globals = {"_out_entry": out_fn} if out_fn else {}
+    if check is not None:
+        extra_globals["_overlap_check"] = check
+    return codegen.compile_binding(src, func_name, handle, extra_globals)
 
 
 def register(entry: Op) -> OperatorHandle:
@@ -194,17 +202,21 @@ def register(entry: Op) -> OperatorHandle:
     out_fn = None
     if entry.out:
         out_handle = _make_handle(_derived_schema(schema, "out"))
-        out_handle.nondeterministic = entry.nondeterministic
+        out_handle.nondeterministic, out_handle.derived = entry.nondeterministic, True
         out_handle.row, out_handle.direct_binding = entry, entry.direct_binding
-        _install(out_handle, {k: _out_of(v, label) for k, v in kernels.items() if v is not None},
-                 _out_of(entry.composite, label) if entry.composite else None)
+        rule = overlap.rule_for(out_handle.schema, derived=True)
+        internal = rule.internal and rule.resize_first  # (else the binding checked it)
+        late = overlap.checker(out_handle.schema, derived=True, late=True)
+        _install(out_handle, {k: _out_of(v, label, internal, late) for k, v in kernels.items() if v is not None},
+                 _out_of(entry.composite, label, internal, late) if entry.composite else None)
         out_handle.entry = out_fn = _binding(out_handle, schema.name + "_out", entry)
     if entry.inplace:
         ip_handle = _make_handle(_derived_schema(schema, "inplace"))
-        ip_handle.nondeterministic = entry.nondeterministic
+        ip_handle.nondeterministic, ip_handle.derived = entry.nondeterministic, True
         ip_handle.row, ip_handle.direct_binding = entry, entry.direct_binding
-        _install(ip_handle, {k: _inplace_of(v, label + "_") for k, v in kernels.items() if v is not None},
-                 _inplace_of(entry.composite, label + "_") if entry.composite else None)
+        late = overlap.checker(ip_handle.schema, derived=True, late=True)
+        _install(ip_handle, {k: _inplace_of(v, label + "_", late) for k, v in kernels.items() if v is not None},
+                 _inplace_of(entry.composite, label + "_", late) if entry.composite else None)
         ip_handle.entry = _binding(ip_handle, schema.name + "_", entry)
         if "method" in entry.variants:
             _add_method((entry.method_name or py_name) + "_", ip_handle.schema, ip_handle.entry, entry)
@@ -346,7 +358,7 @@ def _resolver(name, overloads):
 # ---------------------------------------------------------------------------------------
 # derived kernels: in-place and out= from a functional kernel
 # ---------------------------------------------------------------------------------------
-def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool) -> None:
+def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool, check_internal=False) -> None:
     if not _dt.can_cast(result.dtype, dst.dtype):
         raise RuntimeError(f"{op}(): result type {_c10_name(result.dtype)} can't be cast to the desired output "
                            f"type {_c10_name(dst.dtype)}")
@@ -359,11 +371,21 @@ def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool) -> None:
             warnings.warn(f"An output with one or more elements was resized since it had shape {list(dst.shape)}, "
                           f"which does not match the required output shape {list(result.shape)}.")
         dst._data = _empty_like_backend(dst, result.shape)
+    elif check_internal:
+        overlap.assert_no_internal_overlap(op, dst)
+    d = dst._data
+    if 0 in d.strides and overlap.has_internal_overlap(d) and isinstance(d, np.ndarray):
+        # An op allowed to write an expanded tensor (tril_, index_fill_ ...): PyTorch writes each
+        # element it changes through the shared memory, so write only the changed ones (a full
+        # copy would leave the last alias's value).
+        s = np.asarray(result._data.real if d.dtype.kind != "c" and result._data.dtype.kind == "c" else result._data)
+        s = s.astype(d.dtype, copy=False)
+        np.copyto(d, s, where=s != d)
+        return
     copy_into(dst, result)
 
 
 def _empty_like_backend(dst, shape):
-    import numpy as np
     from .._core.storage import MetaArray
     arr = dst._data
     if isinstance(arr, MetaArray):
@@ -376,7 +398,6 @@ def _empty_like_backend(dst, shape):
 
 def copy_into(dst: Tensor, src: Tensor) -> None:
     """Write `src` into `dst` (same shape), casting; nothing to do on meta."""
-    import numpy as np
     d = dst._data
     if isinstance(d, np.ndarray):
         s = src._data
@@ -399,7 +420,7 @@ def _c10_name(d) -> str:
     return _C10_NAMES[d.name]
 
 
-def _inplace_of(kernel, op):
+def _inplace_of(kernel, op, late_check=None):
     from .cpu.inplace import fast_path
     fast = fast_path(op) if getattr(kernel, "__module__", "").startswith("ember.ops.cpu") else None
 
@@ -407,17 +428,21 @@ def _inplace_of(kernel, op):
         if fast is not None and fast(self, *args) is not None:
             return self
         result = kernel(self, *args)
+        if late_check is not None:  # memory overlap, once the kernel has validated the arguments
+            late_check(self, *args)
         _copy_result(op, self, result, resize=False)
         return self
     inplace.__name__ = op
     return inplace
 
 
-def _out_of(kernel, op):
+def _out_of(kernel, op, check_internal=False, late_check=None):
     def out_kernel(*args):
         *inputs, out = args
         result = kernel(*inputs)
-        _copy_result(op, out, result, resize=True)
+        if late_check is not None:
+            late_check(*args)
+        _copy_result(op, out, result, resize=True, check_internal=check_internal)
         return out
     out_kernel.__name__ = op + "_out"
     return out_kernel
