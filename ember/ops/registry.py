@@ -26,7 +26,7 @@ from .._core import dtype as _dt
 from .._core.dispatch import DispatchKey, OperatorHandle
 from .._core.schema import parse_schema, Argument, FunctionSchema
 from .._core.tensor import Tensor
-from . import codegen, overlap
+from . import codegen, out_dtype, overlap
 
 
 @dataclasses.dataclass
@@ -205,10 +205,12 @@ def register(entry: Op) -> OperatorHandle:
         out_handle.nondeterministic, out_handle.derived = entry.nondeterministic, True
         out_handle.row, out_handle.direct_binding = entry, entry.direct_binding
         rule = overlap.rule_for(out_handle.schema, derived=True)
-        internal = rule.internal and rule.resize_first  # (else the binding checked it)
-        late = overlap.checker(out_handle.schema, derived=True, late=True)
-        _install(out_handle, {k: _out_of(v, label, internal, late) for k, v in kernels.items() if v is not None},
-                 _out_of(entry.composite, label, internal, late) if entry.composite else None)
+        checks = dict(check_internal=rule.internal and rule.resize_first,  # (else the binding checked it)
+                      late_check=overlap.checker(out_handle.schema, derived=True, late=True),
+                      dtype_policy=out_dtype.policy(schema.name),
+                      dtype_index=schema.names.index("dtype") if "dtype" in schema.names else None)
+        _install(out_handle, {k: _out_of(v, label, **checks) for k, v in kernels.items() if v is not None},
+                 _out_of(entry.composite, label, **checks) if entry.composite else None)
         out_handle.entry = out_fn = _binding(out_handle, schema.name + "_out", entry)
     if entry.inplace:
         ip_handle = _make_handle(_derived_schema(schema, "inplace"))
@@ -358,8 +360,9 @@ def _resolver(name, overloads):
 # ---------------------------------------------------------------------------------------
 # derived kernels: in-place and out= from a functional kernel
 # ---------------------------------------------------------------------------------------
-def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool, check_internal=False) -> None:
-    if not _dt.can_cast(result.dtype, dst.dtype):
+def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool, check_internal=False,
+                 check_dtype=True) -> None:
+    if check_dtype and not _dt.can_cast(result.dtype, dst.dtype):
         raise RuntimeError(f"{op}(): result type {_c10_name(result.dtype)} can't be cast to the desired output "
                            f"type {_c10_name(dst.dtype)}")
     if dst.shape != result.shape:
@@ -436,13 +439,20 @@ def _inplace_of(kernel, op, late_check=None):
     return inplace
 
 
-def _out_of(kernel, op, check_internal=False, late_check=None):
+def _out_of(kernel, op, check_internal=False, late_check=None, dtype_policy=out_dtype.CAST, dtype_index=None):
+    """The out= kernel of a functional one: compute, check (out's dtype by the op's policy,
+    memory overlap), then resize `out` if needed and write the result into it."""
+    compute_in_out_dtype = dtype_policy == out_dtype.COMPUTE and dtype_index is not None
+
     def out_kernel(*args):
         *inputs, out = args
+        if compute_in_out_dtype:  # sum(x, out=<int32>) sums in int32
+            inputs[dtype_index] = out_dtype.compute_dtype(op, inputs[dtype_index], out, inputs)
         result = kernel(*inputs)
         if late_check is not None:
             late_check(*args)
-        _copy_result(op, out, result, resize=True, check_internal=check_internal)
+        out_dtype.check(op, dtype_policy, result.dtype, out, inputs)
+        _copy_result(op, out, result, resize=True, check_internal=check_internal, check_dtype=False)
         return out
     out_kernel.__name__ = op + "_out"
     return out_kernel

@@ -394,6 +394,6 @@ FORMULAS = {
 }
 
 NONDIFFERENTIABLE = {
-    "argmax", "argmin", "all", "all.dim", "all.dims", "any", "any.dim", "any.dims",
+    "argmax", "argmin", "all", "all.dim", "all.dims", "any", "any.dim", "any.dims", "histc",
     "count_nonzero", "count_nonzero.dim_IntList", "argsort", "argsort.stable",
 }

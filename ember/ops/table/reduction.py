@@ -46,6 +46,8 @@ OPS = [
     Op("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", cpu=cpu.amin, meta=meta.amin, **OUT),
     Op("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
        cpu=cpu.aminmax, meta=meta.aminmax),
+    Op("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", cpu=cpu.histc, meta=meta.histc,
+       **OUT),
     Op("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", cpu=cpu.argmax, meta=meta.argmax,
        **OUT),
     Op("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", cpu=cpu.argmin, meta=meta.argmin,
