@@ -16,6 +16,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import wrap
 from ..meta import reduction as M
+from ..meta.histogram import plan_histc
 from .. import rules
 
 _ndarray = np.ndarray
@@ -372,7 +373,7 @@ def histc(self, bins=100, min=0, max=0):
     min == max); elements outside it and NaN are not counted; the last bin includes max. The
     bin of an element is computed in the input's dtype, as PyTorch's kernel does, so the
     elements near a bin edge fall on the same side in both."""
-    low, high = M.plan_histc(self, bins, float(min), float(max))
+    low, high = plan_histc(self, bins, float(min), float(max))
     arr = self._data
     dt = arr.dtype
     left, right = np.array(low).astype(dt), np.array(high).astype(dt)

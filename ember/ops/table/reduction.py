@@ -14,6 +14,7 @@ from ..registry import Op, aten
 from ..cpu import reduction as cpu
 from ..cpu import sorting as cps
 from ..meta import reduction as meta
+from ..meta import histogram as meta_histogram
 
 F = dict(variants="function")
 OUT = dict(out=True)
@@ -46,8 +47,8 @@ OPS = [
     Op("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", cpu=cpu.amin, meta=meta.amin, **OUT),
     Op("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
        cpu=cpu.aminmax, meta=meta.aminmax),
-    Op("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", cpu=cpu.histc, meta=meta.histc,
-       **OUT),
+    Op("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", cpu=cpu.histc,
+       meta=meta_histogram.histc, **OUT),
     Op("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", cpu=cpu.argmax, meta=meta.argmax,
        **OUT),
     Op("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", cpu=cpu.argmin, meta=meta.argmin,
