@@ -123,6 +123,19 @@ def to_tensor_list(x, op, name, pos):
 PYTHON_TYPE_DTYPES = {float: _dt.float64, int: _dt.int64, bool: _dt.bool_, complex: _dt.complex128}
 
 
+def to_out_tensors(x, n, op, pos):
+    """``out=(values, indices)`` of an op with several results: a tuple or list of n tensors."""
+    if not isinstance(x, (tuple, list)):
+        raise TypeError(f"{op}() received an invalid combination of arguments - got out={_type_name(x)}, but "
+                        f"expected a tuple of {n} Tensors")
+    if len(x) != n:
+        raise TypeError(f"expected tuple of {n} elements but got {len(x)}")
+    for i, t in enumerate(x):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {pos}, but got {_type_name(t)}")
+    return x
+
+
 def to_dtype(x, op, name, pos):
     if isinstance(x, _dt.dtype):
         return x

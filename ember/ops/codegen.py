@@ -99,7 +99,12 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
                     f"elif {vararg_name} is _NO_VA: {vararg_name} = ()")
     if out_target:
         call = ", ".join(n if not a.kwarg_only else f"{n}={n}" for a, n in zip(args, names))
-        body.append(f"if out is not None: return {out_target}({call}, out=out)")
+        if len(schema.returns) > 1:  # out=(values, indices): one written tensor per result
+            outs = ", ".join(f"{r.name}=_o[{i}]" for i, r in enumerate(schema.returns))
+            body.append(f"if out is not None:\n        _o = _ap.to_out_tensors(out, {len(schema.returns)}, "
+                        f"{op_label!r}, {len(args) + 1})\n        return {out_target}({call}, {outs})")
+        else:
+            body.append(f"if out is not None: return {out_target}({call}, out=out)")
 
     first_tensor = True
     ks_init = "_ks = 0"

@@ -150,6 +150,13 @@ def _install(handle, entry_kernels: dict, composite=None):
     handle._refresh()
 
 
+# PyTorch's overload names of out= forms that the naming rule below does not give
+_OUT_OVERLOADS = {"max.dim": "dim_max", "min.dim": "dim_min", "sort": "values", "sort.stable": "values_stable",
+                  "topk": "values", "kthvalue": "values", "mode": "values", "median.dim": "dim_values",
+                  "nanmedian.dim": "dim_values", "max": "unary_out", "min": "unary_out", "max.other": "out",
+                  "min.other": "out"}
+
+
 def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
     args = list(schema.arguments)
     ret = schema.returns
@@ -157,6 +164,14 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
         args[0] = dataclasses.replace(args[0], alias="a", is_write=True, spelling="")
         ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
         name, overload = schema.name + "_", schema.overload_name
+    elif len(schema.returns) > 1:  # max.dim -> max.dim_max(..., *, Tensor(a!) values, Tensor(b!) indices)
+        aliases = "abcdefgh"
+        outs = [Argument(name=r.name, type="Tensor", alias=aliases[i], is_write=True, kwarg_only=True)
+                for i, r in enumerate(schema.returns)]
+        args += outs
+        ret = tuple(dataclasses.replace(o, kwarg_only=False) for o in outs)
+        name = schema.name
+        overload = _OUT_OVERLOADS.get(schema.qualified_name, "out")
     else:
         args.append(Argument(name="out", type="Tensor", alias="a", is_write=True, kwarg_only=True))
         ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
@@ -167,6 +182,7 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
             base.split("_", 1)[1] + "_out" if base.startswith("dim_") else base + "_out")
         if f"aten::{name}.{overload}" in OPERATORS:  # clamp.out is taken: clamp.Tensor -> clamp.Tensor_out
             overload = f"{base}_out"
+        overload = _OUT_OVERLOADS.get(schema.qualified_name, overload)
     return FunctionSchema(name=name, overload_name=overload, arguments=tuple(args), returns=ret,
                           names=tuple(a.name for a in args))
 
@@ -208,7 +224,8 @@ def register(entry: Op) -> OperatorHandle:
         checks = dict(check_internal=rule.internal and rule.resize_first,  # (else the binding checked it)
                       late_check=overlap.checker(out_handle.schema, derived=True, late=True),
                       dtype_policy=out_dtype.policy(schema.name),
-                      dtype_index=schema.names.index("dtype") if "dtype" in schema.names else None)
+                      dtype_index=schema.names.index("dtype") if "dtype" in schema.names else None,
+                      n_outs=len(schema.returns))
         _install(out_handle, {k: _out_of(v, label, **checks) for k, v in kernels.items() if v is not None},
                  _out_of(entry.composite, label, **checks) if entry.composite else None)
         out_handle.entry = out_fn = _binding(out_handle, schema.name + "_out", entry)
@@ -439,10 +456,27 @@ def _inplace_of(kernel, op, late_check=None):
     return inplace
 
 
-def _out_of(kernel, op, check_internal=False, late_check=None, dtype_policy=out_dtype.CAST, dtype_index=None):
+def _out_of(kernel, op, check_internal=False, late_check=None, dtype_policy=out_dtype.CAST, dtype_index=None,
+            n_outs=1):
     """The out= kernel of a functional one: compute, check (out's dtype by the op's policy,
-    memory overlap), then resize `out` if needed and write the result into it."""
+    memory overlap), then resize `out` if needed and write the result into it. With several
+    results (max.dim, sort ...) each goes into its out tensor, which must have its exact dtype,
+    and the out tensors are returned as the op's ``<name>_out`` named tuple."""
     compute_in_out_dtype = dtype_policy == out_dtype.COMPUTE and dtype_index is not None
+    if n_outs > 1:
+        def tuple_out_kernel(*args):
+            inputs, outs = args[:-n_outs], args[-n_outs:]
+            results = kernel(*inputs)
+            if late_check is not None:
+                late_check(*args)
+            for o, r in zip(outs, results):
+                out_dtype.check(op, out_dtype.EXPECTED, r.dtype, o, inputs)
+            for o, r in zip(outs, results):
+                _copy_result(op, o, r, resize=True, check_internal=check_internal, check_dtype=False)
+            from .. import return_types
+            return getattr(return_types, op + "_out", tuple)(outs)
+        tuple_out_kernel.__name__ = op + "_out"
+        return tuple_out_kernel
 
     def out_kernel(*args):
         *inputs, out = args

@@ -297,6 +297,9 @@ def index_add(self, dim, index, source, alpha=1):
     out = self._data.copy()
     idx = index._data.reshape(-1)
     n = out.shape[dim] if out.ndim else 1
+    if out.ndim <= 1 and _oob(idx, n, negative=False) is not None:
+        # PyTorch's 0-d / 1-d index_add_ kernel: an IndexError naming no index (a RuntimeError above)
+        raise IndexError("index_add_(): index out of range in self")
     _bounds(idx, n, dim, negative=False)
     src = source._data
     if alpha != 1:
