@@ -275,7 +275,7 @@ class Tensor:
     def tolist(self):
         """Nested Python lists of numbers (a number for a 0-d tensor)."""
         if self._keys & META_BIT:
-            raise RuntimeError("Tensor.tolist() cannot be called on meta tensors")
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         arr = self._data if self._keys & CPU_BIT else self._data.get()
         if arr.dtype == _BF16:
             arr = arr.astype(np.float32)
@@ -299,6 +299,9 @@ class Tensor:
         if not self._data.ndim:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
+
+    def __delitem__(self, index):
+        raise TypeError("Tensor does not support deleting items")
 
     def __iter__(self):
         if not self._data.ndim:
@@ -366,6 +369,9 @@ class Tensor:
 
     @property
     def mT(self):
+        if self._data.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                               f"{self._data.ndim}-D tensor.")
         return self.transpose(-2, -1)
 
 

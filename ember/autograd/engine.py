@@ -105,7 +105,7 @@ def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=Fals
     for node, _ in root_edges:
         if deps.get(node, 0) == 0 and all(n is not node for _, _, n in ready):
             heapq.heappush(ready, (-node.sequence_nr, id(node), node))
-    with set_grad_enabled(create_graph):
+    with set_grad_enabled(bool(create_graph)):
         while ready:
             _, _, node = heapq.heappop(ready)
             buf = buffers.pop(node, {})
@@ -189,7 +189,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if g is not None:
                 from .graph import meta_of
                 meta = meta_of(t)
-                with set_grad_enabled(create_graph):
+                with set_grad_enabled(bool(create_graph)):
                     meta.grad = (g if create_graph else g.clone()) if meta.grad is None else meta.grad + g
         return
     run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph)

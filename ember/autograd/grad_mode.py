@@ -128,7 +128,10 @@ class set_grad_enabled(_GradModeBase):
         return object.__new__(cls)
 
     def __init__(self, mode: bool):
-        self.enabled = bool(mode)
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                            f"{type(mode).__name__}")
+        self.enabled = mode
         self.prev = is_grad_enabled()
         _set_enabled(self.enabled)
 

@@ -351,6 +351,9 @@ def _fallback(op, keys, *args):
     """Autograd for ops without a formula: fine when nothing requires grad or the outputs are
     not differentiable; NotImplementedError otherwise (never a silently missing gradient)."""
     if _any_requires_grad(args):
+        if op.schema.is_out:
+            raise RuntimeError(f"{op.schema.name}(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
         if op.schema.is_mutable:
             raise NotImplementedError(f"the derivative for '{op.name}' is not implemented (an input requires grad)")
         with _ExcludeDispatchKeyGuard(_EXCLUDE):

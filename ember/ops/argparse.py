@@ -118,9 +118,9 @@ def to_tensor_list(x, op, name, pos):
     raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of Tensors, not {_type_name(x)}")
 
 
-# Python's scalar types stand for dtypes (PyTorch's rule: float is float64 whatever the default
-# dtype, complex is complex128). Strings and NumPy dtypes are refused, as PyTorch refuses them.
-PYTHON_TYPE_DTYPES = {float: _dt.float64, int: _dt.int64, bool: _dt.bool_, complex: _dt.complex128}
+# Python's scalar types stand for dtypes (float is float64); strings and NumPy dtypes are
+# refused, as PyTorch refuses them.
+PYTHON_TYPE_DTYPES = _dt.PYTHON_TYPE_DTYPES
 
 
 def to_out_tensors(x, n, op, pos):
@@ -156,6 +156,13 @@ def to_device(x, op, name, pos):
     if isinstance(x, (str, int)):
         return _device(x)
     raise arg_error(op, name, pos, "torch.device", x)
+
+
+def to_memory_format(x, op, name, pos):
+    """ember's memory formats are the strings ``ember.contiguous_format`` / ``preserve_format``."""
+    if isinstance(x, str):
+        return x
+    raise arg_error(op, name, pos, "torch.memory_format", x)
 
 
 def to_str(x, op, name, pos):

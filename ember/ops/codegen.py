@@ -36,6 +36,7 @@ _CONVERTERS = {  # schema base type -> (fast class test, converter name)
     "ScalarType": ("{v}.__class__ is not _dtype", "to_dtype"),
     "Device": ("{v}.__class__ is not _device_cls", "to_device"),
     "str": ("{v}.__class__ is not str", "to_str"),
+    "MemoryFormat": ("{v}.__class__ is not str", "to_memory_format"),
 }
 _LIST_CONVERTERS = {"int": "to_int_list", "float": "to_float_list"}
 _SCALAR_TYPE_CODES = {0: _dt.uint8, 1: _dt.int8, 2: _dt.int16, 3: _dt.int32, 4: _dt.int64, 5: _dt.float16,
@@ -147,7 +148,7 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
             if a.optional or a.default is None:
                 test = f"{n} is not None and {test}"
             body.append(f"if {test}: {n} = _ap.{conv}({n}, {label})")
-        # Generator, Layout, MemoryFormat, Any: passed through unchanged
+        # Generator, Layout, Any: passed through unchanged
     if ks_init:
         body.insert(0, ks_init)
     if "device" in names:
