@@ -281,10 +281,11 @@ def _type_ok(arg: Argument, v) -> bool:
         return isinstance(v, (list, tuple)) and all(x is None or _type_ok(dataclasses.replace(arg, is_list=False), x) for x in v)
     if t == "Tensor":
         return isinstance(v, Tensor)
-    if t == "int":
-        return isinstance(v, int) and not isinstance(v, bool) or (isinstance(v, Tensor) and v.ndim == 0 and not v.is_floating_point())
+    if t == "int":  # NumPy integers too (the binding converts them)
+        return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) or (
+            isinstance(v, Tensor) and v.ndim == 0 and not v.is_floating_point())
     if t == "float":
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
+        return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
     if t == "bool":
         return isinstance(v, bool)
     if t == "Scalar":

@@ -113,3 +113,37 @@ def test_type_method_names():
     _same(lambda L: [L.ones(1, dtype=d).type() for d in (L.float32, L.float64, L.int64, L.int8, L.uint8, L.bool,
                                                           L.float16, L.complex64)])
     assert ember.ones(1).type(ember.ones(1, dtype=ember.int32).type()).dtype is ember.int32
+
+
+NUMPY_SCALAR_ARGS = {  # NumPy scalars passed where PyTorch takes numbers or ints
+    "full float64": lambda L: L.full((2,), np.float64(1.5)),
+    "full float32": lambda L: L.full((2,), np.float32(1.5)),
+    "full int32": lambda L: L.full((2,), np.int32(1)),
+    "arange float64": lambda L: L.arange(np.float64(3)),
+    "arange int32": lambda L: L.arange(np.int32(3)),
+    "arange float32 step": lambda L: L.arange(0, 1, np.float32(0.25)),
+    "linspace": lambda L: L.linspace(np.float64(0), np.float64(1), np.int64(3)),
+    "randint": lambda L: L.randint(np.int64(0), np.int64(1), (np.int32(2),)),
+    "zeros size": lambda L: L.zeros(np.int64(3)),
+    "zeros sizes": lambda L: L.zeros((np.int32(2), np.int64(3))),
+    "ones float size": lambda L: L.ones(np.float64(3)),
+    "add float64": lambda L: L.ones(2) + np.float64(1.5),
+    "add int64 to int32": lambda L: L.ones(2, dtype=L.int32) + np.int64(1),
+    "add float64 to int32": lambda L: L.ones(2, dtype=L.int32) + np.float64(1.5),
+    "mul float32 half": lambda L: L.ones(2, dtype=L.float16) * np.float32(2),
+    "setitem": lambda L: (lambda x: (x.__setitem__(0, np.float64(2.5)), x)[1])(L.zeros(2)),
+    "fill_ int": lambda L: L.zeros(2, dtype=L.int64).fill_(np.float64(2.5)),
+    "clamp": lambda L: L.ones(2).clamp(np.float64(0.5), np.float64(0.7)),
+    "pow": lambda L: L.ones(2, dtype=L.int64).pow(np.float64(2)),
+    "full_like": lambda L: L.full_like(L.ones(2, dtype=L.int64), np.float64(2.7)),
+    "scalar_tensor": lambda L: L.scalar_tensor(np.float64(1.5)),
+    "where": lambda L: L.where(L.ones(2) > 0, np.float64(1.5), np.float64(0.5)),
+    "sum dim": lambda L: L.ones(2, 3).sum(np.int64(1)),
+    "narrow": lambda L: L.arange(5).narrow(np.int64(0), np.int32(1), np.int64(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_SCALAR_ARGS))
+def test_numpy_scalar_arguments(name):
+    _same(lambda L: (lambda r: (r.dtype, tuple(r.shape), r.tolist() if name != "randint" else None))(
+        NUMPY_SCALAR_ARGS[name](L)))
