@@ -85,6 +85,9 @@ INTERNAL = {
     "bernoulli_": lambda L, x: x.bernoulli_(0.5),
     "exponential_": lambda L, x: x.exponential_(),
     "random_": lambda L, x: x.random_(0, 5),
+    "rand out=": lambda L, x: L.rand(2, 3, out=x),
+    "randn out=": lambda L, x: L.randn(2, 3, generator=L.Generator().manual_seed(0), out=x),
+    "rand out= resized": lambda L, x: L.rand(4, out=x),
     "cumsum_": lambda L, x: x.cumsum_(1),
     "scatter_": lambda L, x: x.scatter_(0, L.zeros(1, 3, dtype=L.long), 1.),
     "scatter_ src": lambda L, x: x.scatter_(0, L.zeros(1, 3, dtype=L.long), L.ones(1, 3)),
@@ -205,8 +208,8 @@ def _same(prog, random_values=False):
 
 @pytest.mark.parametrize("name", sorted(INTERNAL))
 def test_write_into_expanded_tensor(name):
-    _same(_expanded(INTERNAL[name]), random_values=name.endswith(("uniform_", "normal_", "bernoulli_", "random_",
-                                                                      "exponential_")))
+    _same(_expanded(INTERNAL[name]), random_values=name.startswith(("uniform_", "normal_", "bernoulli_", "random_",
+                                                                        "exponential_", "rand")))
 
 
 @pytest.mark.parametrize("name", sorted(PARTIAL))

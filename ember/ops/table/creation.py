@@ -273,17 +273,24 @@ def _random_factory(name):
         if not bindings:
             bindings.extend((getattr(aten, name).default.entry, getattr(aten, name).generator.entry))
         plain, with_gen = bindings
+        if out is not None:  # PyTorch's rand(size, out=o): o resized to size, then filled in its dtype
+            if dtype is not None and dtype is not out.dtype:
+                raise RuntimeError(f"{name}(): dtype {dtype} does not match the dtype of out= ({out.dtype})")
+            dtype, device = out.dtype, out.device
         if generator is not None:
             r = with_gen(size, generator=generator, dtype=dtype, layout=layout, device=device,
                          requires_grad=requires_grad)
         else:
             r = plain(size, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad)
         if out is not None:
-            from ..registry import copy_into
-            if tuple(out.shape) != tuple(r.shape):
-                raise RuntimeError(f"{name}(): out= has shape {list(out.shape)}, expected {list(r.shape)}")
-            copy_into(out, r)
-            out._bump_version()
+            if tuple(out.shape) == tuple(r.shape):
+                from ..overlap import assert_no_internal_overlap
+                assert_no_internal_overlap(name, out)
+                out.copy_(r)  # (copy_'s binding refuses an inference out and bumps the version)
+            else:
+                from ..registry import _copy_result
+                _copy_result(name, out, r, resize=True)  # resized (a warning when it had elements)
+                out._bump_version()
             return out
         return r
     factory.__name__ = name
