@@ -95,7 +95,8 @@ def test_type_message_names_both_types():
         x = lib.ones(3, requires_grad=True)
         x.register_hook(lambda g: g.double())
         x.sum().backward()
-    with pytest.raises(RuntimeError, match=r"changed the type of value \(was ember.FloatTensor got ember.DoubleTensor\)"):
+    match = r"changed the type of value \(was ember.FloatTensor got ember.DoubleTensor\)"
+    with pytest.raises(RuntimeError, match=match):
         prog(ember)
 
 

@@ -60,7 +60,8 @@ def test_arrays_and_tensors_are_cast_unchecked(dtype):
 
 def test_checked_conversion_in_as_tensor_asarray_new_tensor():
     for prog in (lambda L: L.as_tensor([nan], dtype=L.int64), lambda L: L.asarray([nan], dtype=L.int64),
-                 lambda L: L.ones(2, dtype=L.int64).new_tensor([nan]), lambda L: L.ones(2, dtype=L.uint8).new_tensor([-1]),
+                 lambda L: L.ones(2, dtype=L.int64).new_tensor([nan]),
+                 lambda L: L.ones(2, dtype=L.uint8).new_tensor([-1]),
                  lambda L: L.tensor([[1, 2], [3, 300]], dtype=L.int8)):
         _same(prog)
 
