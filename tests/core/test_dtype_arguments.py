@@ -147,3 +147,9 @@ NUMPY_SCALAR_ARGS = {  # NumPy scalars passed where PyTorch takes numbers or int
 def test_numpy_scalar_arguments(name):
     _same(lambda L: (lambda r: (r.dtype, tuple(r.shape), r.tolist() if name != "randint" else None))(
         NUMPY_SCALAR_ARGS[name](L)))
+
+
+@pytest.mark.parametrize("call", [lambda L, m: m.to(float), lambda L, m: m.to(dtype=float), lambda L, m: m.to(int),
+                                  lambda L, m: m.to("cpu", complex), lambda L, m: m.to(np.float64)])
+def test_module_to_python_type(call):
+    _same(lambda L: [p.dtype for p in call(L, L.nn.Linear(2, 2)).parameters()])
