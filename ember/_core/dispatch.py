@@ -31,10 +31,15 @@ class DispatchKey(enum.IntEnum):
     # --- functionality keys: above the backends -----------------------------------------
     ADInplaceOrView = 5
     Autograd = 6
-    Functionalize = 7
-    Tracer = 8
-    Profiler = 9
-    Python = 10
+    # Inference tensors (made inside ``inference_mode``) carry this key, and inference_mode
+    # includes it in TLS: its kernel refuses in-place updates of inference tensors outside
+    # inference mode (before anything is written) and marks outputs as inference tensors.
+    # Above Autograd so that the refusal comes before autograd records anything.
+    Inference = 7
+    Functionalize = 8
+    Tracer = 9
+    Profiler = 10
+    Python = 11
 
 
 NUM_KEYS = max(DispatchKey) + 1
@@ -44,10 +49,11 @@ CPU_BIT = 1 << DispatchKey.CPU
 CUDA_BIT = 1 << DispatchKey.CUDA
 META_BIT = 1 << DispatchKey.Meta
 AUTOGRAD_BIT = 1 << DispatchKey.Autograd
+INFERENCE_BIT = 1 << DispatchKey.Inference
 
 # Keys every op passes through unless a kernel or a fallback is registered for it.
-_FALLTHROUGH_BY_DEFAULT = {DispatchKey.ADInplaceOrView, DispatchKey.Autograd, DispatchKey.Functionalize,
-                           DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python}
+_FALLTHROUGH_BY_DEFAULT = {DispatchKey.ADInplaceOrView, DispatchKey.Autograd, DispatchKey.Inference,
+                           DispatchKey.Functionalize, DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python}
 
 
 def key_set(*keys: DispatchKey) -> int:

@@ -135,9 +135,27 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
 _PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL_DTYPES for b in ALL_DTYPES}
 
 
+# Python's scalar types stand for dtypes in dtype arguments (PyTorch's rule: float is float64
+# whatever the default dtype, complex is complex128).
+PYTHON_TYPE_DTYPES = {float: float64, int: int64, bool: bool_, complex: complex128}
+
+
+def dtype_arg(x, fn: str, name: str, pos: int) -> dtype:
+    """A dtype argument of a dtype utility: an ember dtype or a Python type, else TypeError."""
+    if isinstance(x, dtype):
+        return x
+    d = PYTHON_TYPE_DTYPES.get(x) if isinstance(x, type) else None
+    if d is None:
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be torch.dtype, not {type(x).__name__}")
+    return d
+
+
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """The smallest dtype both can be cast to, as ``torch.promote_types``."""
-    return _PROMOTE[type1, type2]
+    try:
+        return _PROMOTE[type1, type2]
+    except (KeyError, TypeError):  # not two ember dtypes (Python types are fine, anything else is not)
+        return _PROMOTE[dtype_arg(type1, "promote_types", "type1", 1), dtype_arg(type2, "promote_types", "type2", 2)]
 
 
 class _DefaultDtype:
@@ -231,6 +249,8 @@ def result_type(*operands) -> dtype:
 
 def can_cast(from_: dtype, to: dtype) -> bool:
     """Whether an op may write a `from_` result into a `to` output (``torch.can_cast``)."""
+    if from_.__class__ is not dtype or to.__class__ is not dtype:
+        from_, to = dtype_arg(from_, "can_cast", "from_", 1), dtype_arg(to, "can_cast", "to", 2)
     if from_.category == COMPLEX and to.category != COMPLEX:
         return False
     if from_.category == FLOAT and to.category in (INT, BOOL):

@@ -118,8 +118,10 @@ def rng(generator) -> np.random.Generator:
 
 
 def manual_seed(seed) -> Generator:
-    """Seed the default generator (``ember.manual_seed(0)``); returns it."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator (``ember.manual_seed(0)``); returns it. Like PyTorch's, the
+    seed goes through ``int()`` first (``manual_seed("3")`` works, ``manual_seed("a")`` is a
+    ValueError)."""
+    return default_generator.manual_seed(int(seed))
 
 
 def seed() -> int:

@@ -86,6 +86,7 @@ class MetaArray:
     """
 
     __slots__ = ("shape", "elem_strides", "dtype", "offset")
+    base = None  # as an ndarray owning its memory: meta arrays never alias memory
 
     def __init__(self, shape, elem_strides=None, dtype=np.dtype(np.float32), offset=0):
         self.shape = tuple(shape)
@@ -141,4 +142,16 @@ def is_contiguous(shape, strides) -> bool:
             if stride != expected:
                 return False
             expected *= size
+    return True
+
+
+def is_non_overlapping_and_dense(shape, strides) -> bool:
+    """Every element at its own address and no gaps, in some order of the dims (element strides)."""
+    expected = 1
+    for i in sorted(range(len(shape)), key=lambda i: (strides[i], shape[i])):
+        if shape[i] == 1:
+            continue
+        if strides[i] != expected:
+            return False
+        expected *= shape[i]
     return True

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtype as _dt
 from .device import device as _device, CPU, META
-from .dispatch import CPU_BIT, META_BIT, CUDA_BIT, AUTOGRAD_BIT, BACKEND_MASK
+from .dispatch import CPU_BIT, META_BIT, CUDA_BIT, AUTOGRAD_BIT, INFERENCE_BIT, BACKEND_MASK, tls
 from .storage import MetaArray, storage_offset_elements, data_address, contiguous_strides
 
 _FROM_NP = _dt._FROM_NP
@@ -171,8 +171,14 @@ class Tensor:
     # -- version counter (bumped by every in-place op; shared by views) ----------------------
     @property
     def _version(self) -> int:
+        if self._keys & INFERENCE_BIT:
+            raise RuntimeError("Inference tensors do not track version counter.")
         vc = self._version_counter
         return 0 if vc is None else vc.value
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made inside ``inference_mode`` (or is a view of one that was)."""
+        return bool(self._keys & INFERENCE_BIT)
 
     def _shared_version_counter(self) -> _VersionCounter:
         vc = self._version_counter
@@ -199,6 +205,8 @@ class Tensor:
         """Set whether autograd records operations on this tensor (in place)."""
         if requires_grad and self.dtype.category not in (_dt.FLOAT, _dt.COMPLEX):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad and self._keys & INFERENCE_BIT and not tls.include & INFERENCE_BIT:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if requires_grad:
             self._keys |= AUTOGRAD_BIT
         else:
@@ -267,7 +275,7 @@ class Tensor:
     def tolist(self):
         """Nested Python lists of numbers (a number for a 0-d tensor)."""
         if self._keys & META_BIT:
-            raise RuntimeError("Tensor.tolist() cannot be called on meta tensors")
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
         arr = self._data if self._keys & CPU_BIT else self._data.get()
         if arr.dtype == _BF16:
             arr = arr.astype(np.float32)
@@ -291,6 +299,9 @@ class Tensor:
         if not self._data.ndim:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
+
+    def __delitem__(self, index):
+        raise TypeError("Tensor does not support deleting items")
 
     def __iter__(self):
         if not self._data.ndim:
@@ -358,6 +369,9 @@ class Tensor:
 
     @property
     def mT(self):
+        if self._data.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
+                               f"{self._data.ndim}-D tensor.")
         return self.transpose(-2, -1)
 
 
@@ -383,6 +397,15 @@ def wrap(arr) -> Tensor:
     t = object.__new__(Tensor)
     t._data = arr
     t._keys = CPU_BIT
+    return t
+
+
+def created(t: Tensor) -> Tensor:
+    """`t`, a tensor made without dispatching (``ember.tensor``, ``from_numpy`` ...), marked as
+    an inference tensor when made inside ``inference_mode`` (dispatched ops are marked by the
+    Inference key's kernel)."""
+    if tls.include & INFERENCE_BIT:
+        t._keys |= INFERENCE_BIT
     return t
 
 

@@ -17,9 +17,11 @@ from . import graph  # noqa: F401
 
 def _install() -> None:
     """Register the Autograd kernels for every op, and autograd's Tensor methods."""
+    from .._core.dispatch import DispatchKey, register_fallback
     from ..ops.registry import OPERATORS
     from ..ops.derivatives import collect
-    from . import kernel, tensor_methods
+    from . import inference, kernel, tensor_methods
     formulas, nondiff = collect()
     kernel.install(OPERATORS, formulas, nondiff)
+    register_fallback(DispatchKey.Inference, inference.kernel)
     tensor_methods.install()

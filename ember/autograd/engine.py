@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 
 from .graph import AccumulateGrad, gradient_edge
+from .hooks import run_pre_hooks, run_post_hooks
 from .grad_mode import set_grad_enabled
 from .._core.dispatch import tls, DispatchKey
 
@@ -104,12 +105,12 @@ def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=Fals
     for node, _ in root_edges:
         if deps.get(node, 0) == 0 and all(n is not node for _, _, n in ready):
             heapq.heappush(ready, (-node.sequence_nr, id(node), node))
-    with set_grad_enabled(create_graph):
+    with set_grad_enabled(bool(create_graph)):
         while ready:
             _, _, node = heapq.heappop(ready)
             buf = buffers.pop(node, {})
             grads = [buf.get(i) for i in range(max(buf.keys(), default=-1) + 1)]
-            grads = _run_pre_hooks(node, grads)
+            grads = run_pre_hooks(node, grads)
             for (cnode, nr), pos in capture.items():
                 if cnode is node and nr < len(grads):
                     results[pos] = _sum(results[pos], grads[nr])
@@ -124,10 +125,8 @@ def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=Fals
                     outs = _evaluate_node(node, grads)
                 else:
                     outs = node.apply(grads)
-                for hook in node.hooks:  # post hooks: hook(grad_inputs, grad_outputs) may replace grad_inputs
-                    new = hook(tuple(outs), tuple(grads))
-                    if new is not None:
-                        outs = list(new)
+                if node.hooks:
+                    outs = run_post_hooks(node, outs, grads)
                 if not retain_graph:
                     node.release()
             else:
@@ -148,33 +147,6 @@ def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=Fals
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
     return results
-
-
-def _run_pre_hooks(node, grads):
-    """PyTorch's order: tensor hooks (a leaf's live on its tensor, a non-leaf's on its grad_fn),
-    then retain_grad hooks, then the node's own prehooks."""
-    if isinstance(node, AccumulateGrad):
-        meta = node.variable._autograd
-        if meta is not None and meta.hooks and grads and grads[0] is not None:
-            for fn in list(meta.hooks):
-                out = fn(grads[0])
-                if out is not None:
-                    grads[0] = out
-    hooks = node.pre_hooks
-    for nr, fns in hooks.items():
-        if nr >= 0 and nr < len(grads) and grads[nr] is not None:
-            for fn in list(fns):
-                out = fn(grads[nr])
-                if out is not None:
-                    grads[nr] = out
-    for nr, fn in node.retain_hooks.items():
-        if nr < len(grads) and grads[nr] is not None:
-            fn(grads[nr])
-    for fn in list(hooks.get(-1, ())):
-        out = fn(tuple(grads))
-        if out is not None:
-            grads = list(out)
-    return grads
 
 
 def _make_grads(tensors, grad_tensors, create_graph):
@@ -217,7 +189,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if g is not None:
                 from .graph import meta_of
                 meta = meta_of(t)
-                with set_grad_enabled(create_graph):
+                with set_grad_enabled(bool(create_graph)):
                     meta.grad = (g if create_graph else g.clone()) if meta.grad is None else meta.grad + g
         return
     run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph)

@@ -72,13 +72,19 @@ class BackwardCFunction(Node, FunctionCtx):
             if len(out) < n_args or any(g is not None for g in out[n_args:]):
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients (expected "
                                    f"{n_args}, got {len(out)})")
+        tensor_args = set(self._tensor_args)
+        for pos, g in enumerate(out[:n_args]):  # PyTorch's checks, in its order (RuntimeError for all)
+            if g is None:
+                continue
+            if pos not in tensor_args:
+                raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                   f"{pos + 1}, but the corresponding forward input was not a Variable")
+            if not isinstance(g, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
         result = []
         for pos, (edge, (shape, dtype)) in zip(self._tensor_args, zip(self.next_functions, self._in_meta)):
             g = out[pos]
             if g is not None and edge[0] is not None:
-                if not isinstance(g, Tensor):
-                    raise TypeError(f"function {self.name()} returned a gradient different than None at position "
-                                    f"{pos + 1}, but the corresponding forward input was not a Variable")
                 if tuple(g.shape) != shape:
                     from .kernel import sum_to
                     if not _expandable(shape, tuple(g.shape)):

@@ -3,23 +3,15 @@
 ``no_grad`` adds Autograd to the thread-local exclude set, so ops skip the autograd kernel and
 record nothing; ``enable_grad`` removes it again. Each works as a context manager and as a
 decorator (with or without parentheses, like PyTorch's); ``set_grad_enabled(mode)`` also takes
-effect when simply called. ``inference_mode`` disables grad and sets its own thread-local flag
-(ember keeps no separate inference tensors).
+effect when simply called. ``inference_mode`` disables grad and includes the Inference key on the thread: tensors made
+inside are inference tensors (see ``ember/autograd/inference.py``).
 """
 from __future__ import annotations
 
 import functools
 import inspect
-import threading
 
-from .._core.dispatch import tls, AUTOGRAD_BIT
-
-
-class _InferenceState(threading.local):
-    enabled = False
-
-
-_inference = _InferenceState()
+from .._core.dispatch import tls, AUTOGRAD_BIT, INFERENCE_BIT
 
 
 def is_grad_enabled() -> bool:
@@ -29,7 +21,13 @@ def is_grad_enabled() -> bool:
 
 def is_inference_mode_enabled() -> bool:
     """True inside ``inference_mode()`` on this thread."""
-    return _inference.enabled
+    return bool(tls.include & INFERENCE_BIT)
+
+
+def _set_inference_mode_enabled(enabled: bool) -> None:
+    """Enter or leave inference mode on this thread (without the grad-mode switch that
+    ``inference_mode`` also makes)."""
+    tls.include = (tls.include | INFERENCE_BIT) if enabled else (tls.include & ~INFERENCE_BIT)
 
 
 def _set_enabled(enabled: bool) -> None:
@@ -130,7 +128,10 @@ class set_grad_enabled(_GradModeBase):
         return object.__new__(cls)
 
     def __init__(self, mode: bool):
-        self.enabled = bool(mode)
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                            f"{type(mode).__name__}")
+        self.enabled = mode
         self.prev = is_grad_enabled()
         _set_enabled(self.enabled)
 
@@ -150,8 +151,9 @@ class set_grad_enabled(_GradModeBase):
 
 
 class inference_mode(_GradModeBase):
-    """Disables grad like ``no_grad`` and sets ``is_inference_mode_enabled()``;
-    ``inference_mode(False)`` enables grad (as PyTorch's does)."""
+    """Disables grad like ``no_grad``; tensors made inside are inference tensors (no version
+    counter, never saved for backward, not updated in place outside inference mode).
+    ``inference_mode(False)`` enables grad and leaves inference mode (as PyTorch's does)."""
 
     def __new__(cls, mode=True):
         self = object.__new__(cls)
@@ -167,12 +169,12 @@ class inference_mode(_GradModeBase):
         self.enabled = not self.mode
 
     def __enter__(self):
-        self.prev_inference = _inference.enabled
-        _inference.enabled = self.mode
+        self.prev_inference = is_inference_mode_enabled()
+        _set_inference_mode_enabled(self.mode)
         return super().__enter__()
 
     def __exit__(self, *exc):
-        _inference.enabled = self.prev_inference
+        _set_inference_mode_enabled(self.prev_inference)
         return super().__exit__(*exc)
 
     def clone(self):

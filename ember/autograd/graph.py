@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import weakref
 
-from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK
+from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, INFERENCE_BIT
 
 
 class AutogradMeta:
     """What autograd keeps on a tensor (c10's AutogradMeta)."""
-    __slots__ = ("grad", "grad_fn", "output_nr", "accumulator", "hooks", "retains_grad", "view_base",
-                 "__weakref__")
+    __slots__ = ("grad", "grad_fn", "output_nr", "accumulator", "hooks", "post_accumulate_hooks", "retains_grad",
+                 "view_base", "__weakref__")
     # hooks: a leaf's tensor hooks (run by the engine before its AccumulateGrad; a non-leaf's
-    # hooks live on its grad_fn's ``pre_hooks``). retains_grad: set by ``retain_grad()``.
+    # hooks live on its grad_fn's ``pre_hooks``). post_accumulate_hooks: a leaf's hooks run
+    # after its .grad was updated. retains_grad: set by ``retain_grad()``.
 
     def __init__(self, grad_fn=None, output_nr=0):
         self.grad = None
@@ -25,6 +26,7 @@ class AutogradMeta:
         self.output_nr = output_nr
         self.accumulator = None     # weakref to the leaf's AccumulateGrad
         self.hooks = None           # tensor hooks of a leaf (non-leaf hooks live on grad_fn)
+        self.post_accumulate_hooks = None
         self.retains_grad = False
         self.view_base = None       # the tensor this one is a view of, when it is a view
 
@@ -109,7 +111,7 @@ class AccumulateGrad(Node):
         self.variable = variable
 
     def apply(self, grads):
-        # The leaf's tensor hooks ran already (engine._run_pre_hooks), as in PyTorch.
+        # The leaf's tensor hooks ran already (hooks.run_pre_hooks), as in PyTorch.
         g = grads[0] if grads else None
         if g is None:
             return []
@@ -124,6 +126,9 @@ class AccumulateGrad(Node):
         else:
             with no_grad():  # in place, like PyTorch: `g = x.grad` stays x.grad after backward
                 meta.grad.add_(g)
+        if meta.post_accumulate_hooks:
+            from .hooks import run_post_accumulate_hooks
+            run_post_accumulate_hooks(self.variable)
         return []
 
 
@@ -149,6 +154,9 @@ class SavedTensor:
             self.node = weakref.ref(node) if node is not None else None
             self.producer = node.name() if node is not None else None
         else:
+            if tensor._keys & INFERENCE_BIT:
+                from .inference import SAVE_MESSAGE
+                raise RuntimeError(SAVE_MESSAGE)
             self.tensor = tensor
             tensor._shared_version_counter()
         self.version = tensor._version + expected_bump

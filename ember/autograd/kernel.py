@@ -170,7 +170,9 @@ class FormulaNode(Node):
                 flat.append(g)
         result = []
         for i, g in enumerate(flat):
-            if g is not None and self.dtypes[i] is not None:
+            if self.dtypes[i] is None:  # the input needs no gradient (PyTorch leaves it undefined)
+                g = None
+            elif g is not None:
                 shape, dtype = self.dtypes[i]
                 if tuple(g.shape) != shape:
                     g = sum_to(g, shape)
@@ -349,6 +351,9 @@ def _fallback(op, keys, *args):
     """Autograd for ops without a formula: fine when nothing requires grad or the outputs are
     not differentiable; NotImplementedError otherwise (never a silently missing gradient)."""
     if _any_requires_grad(args):
+        if op.schema.is_out:
+            raise RuntimeError(f"{op.schema.name}(): functions with out=... arguments don't support automatic "
+                               "differentiation, but one of the arguments requires grad.")
         if op.schema.is_mutable:
             raise NotImplementedError(f"the derivative for '{op.name}' is not implemented (an input requires grad)")
         with _ExcludeDispatchKeyGuard(_EXCLUDE):

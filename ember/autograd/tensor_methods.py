@@ -32,6 +32,20 @@ def register_hook(self, hook):
     return _Handle(hooks, hook)
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """Call ``hook(tensor)`` after backward accumulated this leaf's ``.grad`` (it must return
+    None). Returns a handle whose ``remove()`` unregisters the hook."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    meta = meta_of(self)
+    if meta.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if meta.post_accumulate_hooks is None:
+        meta.post_accumulate_hooks = []
+    meta.post_accumulate_hooks.append(hook)
+    return _Handle(meta.post_accumulate_hooks, hook)
+
+
 def retain_grad(self):
     """Keep ``.grad`` for a non-leaf tensor after backward (a no-op on leaves)."""
     if not self.requires_grad:
@@ -113,6 +127,7 @@ def _set_grad(self, value):
 def install():
     Tensor.backward = backward
     Tensor.register_hook = register_hook
+    Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
     Tensor.retain_grad = retain_grad
     Tensor.retains_grad = property(retains_grad)
     Tensor.detach_ = detach_

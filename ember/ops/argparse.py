@@ -118,25 +118,36 @@ def to_tensor_list(x, op, name, pos):
     raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of Tensors, not {_type_name(x)}")
 
 
+# Python's scalar types stand for dtypes (float is float64); strings and NumPy dtypes are
+# refused, as PyTorch refuses them.
+PYTHON_TYPE_DTYPES = _dt.PYTHON_TYPE_DTYPES
+
+
+def to_out_tensors(x, n, op, pos):
+    """``out=(values, indices)`` of an op with several results: a tuple or list of n tensors."""
+    if not isinstance(x, (tuple, list)):
+        raise TypeError(f"{op}() received an invalid combination of arguments - got out={_type_name(x)}, but "
+                        f"expected a tuple of {n} Tensors")
+    if len(x) != n:
+        raise TypeError(f"expected tuple of {n} elements but got {len(x)}")
+    for i, t in enumerate(x):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {pos}, but got {_type_name(t)}")
+    return x
+
+
 def to_dtype(x, op, name, pos):
     if isinstance(x, _dt.dtype):
         return x
-    if x is float:
-        return _dt.get_default_dtype()
-    if x is int:
-        return _dt.int64
-    if x is bool:
-        return _dt.bool_
-    if x is complex:
-        return _dt.default_complex_dtype()
-    if isinstance(x, str) and x in _dt._BY_NAME:
-        return _dt._BY_NAME[x]
-    try:
-        if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
-            return _dt.from_numpy_dtype(np.dtype(x))
-    except TypeError:
-        pass
+    d = PYTHON_TYPE_DTYPES.get(x) if isinstance(x, type) else None
+    if d is not None:
+        return d
     raise arg_error(op, name, pos, "torch.dtype", x)
+
+
+def optional_dtype(x, op, name="dtype", pos=-1):
+    """A ``dtype=`` argument of a Python-level function: None, an ember dtype or a Python type."""
+    return x if x is None or x.__class__ is _dt.dtype else to_dtype(x, op, name, pos)
 
 
 def to_device(x, op, name, pos):
@@ -145,6 +156,13 @@ def to_device(x, op, name, pos):
     if isinstance(x, (str, int)):
         return _device(x)
     raise arg_error(op, name, pos, "torch.device", x)
+
+
+def to_memory_format(x, op, name, pos):
+    """ember's memory formats are the strings ``ember.contiguous_format`` / ``preserve_format``."""
+    if isinstance(x, str):
+        return x
+    raise arg_error(op, name, pos, "torch.memory_format", x)
 
 
 def to_str(x, op, name, pos):

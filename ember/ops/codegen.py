@@ -12,7 +12,8 @@ save only that). The function
      takes the fast path — the CPU kernel straight from the op's table — when that set is just
      {CPU} and no thread-local key is included (nothing else needs to see the call: no autograd,
      profiler, tracer or Python mode), which saves the dispatcher's cost (bench/dispatch_overhead.py),
-  4. bumps the version counter of every argument the schema marks as written (``Tensor(a!)``).
+  4. bumps the version counter of every argument the schema marks as written (``Tensor(a!)``),
+     whose memory overlap with the inputs is checked before step 3 (ops/overlap.py).
 
 ``print(binding_source(op))`` shows what was generated for an op.
 """
@@ -35,6 +36,7 @@ _CONVERTERS = {  # schema base type -> (fast class test, converter name)
     "ScalarType": ("{v}.__class__ is not _dtype", "to_dtype"),
     "Device": ("{v}.__class__ is not _device_cls", "to_device"),
     "str": ("{v}.__class__ is not str", "to_str"),
+    "MemoryFormat": ("{v}.__class__ is not str", "to_memory_format"),
 }
 _LIST_CONVERTERS = {"int": "to_int_list", "float": "to_float_list"}
 _SCALAR_TYPE_CODES = {0: _dt.uint8, 1: _dt.int8, 2: _dt.int16, 3: _dt.int32, 4: _dt.int64, 5: _dt.float16,
@@ -64,10 +66,11 @@ def _param_name(arg, index) -> str:
 
 
 def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_as_tensors=False,
-             varargs=False, out_target=None, extra_kwargs=(), direct=False) -> str:
+             varargs=False, out_target=None, extra_kwargs=(), direct=False, overlap_check=False) -> str:
     """The source of a binding for `schema` (see the module docstring).
 
     direct: add the fast path (CPU kernel called straight when the key set is just {CPU}).
+    overlap_check: call ``_overlap_check(*args)`` before dispatching (ops that write; ops/overlap.py).
     varargs: the one int-list positional parameter also accepts ``f(2, 3)``.
     out_target: name of the out= overload's entry to call when ``out`` is given.
     extra_kwargs: Python-only keyword arguments (``requires_grad`` of factory functions).
@@ -97,7 +100,12 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
                     f"elif {vararg_name} is _NO_VA: {vararg_name} = ()")
     if out_target:
         call = ", ".join(n if not a.kwarg_only else f"{n}={n}" for a, n in zip(args, names))
-        body.append(f"if out is not None: return {out_target}({call}, out=out)")
+        if len(schema.returns) > 1:  # out=(values, indices): one written tensor per result
+            outs = ", ".join(f"{r.name}=_o[{i}]" for i, r in enumerate(schema.returns))
+            body.append(f"if out is not None:\n        _o = _ap.to_out_tensors(out, {len(schema.returns)}, "
+                        f"{op_label!r}, {len(args) + 1})\n        return {out_target}({call}, {outs})")
+        else:
+            body.append(f"if out is not None: return {out_target}({call}, out=out)")
 
     first_tensor = True
     ks_init = "_ks = 0"
@@ -140,7 +148,7 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
             if a.optional or a.default is None:
                 test = f"{n} is not None and {test}"
             body.append(f"if {test}: {n} = _ap.{conv}({n}, {label})")
-        # Generator, Layout, MemoryFormat, Any: passed through unchanged
+        # Generator, Layout, Any: passed through unchanged
     if ks_init:
         body.insert(0, ks_init)
     if "device" in names:
@@ -149,6 +157,8 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     elif not any(a.type == "Tensor" for a in args):
         body.append("_ks |= _CPU_BIT")
     call_args = ", ".join(names)
+    if overlap_check:
+        body.append(f"_overlap_check({call_args})  # memory overlap of the written tensors")
     if direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
         body.append(f"if _ks == {CPU_BIT} and not _tls.include: _r = _table[0]({call_args})  # direct binding")
         body.append(f"else: _r = _op.call(_ks, {call_args})")

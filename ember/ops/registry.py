@@ -21,11 +21,13 @@ import numbers
 import types
 from typing import Callable
 
+import numpy as np
+
 from .._core import dtype as _dt
 from .._core.dispatch import DispatchKey, OperatorHandle
 from .._core.schema import parse_schema, Argument, FunctionSchema
 from .._core.tensor import Tensor
-from . import codegen
+from . import codegen, out_dtype, overlap
 
 
 @dataclasses.dataclass
@@ -117,6 +119,7 @@ def _make_handle(schema: FunctionSchema, ns: str = "aten") -> OperatorHandle:
     handle.nondeterministic = False
     handle.direct_binding = False       # set by register() from the row
     handle.row = None                   # the Op row it comes from (derived overloads: their row's)
+    handle.derived = False              # an in-place / out= overload derived from a functional row
     OPERATORS[name] = handle
     namespace = aten if ns == "aten" else _namespace_for(ns)
     packet = namespace.__dict__.get(schema.name)
@@ -147,6 +150,13 @@ def _install(handle, entry_kernels: dict, composite=None):
     handle._refresh()
 
 
+# PyTorch's overload names of out= forms that the naming rule below does not give
+_OUT_OVERLOADS = {"max.dim": "dim_max", "min.dim": "dim_min", "sort": "values", "sort.stable": "values_stable",
+                  "topk": "values", "kthvalue": "values", "mode": "values", "median.dim": "dim_values",
+                  "nanmedian.dim": "dim_values", "max": "unary_out", "min": "unary_out", "max.other": "out",
+                  "min.other": "out"}
+
+
 def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
     args = list(schema.arguments)
     ret = schema.returns
@@ -154,6 +164,14 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
         args[0] = dataclasses.replace(args[0], alias="a", is_write=True, spelling="")
         ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
         name, overload = schema.name + "_", schema.overload_name
+    elif len(schema.returns) > 1:  # max.dim -> max.dim_max(..., *, Tensor(a!) values, Tensor(b!) indices)
+        aliases = "abcdefgh"
+        outs = [Argument(name=r.name, type="Tensor", alias=aliases[i], is_write=True, kwarg_only=True)
+                for i, r in enumerate(schema.returns)]
+        args += outs
+        ret = tuple(dataclasses.replace(o, kwarg_only=False) for o in outs)
+        name = schema.name
+        overload = _OUT_OVERLOADS.get(schema.qualified_name, "out")
     else:
         args.append(Argument(name="out", type="Tensor", alias="a", is_write=True, kwarg_only=True))
         ret = (Argument(name="", type="Tensor", alias="a", is_write=True),)
@@ -164,6 +182,7 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
             base.split("_", 1)[1] + "_out" if base.startswith("dim_") else base + "_out")
         if f"aten::{name}.{overload}" in OPERATORS:  # clamp.out is taken: clamp.Tensor -> clamp.Tensor_out
             overload = f"{base}_out"
+        overload = _OUT_OVERLOADS.get(schema.qualified_name, overload)
     return FunctionSchema(name=name, overload_name=overload, arguments=tuple(args), returns=ret,
                           names=tuple(a.name for a in args))
 
@@ -172,10 +191,15 @@ def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, ou
     schema = handle.schema
     extra = (("requires_grad", False),) if any(a.name == "device" for a in schema.arguments) else ()
     direct = entry.direct_binding if direct is None else direct
+    check = overlap.checker(schema, derived=handle.derived)  # None for ops that write nothing
     src = codegen.generate(schema, func_name=func_name, op_label=entry.python_name or schema.name,
                            numbers_as_tensors=entry.numbers_as_tensors, varargs=varargs,
-                           out_target="_out_entry" if out_fn else None, extra_kwargs=extra, direct=direct)
-    return codegen.compile_binding(src, func_name, handle, {"_out_entry": out_fn} if out_fn else None)
+                           out_target="_out_entry" if out_fn else None, extra_kwargs=extra, direct=direct,
+                           overlap_check=check is not None)
+    extra_globals = {"_out_entry": out_fn} if out_fn else {}
+    if check is not None:
+        extra_globals["_overlap_check"] = check
+    return codegen.compile_binding(src, func_name, handle, extra_globals)
 
 
 def register(entry: Op) -> OperatorHandle:
@@ -194,17 +218,24 @@ def register(entry: Op) -> OperatorHandle:
     out_fn = None
     if entry.out:
         out_handle = _make_handle(_derived_schema(schema, "out"))
-        out_handle.nondeterministic = entry.nondeterministic
+        out_handle.nondeterministic, out_handle.derived = entry.nondeterministic, True
         out_handle.row, out_handle.direct_binding = entry, entry.direct_binding
-        _install(out_handle, {k: _out_of(v, label) for k, v in kernels.items() if v is not None},
-                 _out_of(entry.composite, label) if entry.composite else None)
+        rule = overlap.rule_for(out_handle.schema, derived=True)
+        checks = dict(check_internal=rule.internal and rule.resize_first,  # (else the binding checked it)
+                      late_check=overlap.checker(out_handle.schema, derived=True, late=True),
+                      dtype_policy=out_dtype.policy(schema.name),
+                      dtype_index=schema.names.index("dtype") if "dtype" in schema.names else None,
+                      n_outs=len(schema.returns))
+        _install(out_handle, {k: _out_of(v, label, **checks) for k, v in kernels.items() if v is not None},
+                 _out_of(entry.composite, label, **checks) if entry.composite else None)
         out_handle.entry = out_fn = _binding(out_handle, schema.name + "_out", entry)
     if entry.inplace:
         ip_handle = _make_handle(_derived_schema(schema, "inplace"))
-        ip_handle.nondeterministic = entry.nondeterministic
+        ip_handle.nondeterministic, ip_handle.derived = entry.nondeterministic, True
         ip_handle.row, ip_handle.direct_binding = entry, entry.direct_binding
-        _install(ip_handle, {k: _inplace_of(v, label + "_") for k, v in kernels.items() if v is not None},
-                 _inplace_of(entry.composite, label + "_") if entry.composite else None)
+        late = overlap.checker(ip_handle.schema, derived=True, late=True)
+        _install(ip_handle, {k: _inplace_of(v, label + "_", late) for k, v in kernels.items() if v is not None},
+                 _inplace_of(entry.composite, label + "_", late) if entry.composite else None)
         ip_handle.entry = _binding(ip_handle, schema.name + "_", entry)
         if "method" in entry.variants:
             _add_method((entry.method_name or py_name) + "_", ip_handle.schema, ip_handle.entry, entry)
@@ -339,16 +370,17 @@ def _type_ok(arg: Argument, v) -> bool:
         return isinstance(v, (list, tuple)) and all(x is None or _type_ok(dataclasses.replace(arg, is_list=False), x) for x in v)
     if t == "Tensor":
         return isinstance(v, Tensor)
-    if t == "int":
-        return isinstance(v, int) and not isinstance(v, bool) or (isinstance(v, Tensor) and v.ndim == 0 and not v.is_floating_point())
+    if t == "int":  # NumPy integers too (the binding converts them)
+        return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) or (
+            isinstance(v, Tensor) and v.ndim == 0 and not v.is_floating_point())
     if t == "float":
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
+        return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
     if t == "bool":
         return isinstance(v, bool)
     if t == "Scalar":
         return isinstance(v, (int, float, complex, bool)) or isinstance(v, numbers.Number)  # NumPy scalars
-    if t == "ScalarType":
-        return isinstance(v, _dt.dtype)
+    if t == "ScalarType":  # float / int / bool / complex stand for dtypes too
+        return isinstance(v, _dt.dtype) or v in (float, int, bool, complex)
     if t == "str":
         return isinstance(v, str)
     return True
@@ -436,8 +468,9 @@ def _resolver(name, overloads, key=None):
 # ---------------------------------------------------------------------------------------
 # derived kernels: in-place and out= from a functional kernel
 # ---------------------------------------------------------------------------------------
-def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool) -> None:
-    if not _dt.can_cast(result.dtype, dst.dtype):
+def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool, check_internal=False,
+                 check_dtype=True) -> None:
+    if check_dtype and not _dt.can_cast(result.dtype, dst.dtype):
         raise RuntimeError(f"{op}(): result type {_c10_name(result.dtype)} can't be cast to the desired output "
                            f"type {_c10_name(dst.dtype)}")
     if dst.shape != result.shape:
@@ -449,11 +482,21 @@ def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool) -> None:
             warnings.warn(f"An output with one or more elements was resized since it had shape {list(dst.shape)}, "
                           f"which does not match the required output shape {list(result.shape)}.")
         dst._data = _empty_like_backend(dst, result.shape)
+    elif check_internal:
+        overlap.assert_no_internal_overlap(op, dst)
+    d = dst._data
+    if 0 in d.strides and overlap.has_internal_overlap(d) and isinstance(d, np.ndarray):
+        # An op allowed to write an expanded tensor (tril_, index_fill_ ...): PyTorch writes each
+        # element it changes through the shared memory, so write only the changed ones (a full
+        # copy would leave the last alias's value).
+        s = np.asarray(result._data.real if d.dtype.kind != "c" and result._data.dtype.kind == "c" else result._data)
+        s = s.astype(d.dtype, copy=False)
+        np.copyto(d, s, where=s != d)
+        return
     copy_into(dst, result)
 
 
 def _empty_like_backend(dst, shape):
-    import numpy as np
     from .._core.storage import MetaArray
     arr = dst._data
     if isinstance(arr, MetaArray):
@@ -466,7 +509,6 @@ def _empty_like_backend(dst, shape):
 
 def copy_into(dst: Tensor, src: Tensor) -> None:
     """Write `src` into `dst` (same shape), casting; nothing to do on meta."""
-    import numpy as np
     d = dst._data
     if isinstance(d, np.ndarray):
         s = src._data
@@ -489,7 +531,7 @@ def _c10_name(d) -> str:
     return _C10_NAMES[d.name]
 
 
-def _inplace_of(kernel, op):
+def _inplace_of(kernel, op, late_check=None):
     from .cpu.inplace import fast_path
     fast = fast_path(op) if getattr(kernel, "__module__", "").startswith("ember.ops.cpu") else None
 
@@ -497,17 +539,45 @@ def _inplace_of(kernel, op):
         if fast is not None and fast(self, *args) is not None:
             return self
         result = kernel(self, *args)
+        if late_check is not None:  # memory overlap, once the kernel has validated the arguments
+            late_check(self, *args)
         _copy_result(op, self, result, resize=False)
         return self
     inplace.__name__ = op
     return inplace
 
 
-def _out_of(kernel, op):
+def _out_of(kernel, op, check_internal=False, late_check=None, dtype_policy=out_dtype.CAST, dtype_index=None,
+            n_outs=1):
+    """The out= kernel of a functional one: compute, check (out's dtype by the op's policy,
+    memory overlap), then resize `out` if needed and write the result into it. With several
+    results (max.dim, sort ...) each goes into its out tensor, which must have its exact dtype,
+    and the out tensors are returned as the op's ``<name>_out`` named tuple."""
+    compute_in_out_dtype = dtype_policy == out_dtype.COMPUTE and dtype_index is not None
+    if n_outs > 1:
+        def tuple_out_kernel(*args):
+            inputs, outs = args[:-n_outs], args[-n_outs:]
+            results = kernel(*inputs)
+            if late_check is not None:
+                late_check(*args)
+            for o, r in zip(outs, results):
+                out_dtype.check(op, out_dtype.EXPECTED, r.dtype, o, inputs)
+            for o, r in zip(outs, results):
+                _copy_result(op, o, r, resize=True, check_internal=check_internal, check_dtype=False)
+            from .. import return_types
+            return getattr(return_types, op + "_out", tuple)(outs)
+        tuple_out_kernel.__name__ = op + "_out"
+        return tuple_out_kernel
+
     def out_kernel(*args):
         *inputs, out = args
+        if compute_in_out_dtype:  # sum(x, out=<int32>) sums in int32
+            inputs[dtype_index] = out_dtype.compute_dtype(op, inputs[dtype_index], out, inputs)
         result = kernel(*inputs)
-        _copy_result(op, out, result, resize=True)
+        if late_check is not None:
+            late_check(*args)
+        out_dtype.check(op, dtype_policy, result.dtype, out, inputs)
+        _copy_result(op, out, result, resize=True, check_internal=check_internal, check_dtype=False)
         return out
     out_kernel.__name__ = op + "_out"
     return out_kernel

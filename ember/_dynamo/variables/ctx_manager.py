@@ -386,12 +386,12 @@ def restoring_grad_mode(compiled):
     from ember.autograd import grad_mode
 
     def run(*args):
-        entry = grad_mode.is_grad_enabled(), grad_mode._inference.enabled
+        entry = grad_mode.is_grad_enabled(), grad_mode.is_inference_mode_enabled()
         try:
             return compiled(*args)
         except BaseException:
             grad_mode._set_grad_enabled(entry[0])
-            grad_mode._inference.enabled = entry[1]
+            grad_mode._set_inference_mode_enabled(entry[1])
             raise
     run.__wrapped__ = compiled
     return run

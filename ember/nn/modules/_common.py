@@ -95,6 +95,8 @@ def _parse_to(*args, **kwargs):
     """Parse ``Module.to``'s arguments into (device, dtype, non_blocking)."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
+    if dtype is not None:
+        dtype = _dt.dtype_arg(dtype, "to", "dtype", -1)  # float / int ... are float64 / int64
     non_blocking = kwargs.pop("non_blocking", False)
     kwargs.pop("memory_format", None)
     kwargs.pop("copy", None)
@@ -105,6 +107,8 @@ def _parse_to(*args, **kwargs):
             device, dtype = a.device, a.dtype
         elif isinstance(a, _dt.dtype):
             dtype = a
+        elif isinstance(a, type) and a in _dt.PYTHON_TYPE_DTYPES:
+            dtype = _dt.PYTHON_TYPE_DTYPES[a]
         elif isinstance(a, (str, _device, int)) and not isinstance(a, bool):
             device = _device(a) if not isinstance(a, int) else _device("cuda", a)
         elif isinstance(a, bool):

@@ -6,7 +6,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import wrap, wrap_meta, _make
 from ..._core.dispatch import CUDA_BIT
-from ..._core.storage import MetaArray
+from ..._core.storage import MetaArray, is_non_overlapping_and_dense
 
 
 def _cast(arr, np_dtype):
@@ -59,20 +59,9 @@ def clone(self, memory_format=None):
 
 def clone_meta(self, memory_format=None):
     arr = self._data
-    strides = arr.elem_strides if memory_format is None and _non_overlapping_dense(arr) else None
+    dense = is_non_overlapping_and_dense(arr.shape, arr.elem_strides)
+    strides = arr.elem_strides if memory_format is None and dense else None
     return wrap_meta(arr.shape, self.dtype, strides)
-
-
-def _non_overlapping_dense(arr) -> bool:
-    order = sorted(range(len(arr.shape)), key=lambda i: arr.elem_strides[i])
-    expected = 1
-    for i in order:
-        if arr.shape[i] == 1:
-            continue
-        if arr.elem_strides[i] != expected:
-            return False
-        expected *= arr.shape[i]
-    return True
 
 
 def contiguous(self, memory_format="contiguous_format"):

@@ -8,82 +8,12 @@ from ..._core import dtype as _dt
 from ..._core.storage import make_strided, storage_offset_elements
 from ..._core.tensor import Tensor, wrap
 from ..meta import creation as rules
+from .from_data import tensor_from_data  # noqa: F401 - ember.tensor's kernel, re-exported with the family
 
 
 # ---------------------------------------------------------------------------------------
-# from data
+# from data (ember.tensor itself: from_data.py)
 # ---------------------------------------------------------------------------------------
-def tensor_from_data(data, dtype=None):
-    """``ember.tensor(data)``: copy nested lists / numbers / arrays into a new CPU tensor,
-    inferring the dtype as PyTorch does (Python floats -> the default dtype, ints -> int64)."""
-    if isinstance(data, Tensor):
-        arr = np.array(data.numpy(force=True))
-    elif isinstance(data, np.ndarray):
-        arr = np.array(data)
-    else:
-        inferred = _infer_dtype(data)
-        target = (dtype or inferred)
-        if inferred.category == _dt.COMPLEX and target.category != _dt.COMPLEX:
-            raise TypeError("must be real number, not complex")
-        arr = np.array(_to_python(data), dtype=inferred.np if target.np is None else _wide(inferred, target))
-    if dtype is not None:
-        arr = arr.astype(_dt.check_supported(dtype).np)
-    elif arr.dtype not in _dt._FROM_NP:
-        _dt.from_numpy_dtype(arr.dtype)  # raises TypeError for unsupported
-    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
-        arr = arr.copy(order="C")
-    return wrap(arr)
-
-
-def _wide(inferred, target):
-    # Parse Python numbers at the inferred precision, then cast once (float -> int truncates).
-    return inferred.np if inferred.category != target.category else target.np
-
-
-def _to_python(data):
-    if isinstance(data, Tensor):
-        return data.tolist()
-    if isinstance(data, (list, tuple)):
-        return [_to_python(x) for x in data]
-    if isinstance(data, np.ndarray):
-        return data.tolist()
-    return data
-
-
-def _infer_dtype(data):
-    kinds = set()
-
-    def visit(x):
-        if isinstance(x, Tensor):
-            kinds.add(x.dtype)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                visit(v)
-        elif isinstance(x, np.ndarray):
-            kinds.add(_dt.from_numpy_dtype(x.dtype))
-        elif isinstance(x, (bool, np.bool_)):
-            kinds.add(_dt.bool_)
-        elif isinstance(x, (int, np.integer)):
-            kinds.add(_dt.int64)
-        elif isinstance(x, (float, np.floating)):
-            kinds.add(_dt.get_default_dtype())
-        elif isinstance(x, (complex, np.complexfloating)):
-            kinds.add(_dt.default_complex_dtype())
-        else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
-    visit(data)
-    if not kinds:
-        return _dt.get_default_dtype()
-    cat = max(k.category for k in kinds)
-    if cat == _dt.COMPLEX:
-        if _dt.get_default_dtype() is _dt.bfloat16:
-            raise RuntimeError("invalid default scalar type for complex")
-        return _dt.default_complex_dtype()
-    if cat == _dt.FLOAT:
-        return _dt.get_default_dtype()
-    return _dt.int64 if cat == _dt.INT else _dt.bool_
-
-
 def from_numpy(arr: np.ndarray) -> Tensor:
     """A tensor sharing `arr`'s memory (writes through either are seen by both)."""
     if not isinstance(arr, np.ndarray):

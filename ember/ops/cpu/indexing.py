@@ -15,6 +15,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap
 from ..meta import indexing as R
+from ..overlap import late_check
 
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
 _F32 = np.dtype(np.float32)
@@ -37,36 +38,12 @@ def _bounds(a, n, dim, *, negative=True, exc=RuntimeError, prefix=""):
         raise exc(f"{prefix}index {bad} is out of bounds for dimension {dim} with size {n}")
 
 
-def _dense(arr) -> bool:
-    """Non-overlapping and dense (some permutation of contiguous strides)."""
-    flags = arr.flags
-    if flags.c_contiguous or flags.f_contiguous:
-        return True
-    expected = arr.itemsize
-    for stride, n in sorted((s, n) for s, n in zip(arr.strides, arr.shape) if n != 1):
-        if stride != expected:
-            return False
-        expected *= n
-    return True
-
-
-def no_overlap(self, other) -> None:
-    """PyTorch's assert_no_overlap for in-place writes: dense tensors whose memory ranges
-    intersect are refused (overlap of strided tensors is 'too hard' and allowed)."""
-    a, b = self._data, other._data
-    if not a.size or not b.size or not _dense(a) or not _dense(b):
-        return
-    a0, b0 = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
-    if a0 < b0 + b.nbytes and b0 < a0 + a.nbytes:
-        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer "
-                           "to a single memory location. Please clone() the tensor before performing the operation.")
-
-
 def inplace(kernel, name):
-    """An in-place kernel from a functional one whose 4th argument (source/src) must not overlap self."""
+    """An in-place kernel from a functional one; the source/src must not overlap self (checked
+    once the functional kernel has validated the arguments, as PyTorch orders it)."""
     def run(self, *args):
-        no_overlap(self, args[2])
         out = kernel(self, *args)
+        late_check(name, self, index=args[1], src=args[2])
         np.copyto(self._data, out._data)
         return self
     run.__name__ = name
@@ -76,6 +53,7 @@ def inplace(kernel, name):
 def meta_inplace(kernel, name):
     def run(self, *args):
         kernel(self, *args)
+        late_check(name, self)  # (meta tensors have no memory: internal overlap only)
         return self
     run.__name__ = name
     return run
@@ -160,7 +138,6 @@ def index_put_(self, indices, values, accumulate=False):
         return self
     key = index_key(self, indices, "index_put_")
     _check_values(self, key, values)
-    no_overlap(self, values)
     if accumulate:
         _add_at(self._data, key, values._data)
     else:
@@ -320,6 +297,9 @@ def index_add(self, dim, index, source, alpha=1):
     out = self._data.copy()
     idx = index._data.reshape(-1)
     n = out.shape[dim] if out.ndim else 1
+    if out.ndim <= 1 and _oob(idx, n, negative=False) is not None:
+        # PyTorch's 0-d / 1-d index_add_ kernel: an IndexError naming no index (a RuntimeError above)
+        raise IndexError("index_add_(): index out of range in self")
     _bounds(idx, n, dim, negative=False)
     src = source._data
     if alpha != 1:
@@ -435,7 +415,7 @@ def take_along_dim(self, indices, dim=None):
 def put_(self, index, source, accumulate=False):
     """Write `source` at flat indices of `self` (any strides), in place."""
     R.put_check(self, index, source)
-    no_overlap(self, source)
+    late_check("put_", self, index=index, source=source)
     arr = self._data
     idx = index._data.reshape(-1)
     _flat_oob(idx, arr.size)
@@ -454,6 +434,7 @@ def put_(self, index, source, accumulate=False):
 
 def put(self, index, source, accumulate=False):
     R.put_check(self, index, source)
+    late_check("put_", self, index=index, source=source)
     out = wrap(self._data.copy())
     return put_(out, index, source, accumulate)
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import wrap
 from ..meta import reduction as M
+from ..meta.histogram import plan_histc
 from .. import rules
 
 _ndarray = np.ndarray
@@ -365,3 +366,19 @@ def count_nonzero(self, dim=None):
     if not arr.ndim:
         return wrap(np.asarray(t, np.int64))
     return wrap(np.asarray(np.count_nonzero(t, axis=dims), np.int64).reshape(shape))
+
+
+def histc(self, bins=100, min=0, max=0):
+    """Counts of the elements in `bins` equal-width bins over [min, max] (the data's range when
+    min == max); elements outside it and NaN are not counted; the last bin includes max. The
+    bin of an element is computed in the input's dtype, as PyTorch's kernel does, so the
+    elements near a bin edge fall on the same side in both."""
+    low, high = plan_histc(self, bins, float(min), float(max))
+    arr = self._data
+    dt = arr.dtype
+    left, right = np.array(low).astype(dt), np.array(high).astype(dt)
+    flat = arr.reshape(-1)
+    x = flat[(flat >= left) & (flat <= right)]
+    pos = ((x - left) * dt.type(bins) / (right - left)).astype(np.int64)
+    np.clip(pos, 0, bins - 1, out=pos)  # the right edge belongs to the last bin
+    return wrap(np.bincount(pos, minlength=bins).astype(dt))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import string
 
+from .reduction import _norm_backward
+
 
 def _matmul_backward(grad, self, other):
     a, b = self, other
@@ -179,39 +181,17 @@ def _trace(grad, self_shape, self_dtype_device):
 
 
 # norms ----------------------------------------------------------------------------------
-def _restore(t, shape, dim, keepdim):
-    """Unsqueeze reduced dims of `t` so it broadcasts against an input of `shape`."""
-    if keepdim or len(shape) == 0:
-        return t
-    dims = range(len(shape)) if dim is None or (not isinstance(dim, int) and len(dim) == 0) else (
-        [dim] if isinstance(dim, int) else dim)
-    for d in sorted(d % len(shape) for d in dims):
-        t = t.unsqueeze(d)
-    return t
+def _vector_norm(grad, self, result, ord, dim, keepdim):
+    return _norm_backward(grad, self, ord, dim, keepdim, result)
 
 
 def vector_norm_backward(grad, self, result, ord, dim, keepdim):
-    """Gradient of ||self||_ord over `dim` (PyTorch's norm_backward: zero where the norm is 0)."""
-    from ... import where, zeros_like
-    ord = float(ord)
-    g = _restore(grad, self.shape, dim, keepdim)
-    n = _restore(result, self.shape, dim, keepdim)
-    if ord == 0.0:
+    """Gradient of ||self||_ord over `dim`, as a tensor (zeros for ord 0), for formulas built on it."""
+    g = _norm_backward(grad, self, ord, dim, keepdim, result)
+    if g is None:
+        from ... import zeros_like
         return zeros_like(self)
-    if ord == 1.0:
-        return self.sign() * g
-    if ord == 2.0:
-        return where(n == 0, zeros_like(n), g / n) * self
-    if ord in (float("inf"), float("-inf")):
-        a = self.abs()
-        hit = (a == n).to(self.dtype)
-        count = hit.sum(list(range(self.ndim)) if dim is None else dim, keepdim=True) if self.ndim else hit
-        return self.sign() * hit * g / count
-    if ord < 1.0:
-        raise NotImplementedError(f"linalg.vector_norm backward for ord={ord} < 1 is not implemented in ember")
-    a = self.abs()
-    scale = where(n == 0, zeros_like(n), g / n.pow(ord - 1))
-    return self.sign() * a.pow(ord - 1) * scale
+    return g
 
 
 def _matrix_norm(grad, self, result, ord, dim, keepdim):
@@ -222,7 +202,7 @@ def _matrix_norm(grad, self, result, ord, dim, keepdim):
 
 def _linalg_norm(grad, self, result, ord, dim, keepdim):
     if ord is None or (dim is None and self.ndim == 1) or (dim is not None and len(dim) == 1):
-        return vector_norm_backward(grad, self, result, 2 if ord is None else ord, dim, keepdim)
+        return _vector_norm(grad, self, result, 2 if ord is None else ord, dim, keepdim)
     return _matrix_norm(grad, self, result, ord, [-2, -1] if dim is None else dim, keepdim)
 
 
@@ -232,8 +212,15 @@ def _inv(grad, result):
 
 
 def _det(grad, self, result):
-    from ... import linalg
-    return (grad * result).unsqueeze(-1).unsqueeze(-1) * linalg.inv(self).mT
+    from ... import linalg, eye, where
+    scale = (grad * result).unsqueeze(-1).unsqueeze(-1)
+    singular = result == 0
+    if bool(singular.any()):
+        # grad * det * A^-T is 0 where det is 0 (PyTorch's first-order formula, which solves
+        # with a perturbed LU there): invert the identity in place of the singular matrices.
+        ident = eye(self.shape[-1], dtype=self.dtype, device=self.device)
+        self = where(singular.unsqueeze(-1).unsqueeze(-1), ident, self)
+    return scale * linalg.inv(self).mT
 
 
 def _logdet(grad, self):
@@ -310,7 +297,7 @@ FORMULAS = {
     "cross": _cross,
     "linalg_cross": _cross,
     "trace": _trace,
-    "linalg_vector_norm": vector_norm_backward,
+    "linalg_vector_norm": _vector_norm,
     "linalg_matrix_norm": _matrix_norm,
     "linalg_matrix_norm.str_ord": _matrix_norm,
     "linalg_norm": _linalg_norm,

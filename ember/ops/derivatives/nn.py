@@ -346,7 +346,7 @@ def _bce(grad, self, target, weight, reduction):
     if weight is not None:
         g = g * weight
     gx = g * (self - target) / ((1 - self) * self).clamp_min(1e-12)
-    gt = g * ((1 - self).log().clamp_min(-100) - self.log().clamp_min(-100))
+    gt = g * ((1 - self).log() - self.log())  # -logit(self), unclamped as in PyTorch (+-inf at 0 and 1)
     return gx, gt, None
 
 
@@ -369,9 +369,10 @@ def _kl_div(grad, self, target, reduction, log_target):
     if log_target:
         et = target.exp()
         return -et * g, et * (target - self + 1) * g
-    pos = target > 0
-    lt = e.where(pos, target, e.ones_like(target)).log()
-    return -target * g, e.where(pos, (lt + 1 - self) * g, e.zeros_like(g))
+    # PyTorch's kl_div is xlogy(target, target) - target * self, differentiated as such: the
+    # target's gradient is nan where target == 0 (xlogy's d/dother: target / target).
+    log_t = e.where(target == 0, e.zeros_like(target), target.log())
+    return -target * g, (log_t + target / target - self) * g
 
 
 def _no_weight_grad(op, weight):

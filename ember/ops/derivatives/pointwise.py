@@ -171,7 +171,9 @@ def _fmin(grad, self, other):
 
 def _atan2(grad, self, other):
     _real_only("atan2", self, other)
-    recip = (self * self + other * other).reciprocal()
+    # at the origin atan2 is singular: PyTorch's gradient is 0 there, not 0 * (1 / 0) = nan
+    denom = self * self + other * other
+    recip = _where(denom == 0, 0.0, denom.reciprocal())
     return grad * other * recip, grad * -self * recip
 
 

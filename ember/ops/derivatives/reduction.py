@@ -53,10 +53,12 @@ def _nansum(grad, self, dim, keepdim):
 
 
 def _nanmean(grad, self, dim, keepdim):
+    # nansum(self) / count as PyTorch differentiates it: NaN inputs get grad / count * 0, which
+    # is 0 unless the whole slice is NaN (count 0: inf * 0 = nan, as in PyTorch).
     valid = self.isnan().logical_not()
     count = valid.sum(_norm_dims(dim, self.ndim), keepdim=True) if self.ndim else valid.to(self.dtype)
     g = _unsqueeze_dims(grad, self.shape, dim, keepdim) / count
-    return g.expand(self.shape).masked_fill(valid.logical_not(), 0)
+    return g.expand(self.shape) * valid
 
 
 # -- prod ---------------------------------------------------------------------------------
@@ -172,25 +174,26 @@ def _var_mean_backward(grads, self, dim, correction, keepdim, std=False, results
 
 # -- norm ---------------------------------------------------------------------------------
 def _norm_backward(grad, self, p, dim, keepdim, result):
+    """PyTorch's norm_backward, shared by norm and linalg.vector_norm: zero where the norm is 0
+    (no 0/0), NaNs routed to the inf-norm's NaN; p = 0 has no gradient (None, as PyTorch)."""
     p = 2.0 if p is None else float(p)
     g = _unsqueeze_dims(grad, self.shape, dim, keepdim)
     norm = _unsqueeze_dims(result, self.shape, dim, keepdim)
     if p == 0:
-        return self * 0
+        return None
     if p == 1:
         return self.sgn() * g
     if p == 2:
-        return self * (g / norm).masked_fill(norm == 0, 0)
+        return g * (self / norm).masked_fill(norm == 0, 0)
     if math.isinf(p):
-        mask = (self.abs() == norm) | self.isnan()  # NaNs are where the NaN norm came from
+        a = self.abs()
+        mask = (a == norm) | a.isnan()  # NaNs are where the NaN norm came from
         count = mask.sum(_norm_dims(dim, self.ndim), keepdim=True) if self.ndim else mask.to(self.dtype)
-        return self.sgn() * mask * (g / count)
+        return self.sgn() * ((g / count) * mask)
     if p < 1:
         scaled = self.sgn() * self.abs().pow(p - 1).masked_fill(self == 0, 0)
-    elif p < 2:
-        scaled = self.sgn() * self.abs().pow(p - 1)
-    else:
-        scaled = self * self.abs().pow(p - 2)
+        return scaled * g * norm.pow(1 - p)
+    scaled = self.sgn() * self.abs().pow(p - 1) if p < 2 else self * self.abs().pow(p - 2)
     return scaled * (g / norm.pow(p - 1)).masked_fill(norm == 0, 0)
 
 
@@ -391,6 +394,6 @@ FORMULAS = {
 }
 
 NONDIFFERENTIABLE = {
-    "argmax", "argmin", "all", "all.dim", "all.dims", "any", "any.dim", "any.dims",
+    "argmax", "argmin", "all", "all.dim", "all.dims", "any", "any.dim", "any.dims", "histc",
     "count_nonzero", "count_nonzero.dim_IntList", "argsort", "argsort.stable",
 }

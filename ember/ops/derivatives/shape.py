@@ -144,6 +144,7 @@ FORMULAS = {
     "squeeze.dims": lambda grad, self_shape: grad.reshape(self_shape),
     "unsqueeze": lambda grad, self_shape: grad.reshape(self_shape),
     "transpose.int": lambda grad, dim0, dim1: grad.transpose(dim0, dim1),
+    "transpose_": lambda grad, dim0, dim1: grad.transpose(dim0, dim1),  # (its own name: no .int overload)
     "permute": _permute_backward,
     "t": lambda grad: grad.t(),
     "expand": lambda grad: grad,  # the engine sums the broadcast dims back to the input's shape

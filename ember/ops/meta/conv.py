@@ -62,9 +62,16 @@ def conv_plan(x, w, bias, stride, padding, dilation, groups, nd, op, transposed=
         raise RuntimeError("negative padding is not supported")
     if any(d <= 0 for d in dilation):
         raise RuntimeError("dilation should be greater than zero")
+    if w.shape[0] == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got weight "
+                           f"of size {list(w.shape)} instead")
     if w.shape[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
                            f"got weight of size {list(w.shape)} instead")
+    if any(k <= 0 for k in ks):  # (PyTorch names height and width; for 1-d the height is 1)
+        sizes = ((1,) + ks) if nd == 1 else ks
+        raise RuntimeError("kernel size should be greater than zero, but got " + " ".join(
+            f"kernel_{n}: {k}" for n, k in zip(("depth", "height", "width")[-len(sizes):], sizes)))
     if x.dtype is not w.dtype:
         raise RuntimeError(f"expected scalar type {rules.c10_name(x.dtype)} but found {rules.c10_name(w.dtype)}")
     if transposed:
@@ -133,6 +140,9 @@ def pool_out_size(L, k, s, p, d, ceil_mode) -> int:
 def pool_plan(x, kernel_size, stride, padding, dilation, ceil_mode, nd, op):
     """(kernel, stride, padding, dilation, output shape) of max/avg pooling."""
     name = op
+    if op == "avg_pool2d" and x.ndim < 3:  # PyTorch's avg_pool2d reads size(-3) before checking
+        raise IndexError(f"Dimension specified as -3 but tensor has no dimensions" if x.ndim == 0 else
+                         f"Dimension out of range (expected to be in range of [{-x.ndim}, {x.ndim - 1}], but got -3)")
     ks = _pool_param(kernel_size, nd, "kernel_size", name)
     stride = ks if len(stride) == 0 else _pool_param(stride, nd, "stride", name)
     padding = _pool_param(padding, nd, "padding", name)

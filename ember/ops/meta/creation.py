@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..._core import dtype as _dt
-from ..._core.storage import contiguous_strides, MetaArray
+from ..._core.storage import contiguous_strides, is_non_overlapping_and_dense, MetaArray
 from ..._core.tensor import Tensor, wrap_meta
 from ..rules import infer_dense_strides
 
@@ -57,18 +57,6 @@ def fill_dtype(value, dtype) -> _dt.dtype:
     if dtype is not None:
         return _dt.check_supported(dtype)
     return _dt.scalar_dtype(value)
-
-
-def is_non_overlapping_and_dense(shape, strides) -> bool:
-    """Every element at its own address and no gaps, in some order of the dims."""
-    expected = 1
-    for i in sorted(range(len(shape)), key=lambda i: (strides[i], shape[i])):
-        if shape[i] == 1:
-            continue
-        if strides[i] != expected:
-            return False
-        expected *= shape[i]
-    return True
 
 
 def like_strides(x: Tensor, memory_format) -> tuple | None:

@@ -558,6 +558,8 @@ def nll_rule(op, x, target, weight):
         raise ValueError(f"{op}(): Expected input batch_size ({x.shape[0]}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 0}).")
     n_classes = x.shape[0 if x.ndim == 1 else 1]
+    if x.ndim == 1 and target.ndim == 1 and target.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
     if x.ndim <= 2:
         if target.ndim > 1:
             raise RuntimeError(f"{op}(): 0D or 1D target tensor expected, multi-target not supported")

@@ -58,8 +58,10 @@ def plan_sum(self, dim, keepdim, dtype, op="sum"):
 
 
 def plan_nansum(self, dim, keepdim, dtype, op="nansum"):
-    if self.dtype.category == COMPLEX or (dtype is not None and dtype.category == COMPLEX):
+    if self.dtype.category == COMPLEX:
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dtype is not None and dtype.category == COMPLEX and self.dtype.category == FLOAT:
+        raise not_implemented("nansum_cpu", dtype)  # (integers summed as complex are fine)
     return plan_sum(self, dim, keepdim, dtype, op)
 
 

@@ -153,8 +153,8 @@ def threshold_(input, threshold, value):
     return _b.threshold_(input, threshold, value)
 
 
-def hardshrink(input, lambd=0.5):
-    return _b.hardshrink(input, lambd)
+def hardshrink(input, lambd=0.5, *, out=None):
+    return _b.hardshrink(input, lambd) if out is None else aten.hardshrink.out(input, lambd, out=out)
 
 
 def prelu(input, weight):

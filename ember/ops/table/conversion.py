@@ -6,6 +6,7 @@ from ..._core import dtype as _dt
 from ..._core.device import device as _device
 from ..._core.tensor import Tensor
 from ..registry import Op, aten
+from ..argparse import optional_dtype, PYTHON_TYPE_DTYPES
 from ..cpu import conversion as cpu
 
 OPS = [
@@ -23,11 +24,13 @@ OPS = [
 
 
 def _parse_to(args, kwargs):
-    dtype = kwargs.pop("dtype", None)
+    dtype = optional_dtype(kwargs.pop("dtype", None), "to")
     device = kwargs.pop("device", None)
     for a in args:
         if isinstance(a, _dt.dtype):
             dtype = a
+        elif a in PYTHON_TYPE_DTYPES and isinstance(a, type):  # t.to(float) is float64
+            dtype = PYTHON_TYPE_DTYPES[a]
         elif isinstance(a, (str, _device, int)) and not isinstance(a, bool):
             device = _device(a)
         elif isinstance(a, Tensor):
@@ -60,9 +63,21 @@ def _typed(d):
     return convert
 
 
+_TYPE_NAMES = {'float32': 'Float', 'float64': 'Double', 'int64': 'Long', 'int32': 'Int', 'bool': 'Bool',
+               'uint8': 'Byte', 'int8': 'Char', 'int16': 'Short', 'float16': 'Half', 'bfloat16': 'BFloat16',
+               'complex64': 'ComplexFloat', 'complex128': 'ComplexDouble'}
+_BY_TYPE_NAME = {f"{prefix}.{name}Tensor": _dt._BY_NAME[d] for d, name in _TYPE_NAMES.items()
+                 for prefix in ("ember", "torch")}
+
+
 def _type(self, dtype=None, non_blocking=False):
+    """``t.type()``: the type name (``ember.FloatTensor``); ``t.type(dtype or name)``: converted."""
     if dtype is None:
-        return f"ember.{ {'float32': 'Float', 'float64': 'Double', 'int64': 'Long', 'int32': 'Int', 'bool': 'Bool', 'uint8': 'Byte', 'int8': 'Char', 'int16': 'Short', 'float16': 'Half', 'bfloat16': 'BFloat16', 'complex64': 'ComplexFloat', 'complex128': 'ComplexDouble'}[self.dtype.name]}Tensor"
+        return f"ember.{_TYPE_NAMES[self.dtype.name]}Tensor"
+    if isinstance(dtype, str) and dtype in _BY_TYPE_NAME:
+        dtype = _BY_TYPE_NAME[dtype]
+    if not isinstance(dtype, _dt.dtype):  # PyTorch takes no Python type here (t.type(float) is an error)
+        raise ValueError(f"invalid type: '{getattr(dtype, '__name__', dtype)}'")
     return to(self, dtype)
 
 

@@ -10,8 +10,9 @@ from ..._core import dtype as _dt
 from ..._core import random as _random
 from ..._core import tensor_str as _tensor_str
 from ..._core.device import device as _device
-from ..._core.tensor import Tensor, wrap
+from ..._core.tensor import Tensor, wrap, created
 from ..registry import Op, aten
+from ..argparse import optional_dtype
 from ..cpu import creation as cpu
 from ..cpu import random as rnd
 from ..meta import creation as meta
@@ -172,7 +173,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if _dispatch.tls.include & _TRACER_BIT and not _dispatch.tls.exclude & _TRACER_BIT:
         from ...jit._recorder import warn_tensor_constant   # jit.trace records: the result is a constant
         warn_tensor_constant()
-    t = cpu.tensor_from_data(data, dtype)
+    t = created(cpu.tensor_from_data(data, optional_dtype(dtype, "tensor")))
     if device is not None and str(device) != "cpu":
         t = t.to(device)
     if requires_grad:
@@ -180,20 +181,27 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return t
 
 
+def from_numpy(ndarray):
+    """A tensor sharing `ndarray`'s memory (writes through either are seen by both)."""
+    return created(cpu.from_numpy(ndarray))
+
+
 def as_tensor(data, dtype=None, device=None):
     """`data` as a tensor, sharing memory with a tensor or NumPy array when dtype and device allow."""
+    dtype = optional_dtype(dtype, "as_tensor")
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
     if isinstance(data, np.ndarray) and data.dtype in _dt._FROM_NP and (device is None or str(device) == "cpu"):
         if dtype is None or dtype.np == data.dtype:
             if all(s >= 0 for s in data.strides):
-                return wrap(data)
+                return created(wrap(data))
     return tensor(data, dtype=dtype, device=device)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     """PyTorch's asarray: shares memory with tensors, arrays and DLPack/buffer objects unless
     `copy=True` or a dtype/device change forces a copy (an error when ``copy=False``)."""
+    dtype = optional_dtype(dtype, "asarray")
     if isinstance(obj, Tensor) or isinstance(obj, np.ndarray) or hasattr(obj, "__dlpack__") or \
             _is_buffer(obj):
         src = obj if isinstance(obj, Tensor) else (
@@ -232,7 +240,7 @@ def from_dlpack(ext):
     if not hasattr(ext, "__dlpack__"):
         raise TypeError(f"from_dlpack(): expected an object with __dlpack__, got {type(ext).__name__}")
     _check_dlpack_dtype(ext)
-    return wrap(np.from_dlpack(ext))
+    return created(wrap(np.from_dlpack(ext)))
 
 
 def _check_dlpack_dtype(ext):
@@ -243,7 +251,7 @@ def _check_dlpack_dtype(ext):
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A copy of `data` with self's dtype and device unless given."""
-    t = cpu.tensor_from_data(data, dtype or self.dtype)
+    t = created(cpu.tensor_from_data(data, optional_dtype(dtype, "new_tensor") or self.dtype))
     dev = device if device is not None else self.device
     if str(dev) != "cpu":
         t = t.to(dev)
@@ -272,17 +280,24 @@ def _random_factory(name):
         if not bindings:
             bindings.extend((getattr(aten, name).default.entry, getattr(aten, name).generator.entry))
         plain, with_gen = bindings
+        if out is not None:  # PyTorch's rand(size, out=o): o resized to size, then filled in its dtype
+            if dtype is not None and dtype is not out.dtype:
+                raise RuntimeError(f"{name}(): dtype {dtype} does not match the dtype of out= ({out.dtype})")
+            dtype, device = out.dtype, out.device
         if generator is not None:
             r = with_gen(size, generator=generator, dtype=dtype, layout=layout, device=device,
                          requires_grad=requires_grad)
         else:
             r = plain(size, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad)
         if out is not None:
-            from ..registry import copy_into
-            if tuple(out.shape) != tuple(r.shape):
-                raise RuntimeError(f"{name}(): out= has shape {list(out.shape)}, expected {list(r.shape)}")
-            copy_into(out, r)
-            out._bump_version()
+            if tuple(out.shape) == tuple(r.shape):
+                from ..overlap import assert_no_internal_overlap
+                assert_no_internal_overlap(name, out)
+                out.copy_(r)  # (copy_'s binding refuses an inference out and bumps the version)
+            else:
+                from ..registry import _copy_result
+                _copy_result(name, out, r, resize=True)  # resized (a warning when it had elements)
+                out._bump_version()
             return out
         return r
     factory.__name__ = name
@@ -291,7 +306,7 @@ def _random_factory(name):
 
 
 PYTHON_FUNCTIONS = {"": {
-    "tensor": tensor, "from_numpy": cpu.from_numpy, "as_tensor": as_tensor, "asarray": asarray,
+    "tensor": tensor, "from_numpy": from_numpy, "as_tensor": as_tensor, "asarray": asarray,
     "from_dlpack": from_dlpack,
     "Generator": _random.Generator, "default_generator": _random.default_generator,
     "manual_seed": _random.manual_seed, "seed": _random.seed, "initial_seed": _random.initial_seed,

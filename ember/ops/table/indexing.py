@@ -27,7 +27,7 @@ _ndarray = np.ndarray
 
 
 def _inplace(schema, cpu_kernel, meta_kernel):
-    """An in-place row whose source must not overlap self (PyTorch's assert_no_overlap)."""
+    """An in-place row of a functional kernel (its source must not overlap self: ops/overlap.py)."""
     name = schema.split("(")[0]
     return Op(schema, cpu=cpu.inplace(cpu_kernel, name), meta=cpu.meta_inplace(meta_kernel, name), variants="method")
 

@@ -14,6 +14,7 @@ from ..registry import Op, aten
 from ..cpu import reduction as cpu
 from ..cpu import sorting as cps
 from ..meta import reduction as meta
+from ..meta import histogram as meta_histogram
 
 F = dict(variants="function")
 OUT = dict(out=True)
@@ -34,18 +35,20 @@ OPS = [
     Op("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
        cpu=cpu.prod_dim, meta=meta.prod_dim, **OUT),
     # -- max / min ------------------------------------------------------------------------
-    Op("max(Tensor self) -> Tensor", cpu=cpu.max_all, meta=meta.max_all),
+    Op("max(Tensor self) -> Tensor", cpu=cpu.max_all, meta=meta.max_all, **OUT),
     Op("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-       cpu=cpu.max_dim, meta=meta.max_dim),
-    Op("max.other(Tensor self, Tensor other) -> Tensor", cpu=cpu.max_other, meta=meta.max_other),
-    Op("min(Tensor self) -> Tensor", cpu=cpu.min_all, meta=meta.min_all),
+       cpu=cpu.max_dim, meta=meta.max_dim, **OUT),
+    Op("max.other(Tensor self, Tensor other) -> Tensor", cpu=cpu.max_other, meta=meta.max_other, **OUT),
+    Op("min(Tensor self) -> Tensor", cpu=cpu.min_all, meta=meta.min_all, **OUT),
     Op("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-       cpu=cpu.min_dim, meta=meta.min_dim),
-    Op("min.other(Tensor self, Tensor other) -> Tensor", cpu=cpu.min_other, meta=meta.min_other),
+       cpu=cpu.min_dim, meta=meta.min_dim, **OUT),
+    Op("min.other(Tensor self, Tensor other) -> Tensor", cpu=cpu.min_other, meta=meta.min_other, **OUT),
     Op("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", cpu=cpu.amax, meta=meta.amax, **OUT),
     Op("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", cpu=cpu.amin, meta=meta.amin, **OUT),
     Op("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
-       cpu=cpu.aminmax, meta=meta.aminmax),
+       cpu=cpu.aminmax, meta=meta.aminmax, **OUT),
+    Op("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", cpu=cpu.histc,
+       meta=meta_histogram.histc, **OUT),
     Op("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", cpu=cpu.argmax, meta=meta.argmax,
        **OUT),
     Op("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", cpu=cpu.argmin, meta=meta.argmin,
@@ -96,23 +99,23 @@ OPS = [
        inplace=True, out=True),
     Op("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", cpu=cps.cumprod, meta=meta.cumprod,
        inplace=True, out=True),
-    Op("cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)", cpu=cps.cummax, meta=meta.cummax),
-    Op("cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)", cpu=cps.cummin, meta=meta.cummin),
+    Op("cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)", cpu=cps.cummax, meta=meta.cummax, **OUT),
+    Op("cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)", cpu=cps.cummin, meta=meta.cummin, **OUT),
     Op("logcumsumexp(Tensor self, int dim) -> Tensor", cpu=cps.logcumsumexp, meta=meta.logcumsumexp, **OUT),
     Op("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", cpu=cps.softmax, meta=meta.softmax),
     Op("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", cpu=cps.log_softmax,
        meta=meta.log_softmax),
     # -- sorting and selection ------------------------------------------------------------
     Op("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)",
-       cpu=cps.sort, meta=meta.sort),
+       cpu=cps.sort, meta=meta.sort, **OUT),
     Op("sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> "
-       "(Tensor values, Tensor indices)", cpu=cps.sort_stable, meta=meta.sort_stable),
+       "(Tensor values, Tensor indices)", cpu=cps.sort_stable, meta=meta.sort_stable, **OUT),
     Op("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor", cpu=cps.argsort, meta=meta.argsort),
     Op("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor",
        cpu=cps.argsort_stable, meta=meta.argsort_stable),
     Op("msort(Tensor self) -> Tensor", cpu=cps.msort, meta=meta.msort, **OUT),
     Op("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> "
-       "(Tensor values, Tensor indices)", cpu=cps.topk, meta=meta.topk),
+       "(Tensor values, Tensor indices)", cpu=cps.topk, meta=meta.topk, **OUT),
     Op("_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> "
        "(Tensor, Tensor, Tensor)", cpu=cps.unique2, meta=meta.data_dependent("_unique2"), **F),
     Op("unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> "
@@ -123,14 +126,14 @@ OPS = [
        python_name="_unique_dim"),
     Op("median(Tensor self) -> Tensor", cpu=cps.median, meta=meta.median),
     Op("median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-       cpu=cps.median_dim, meta=meta.median_dim),
+       cpu=cps.median_dim, meta=meta.median_dim, **OUT),
     Op("nanmedian(Tensor self) -> Tensor", cpu=cps.nanmedian, meta=meta.nanmedian),
     Op("nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-       cpu=cps.nanmedian_dim, meta=meta.nanmedian_dim),
+       cpu=cps.nanmedian_dim, meta=meta.nanmedian_dim, **OUT),
     Op("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)",
-       cpu=cps.mode, meta=meta.mode),
+       cpu=cps.mode, meta=meta.mode, **OUT),
     Op("kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)",
-       cpu=cps.kthvalue, meta=meta.kthvalue),
+       cpu=cps.kthvalue, meta=meta.kthvalue, **OUT),
     Op("quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation=\"linear\") "
        "-> Tensor", cpu=cps.quantile, meta=meta.quantile),
     Op("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation=\"linear\") "

@@ -22,6 +22,16 @@ def _view_op(schema, kernel, **kw):
     return Op(schema, cpu=kernel, cuda=kernel, meta=kernel, **kw)
 
 
+def _inplace_view(schema, view_kernel):
+    """The in-place form of a view op (``t_``, ``squeeze_`` ...): self itself takes the view's
+    shape and strides (same storage; other views of it keep theirs), as PyTorch's."""
+    def kernel(self, *args):
+        self._data = view_kernel(self, *args)._data
+        return self
+    kernel.__name__ = schema.split("(")[0]
+    return _view_op(schema, kernel, variants="method")
+
+
 OPS = [
     # -- views ---------------------------------------------------------------------------
     _view_op("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", v.view, variants="method", varargs=True),
@@ -34,6 +44,13 @@ OPS = [
     _view_op("transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", v.transpose),
     _view_op("permute(Tensor(a) self, int[] dims) -> Tensor(a)", v.permute, varargs=True),
     _view_op("t(Tensor(a) self) -> Tensor(a)", v.t),
+    _inplace_view("t_(Tensor(a!) self) -> Tensor(a!)", v.t),
+    _inplace_view("transpose_(Tensor(a!) self, int dim0, int dim1) -> Tensor(a!)", v.transpose),
+    _inplace_view("squeeze_(Tensor(a!) self) -> Tensor(a!)", v.squeeze),
+    _inplace_view("squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)", v.squeeze_dims),
+    _inplace_view("squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)", v.squeeze_dims),
+    _inplace_view("unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)", v.unsqueeze),
+
     _view_op("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", v.expand,
              variants="method", varargs=True),
     _view_op("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
@@ -130,9 +147,9 @@ def _ints(args, op):
 
 def view(self, *args, **kwargs):
     """``t.view(*shape)``, ``t.view(shape)`` or ``t.view(dtype)``."""
-    if "dtype" in kwargs or (len(args) == 1 and isinstance(args[0], _dt.dtype)):
+    if "dtype" in kwargs or (len(args) == 1 and (isinstance(args[0], _dt.dtype) or isinstance(args[0], type))):
         dtype = kwargs.pop("dtype", None) if "dtype" in kwargs else args[0]
-        return aten.view.dtype(self, dtype)
+        return aten.view.dtype(self, dtype)  # the binding turns float / int ... into dtypes
     size = kwargs.pop("size", None)
     if not args and size is None:
         raise TypeError("view() received an invalid combination of arguments - got (), but expected one of:\n"
@@ -223,7 +240,17 @@ _LIST_FUNCTIONS = {
     "column_stack": (RuntimeError, "column_stack expects a non-empty TensorList"),
 }
 
-PYTHON_METHODS = {"view": view, "squeeze": squeeze, "split": split}
+def _swapaxes_(self, axis0, axis1):
+    """``t.swapaxes_`` / ``t.swapdims_``: transpose_ under another name (one version bump; the
+    grad_fn is TransposeBackward1, as PyTorch's)."""
+    return aten.transpose_.default(self, axis0, axis1)
+
+
+def _swapdims_(self, dim0, dim1):
+    return aten.transpose_.default(self, dim0, dim1)
+
+
+PYTHON_METHODS = {"view": view, "squeeze": squeeze, "split": split, "swapaxes_": _swapaxes_, "swapdims_": _swapdims_}
 PYTHON_FUNCTIONS = {"": {"broadcast_shapes": broadcast_shapes, "broadcast_tensors": broadcast_tensors, "squeeze": squeeze, "split": split,
                          "atleast_1d": _atleast(1), "atleast_2d": _atleast(2), "atleast_3d": _atleast(3)}}
 PYTHON_FUNCTIONS[""].update({name: _list_function(name, *err) for name, err in _LIST_FUNCTIONS.items()})
