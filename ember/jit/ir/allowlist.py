@@ -70,6 +70,11 @@ _TENSOR_QUERY_METHODS = frozenset({
     "storage_offset", "is_contiguous", "is_floating_point", "is_complex", "is_signed", "get_device",
     "requires_grad_", "detach_"})
 
+# Constructors over foreign memory (NumPy arrays, DLPack capsules, buffers): a saved program holds
+# no such objects, so these have no meaning in the language and are left out even where the op
+# table defines them.
+_FOREIGN_MEMORY = frozenset({"ember.from_numpy", "ember.from_dlpack", "ember.frombuffer", "ember.asarray"})
+
 _functions: dict | None = None
 _methods: frozenset | None = None
 _names_by_id: dict | None = None
@@ -95,7 +100,8 @@ def _ember_functions() -> dict:
         from ember.ops import registry
         table = {id(fn) for fns in registry.FUNCTIONS.values() for fn in fns.values()}
         _functions = {name: fn for name, fn in _public_name_table().values()
-                      if (id(fn) in table and _is_table_api(fn)) or name in _QUERY_FUNCTIONS}
+                      if ((id(fn) in table and _is_table_api(fn)) or name in _QUERY_FUNCTIONS)
+                      and name not in _FOREIGN_MEMORY}
     return _functions
 
 
