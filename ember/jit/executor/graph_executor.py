@@ -286,10 +286,10 @@ class GraphExecutor:
     # -- optimising -------------------------------------------------------------------------
     def _optimize(self, profiled: Graph, inputs) -> Graph:
         from ..ir import clone
-        from .profiling import keep_guaranteed_types, specialize_types
+        from .profiling import keep_guaranteed_types
         g = clone(profiled)   # the profiling graph keeps its meta for debug_state
         if inputs is not None:   # None: the unspecialised plan (profiled types are not used)
-            specialize_types(g, inputs)
+            passes.specialize_types(g, inputs)
         passes.remove_profile_nodes(g)
         keep_guaranteed_types(g, inputs if inputs is not None else [])
         for run in passes.PIPELINE:

@@ -324,7 +324,7 @@ def classify(obj) -> str:
     """What a Python object reached by name is, for the frontend's call/attribute dispatch:
     'module', 'ember_function', 'math_function', 'operator_function', 'builtin', 'exception',
     'constant', 'type', 'python_function', 'other'."""
-    from ember.fx.node import _public_name_table
+    from ember.ops.registry import public_name
     if isinstance(obj, types.ModuleType):
         return "module"
     if any(obj is b for b in BUILTIN_FUNCTIONS):
@@ -338,8 +338,8 @@ def classify(obj) -> str:
         return "type"
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return "constant"
-    entry = _public_name_table().get(id(obj))
-    if entry is not None and entry[1] is obj:
+    public = public_name(obj)
+    if public is not None and not public.rsplit(".", 1)[1].startswith("_"):
         return "ember_function"
     if getattr(obj, "__module__", None) == "math" or (callable(obj) and getattr(math, getattr(obj, "__name__", ""),
                                                                                None) is obj):
@@ -363,6 +363,6 @@ def _constant_tuple(value) -> bool:
 
 def ember_function_name(obj) -> str:
     """The public dotted name of an ember function (``ember.nn.functional.relu``)."""
-    from ember.fx.node import _public_name_table
-    return _public_name_table()[id(obj)][0]
+    from ember.ops.registry import public_name
+    return public_name(obj)
 

@@ -192,8 +192,9 @@ class _Coder:
             self.statement(node, indent)
 
     def outputs(self, node: Node) -> list:
-        from . import outputs_of
-        return [self.var(o) if o is not None else self.var(None) for o in outputs_of(node)]
+        from . import num_outputs, output_getitems
+        items = output_getitems(node)
+        return [self.var(items[i][-1]) if i in items else self.var(None) for i in range(num_outputs(node))]
 
     def statement(self, node: Node, indent: str) -> None:
         t = node.target

@@ -267,8 +267,9 @@ class _Printer:
 
     def outputs_text(self, node: Node) -> str:
         if "num_outputs" in node.meta:
-            from . import outputs_of
-            outs = outputs_of(node)
+            from . import num_outputs, output_getitems
+            items = output_getitems(node)
+            outs = [items[i][-1] if i in items else None for i in range(num_outputs(node))]
             types = getattr(node.type, "elems", None) or ()
             parts = []
             for i, out in enumerate(outs):

@@ -59,8 +59,8 @@ def _public_functions() -> dict:
     """"ember.tanh" -> ember.tanh for every public function of ember's user namespaces."""
     global _public_by_name
     if _public_by_name is None:
-        from ember.fx.node import _public_name_table
-        _public_by_name = {name: fn for name, fn in _public_name_table().values() if name not in _PUBLIC_DENY}
+        from ember.ops.registry import public_functions
+        _public_by_name = {name: fn for name, fn in public_functions().items() if name not in _PUBLIC_DENY}
     return _public_by_name
 
 
