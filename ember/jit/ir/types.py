@@ -57,7 +57,7 @@ class TensorType(ScriptType):
     def __str__(self):
         if self.dtype is None and self.sizes is None:
             return "Tensor"
-        from .._ir_text import _DTYPE_NAMES
+        from .printer import _DTYPE_NAMES
         parts = [str(s) for s in self.sizes or ()]
         if self.requires_grad is not None:
             parts.append(f"requires_grad={int(self.requires_grad)}")
