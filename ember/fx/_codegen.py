@@ -32,17 +32,16 @@ _NAME_RE = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 _ILLEGAL_CHARS = re.compile("[^0-9a-zA-Z_]+")
 _SNAKE = re.compile(r"(?<=[a-z])([A-Z])")
 
-# names generated code must not shadow: keywords, builtins, and the globals every module gets
-_RESERVED: dict = {k: object() for k in keyword.kwlist}
+_CUSTOM_BUILTINS = ("inf", "nan", "NoneType", "ember", "device", "operator")
+# names generated code must not shadow: keywords, builtins, and the globals every function gets
+_RESERVED: dict = {k: object() for k in keyword.kwlist + list(_CUSTOM_BUILTINS)}
 _RESERVED.update(builtins.__dict__)
 
 
 def _custom_builtins() -> dict:
     """Globals every generated function sees (torch registers the same set for `torch`)."""
     import ember
-    import operator
-    return {"inf": math.inf, "nan": math.nan, "NoneType": type(None), "ember": ember,
-            "device": ember.device, "operator": operator}
+    return dict(zip(_CUSTOM_BUILTINS, (math.inf, math.nan, type(None), ember, ember.device, operator)))
 
 
 def snake_case(s: str) -> str:
@@ -90,6 +89,12 @@ class Namespace:
         if obj is not None and _hashable(obj):
             self._obj_to_name[obj] = candidate
         return candidate
+
+    def reserve(self, name: str, obj: Any) -> None:
+        """Take `name` as it is, for `obj` (a global every generated function has)."""
+        self._used.add(name)
+        if _hashable(obj):
+            self._obj_to_name[obj] = name
 
     def associate_name_with_obj(self, name: str, obj: Any) -> None:
         self._obj_to_name[obj] = name
@@ -245,7 +250,8 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
         return gname
 
     for name, obj in _custom_builtins().items():
-        globals_[namespace.create_name(name, obj)] = obj
+        namespace.reserve(name, obj)
+        globals_[name] = obj
     all_nodes = list(walk(graph))
     for node in all_nodes:  # node names are taken first: globals never shadow them
         namespace.create_name(node.name, None)

@@ -21,10 +21,11 @@ import math
 import operator
 
 from ember.fx._codegen import CodegenOptions, generate_python_code, load_function, snake_case
+from ember.fx.graph import Graph
+from ember.fx.node import Node
 
 from ..ir import prim
 from ..ir.types import FloatType, IntType, TensorType
-from .instructions import default_resolve
 
 # ---------------------------------------------------------------------------------------------
 # direct operator calls
@@ -178,6 +179,71 @@ def resolve_method(node):
     if method is None or getattr(ember.Tensor, name, None) is not method or not _is_binding(method):
         return None
     return _direct("Tensor", name, node.args)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a call node runs (generated plans and the reference interpreter alike)
+# ---------------------------------------------------------------------------------------------
+def default_resolve(node: Node):
+    """The callable a call_function node runs: its target, a PrimOp's fn, or a runner for the
+    prim ops the executor implements (CallFunction/CallMethod with a callee, profile, FusionGroup)."""
+    t = node.target
+    if isinstance(t, prim.PrimOp):
+        if t is prim.CallFunction or (t is prim.CallMethod and node.meta.get("callee") is not None):
+            return _callee_runner(node)
+        if t is prim.profile:
+            return _profile_recorder(node)
+        if t is prim.FusionGroup:
+            return _subgraph_runner(node.meta["subgraph"])
+        if t is prim.TypeCheck:
+            return _type_checker(node.meta["types"])
+        if t.fn is None:
+            raise NotImplementedError(f"executor: {t.name} is not supported here (%{node.name})")
+        return t.fn
+    return t
+
+
+def _callee_runner(node: Node):
+    callee = node.meta["callee"]
+    is_method = node.target is prim.CallMethod
+
+    def run(*args):
+        from .graph_executor import executor_of
+        inputs = (args[0], *args[2:]) if is_method else args
+        return executor_of(callee).run(*inputs)
+    run._plan_name = f"{node.target.name}<{getattr(callee, 'name', callee)}>"
+    return run
+
+
+def _profile_recorder(node: Node):
+    from ..passes.profiling import record_profile
+
+    def record(value):
+        record_profile(node, value)
+        return value
+    record._plan_name = f"prim::profile<%{node.name}>"
+    return record
+
+
+def _subgraph_runner(subgraph: Graph):
+    state = {}
+
+    def run(*args):
+        fn = state.get("fn")
+        if fn is None:
+            fn = state["fn"] = generate(subgraph)
+        return fn(*args)
+    run._plan_name = "prim::FusionGroup"
+    return run
+
+
+def _type_checker(types):
+    from ..ir.types import observed_tensor_type
+
+    def check(*tensors):
+        return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
+    check._plan_name = "prim::TypeCheck"
+    return check
 
 
 # ---------------------------------------------------------------------------------------------

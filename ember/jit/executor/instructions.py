@@ -335,7 +335,8 @@ def _returns_of(block: Graph) -> list:
 
 def compile_graph(graph: Graph, resolve=None) -> Plan:
     """Compile `graph` into a Plan. `resolve(node) -> callable` picks the function a
-    call_function node runs (default: `default_resolve`)."""
+    call_function node runs (default: ``codegen.default_resolve``, what generated plans run)."""
+    from .codegen import default_resolve
     c = _Compiler(graph, resolve or default_resolve)
     inputs = []
     for node in graph.nodes:
@@ -357,66 +358,3 @@ def _finalize(ins: Instr) -> None:
         return
     ins.template = tuple(None if isinstance(a, Reg) else a.value for a in ins.args)
     ins.slots = tuple((i, a.index) for i, a in enumerate(ins.args) if isinstance(a, Reg))
-
-
-def default_resolve(node: Node):
-    """The callable a call_function node runs: its target, a PrimOp's fn, or a runner for the
-    prim ops the executor implements (CallFunction/CallMethod with a callee, profile, FusionGroup)."""
-    t = node.target
-    if isinstance(t, prim.PrimOp):
-        if t is prim.CallFunction or (t is prim.CallMethod and node.meta.get("callee") is not None):
-            return _callee_runner(node)
-        if t is prim.profile:
-            return _profile_recorder(node)
-        if t is prim.FusionGroup:
-            return _subgraph_runner(node.meta["subgraph"])
-        if t is prim.TypeCheck:
-            return _type_checker(node.meta["types"])
-        if t.fn is None:
-            raise NotImplementedError(f"executor: {t.name} is not supported here (%{node.name})")
-        return t.fn
-    return t
-
-
-def _callee_runner(node: Node):
-    callee = node.meta["callee"]
-    is_method = node.target is prim.CallMethod
-
-    def run(*args):
-        from .graph_executor import executor_of
-        inputs = (args[0], *args[2:]) if is_method else args
-        return executor_of(callee).run(*inputs)
-    run._plan_name = f"{node.target.name}<{getattr(callee, 'name', callee)}>"
-    return run
-
-
-def _profile_recorder(node: Node):
-    from ..passes.profiling import record_profile
-
-    def record(value):
-        record_profile(node, value)
-        return value
-    record._plan_name = f"prim::profile<%{node.name}>"
-    return record
-
-
-def _subgraph_runner(subgraph: Graph):
-    state = {}
-
-    def run(*args):
-        fn = state.get("fn")
-        if fn is None:
-            from .codegen import generate
-            fn = state["fn"] = generate(subgraph)
-        return fn(*args)
-    run._plan_name = "prim::FusionGroup"
-    return run
-
-
-def _type_checker(types):
-    from ..ir.types import observed_tensor_type
-
-    def check(*tensors):
-        return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
-    check._plan_name = "prim::TypeCheck"
-    return check
