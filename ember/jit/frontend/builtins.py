@@ -22,6 +22,7 @@ import types
 from ember.jit.ir.types import (AnyType, BoolType, DeviceType, DictType, DTypeType, FloatType, IntType,
                                 ListType, NoneType, NumberType, OptionalType, ScriptType, StrType,
                                 TensorType, TupleType)
+from ember.jit.ir.types import py_type_str  # noqa: F401  (the frontend reads it as rules.py_type_str)
 
 
 class BottomType(ScriptType):
@@ -42,21 +43,6 @@ T_ = TensorType()
 INT, FLOAT, BOOL, STR, NONE, NUM = IntType(), FloatType(), BoolType(), StrType(), NoneType(), NumberType()
 TT = TupleType((T_, T_))
 LT = ListType(T_)
-
-
-def py_type_str(t: ScriptType) -> str:
-    """A type as TorchScript's error messages spell it: ``Optional[Tensor]``, ``List[int]``."""
-    if isinstance(t, OptionalType):
-        return f"Optional[{py_type_str(t.elem)}]"
-    if isinstance(t, ListType):
-        return f"List[{py_type_str(t.elem)}]"
-    if isinstance(t, TupleType):
-        return f"Tuple[{', '.join(py_type_str(e) for e in t.elems)}]"
-    if isinstance(t, DictType):
-        return f"Dict[{py_type_str(t.key)}, {py_type_str(t.value)}]"
-    if isinstance(t, TensorType):
-        return "Tensor"
-    return str(t)
 
 
 def unify(a: ScriptType, b: ScriptType) -> ScriptType | None:

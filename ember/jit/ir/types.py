@@ -303,6 +303,20 @@ def type_of_value(value) -> ScriptType:
     raise ValueError(f"type_of_value: {type(value).__name__} has no script type")
 
 
+def py_type_str(t) -> str:
+    """A type as Python spells it (``.code``'s annotations, TorchScript's error messages):
+    ``Optional[Tensor]``, ``List[int]``, ``Tuple[Tensor, int]``; every tensor type is ``Tensor``."""
+    if isinstance(t, OptionalType):
+        return f"Optional[{py_type_str(t.elem)}]"
+    if isinstance(t, ListType):
+        return f"List[{py_type_str(t.elem)}]"
+    if isinstance(t, TupleType):
+        return f"Tuple[{', '.join(py_type_str(e) for e in t.elems)}]"
+    if isinstance(t, DictType):
+        return f"Dict[{py_type_str(t.key)}, {py_type_str(t.value)}]"
+    return "Tensor" if t is None or isinstance(t, TensorType) else str(t)
+
+
 def observed_tensor_type(t) -> TensorType:
     """What a profile node records for a tensor: dtype, sizes and requires_grad."""
     return TensorType(t.dtype, tuple(t.shape), bool(t.requires_grad))
