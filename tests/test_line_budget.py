@@ -13,10 +13,10 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # package (a folder under ember/, or "<top>" for the modules directly in ember/) -> cap
 BUDGET = {
-    "ops": 13000,
-    "jit": 9300,
+    "ops": 13100,
+    "jit": 7850,
     "_dynamo": 6400,
-    "fx": 3100,
+    "fx": 3800,
     "nn": 2600,
     "_core": 1450,
     "autograd": 1300,
