@@ -179,12 +179,16 @@ class CodegenOptions:
     - `emit_call(node, ctx) -> list of lines | None`: the node-level hook for call_function and
       call_method nodes; None keeps the default text. `ctx` offers ``repr(value)``,
       ``args(args, kwargs)``, ``add_global(name_hint, obj) -> name`` and ``temp(hint) -> name``.
+    - `on_error(exception, node)`: called when the body raises, with the node whose statement
+      raised (None if unknown), before the exception propagates (a try/except costs nothing
+      until it catches).
     """
     fn_name: str = "forward"
     positional_inputs: bool = False
     free_values: bool = True
     embed_objects: bool = False
     emit_call: Callable | None = None
+    on_error: Callable | None = None
 
 
 _SRC_PREFIX = "\n\n\n"
@@ -318,8 +322,10 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
                    for u in node.users)
 
     def has_value(node: Node) -> bool:
-        """False for nodes whose value is never a local: constants, If/Loop read through getitems."""
-        return not is_constant(node) and not (node.blocks and not reads_whole(node))
+        """False for nodes whose value is never a local: constants, If/Loop read through getitems;
+        and for a block's parameters (a loop's state: its trip count and carried values)."""
+        return not is_constant(node) and not (node.blocks and not reads_whole(node)) and \
+            not (node.op == "placeholder" and node.graph is not graph)
 
     ctx = types.SimpleNamespace(repr=get_repr, args=format_args, add_global=add_global, temp=temp)
 
@@ -498,10 +504,10 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
                 stack_trace_summary(node, indent)
             body.append(f"{indent}# COUNTER: {len(emitted)}\n")
             emitted.append(node)
-            if node.op == "call_function" and node.target is prim.If:
-                emit_if(node, indent)
-            elif node.op == "call_function" and node.target is prim.Loop:
-                emit_loop(node, indent)
+            if node.op == "call_function" and node.target in (prim.If, prim.Loop):
+                (emit_if if node.target is prim.If else emit_loop)(node, indent)
+                if user_to_last_uses.get(node):
+                    body.append(f"{indent}{' = '.join(n.name for n in user_to_last_uses[node])} = None\n")
             else:
                 if indent:
                     body.append(indent)
@@ -525,10 +531,16 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
             new_lines.append((line, cur_idx))
     while new_lines and not new_lines[0][0]:
         new_lines.pop(0)
+    code = PythonCode("", globals_, lineno_map, emitted)
+    if options.on_error is not None:
+        exc, handler, this = temp("_e"), add_global("_on_error", options.on_error), add_global("_code", code)
+        new_lines = [("try:", None)] + [("    " + line, idx) for line, idx in new_lines] + [
+            (f"except BaseException as {exc}:", None),
+            (f"    {handler}({exc}, {this}.node_at({exc}.__traceback__.tb_lineno))", None), ("    raise", None)]
     for i, (_, idx) in enumerate(new_lines):
         lineno_map[i + 2] = idx
-    code = "\n".join("    " + line for line, _ in new_lines)
-    return PythonCode(f"{_SRC_PREFIX}{prologue}\n{code}", globals_, lineno_map, emitted)
+    code.src = f"{_SRC_PREFIX}{prologue}\n" + "\n".join("    " + line for line, _ in new_lines)
+    return code
 
 
 def load_function(code: PythonCode, filename: str):

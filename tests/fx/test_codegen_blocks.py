@@ -8,6 +8,7 @@ after their last use) and the jit's positional plans (``ember.jit.executor.codeg
 from __future__ import annotations
 
 import operator
+import re
 
 import numpy as np
 import pytest
@@ -74,14 +75,16 @@ def test_for_loop_updates_carried_values_in_parallel(n):
 
 
 def _while_loop():
-    """s = x; k = 0; while s < limit and k < max: s = s * 2 + k; k += 1 (start condition from the input)"""
+    """s = x; k = 0; while s < limit and k < max: s = s * 2 + k + i; k += 1 (i: the trip count; the
+    start condition from the input)"""
     g = ir.new_graph()
     x, limit, cap = (g.placeholder(name, type_expr=I) for name in ("x", "limit", "cap"))
     start = ir.call(g, operator.lt, (x, limit), type_=BoolType())
     loop, (sf, kf) = ir.add_loop(g, cap, start, [x, ir.constant(g, 0)], [I, I])
     body = loop.blocks[0]
-    _, s, k = ir.block_params(body)
+    i, s, k = ir.block_params(body)
     s2 = ir.call(body, operator.add, (ir.call(body, operator.mul, (s, 2), type_=I), k), type_=I)
+    s2 = ir.call(body, operator.add, (s2, i), type_=I)
     k2 = ir.call(body, operator.add, (k, 1), type_=I)
     more = ir.call(body, operator.lt, (s2, limit), type_=BoolType())
     ir.set_block_returns(body, [more, s2, k2])
@@ -90,9 +93,9 @@ def _while_loop():
 
 
 def _while_eager(x, limit, cap):
-    s, k = x, 0
+    s, k, i = x, 0, 0
     while s < limit and k < cap:
-        s, k = s * 2 + k, k + 1
+        s, k, i = s * 2 + k + i, k + 1, i + 1
     return s, k
 
 
@@ -142,10 +145,12 @@ def test_nested_blocks_read_enclosing_values(n):
     g = _nested()
     got, src = _run_all(g, x, n)
     _same(got, _nested_eager(x, n))
-    # `scale` is read in the loop: freed after the loop statement, never inside it
+    # `scale` is read in the loop: freed after the loop statement, never inside it; `x` is freed
+    # right after the loop statement (its last reader)
     scale = next(node.name for node in g.nodes if node.target is operator.mul)
     loop = src.split("for i in range(n):", 1)[1].split("\n    getitem", 1)[0]
     assert f"{scale} = None" not in loop and f"{scale} = None" in src
+    assert re.search(r"\n    (\w+ = )*x = None\n", src)
 
 
 def test_if_read_as_a_whole_tuple_and_empty_branches():

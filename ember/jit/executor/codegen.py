@@ -268,19 +268,13 @@ def generate(graph, *, direct: bool = False):
         name = ctx.add_global("_" + snake_case(hint).strip("_"), fn)
         return [f"{node.name} = {name}({ctx.args(node.args, node.kwargs)})"]
 
+    from .interpreter import annotate
     options = CodegenOptions(fn_name="ember_jit_plan", positional_inputs=True, free_values=False,
-                             embed_objects=True, emit_call=emit_call)
+                             embed_objects=True, emit_call=emit_call, on_error=annotate)
     code = generate_python_code(graph, options=options)
     fn = load_function(code, f"<ember.jit plan {id(graph):x}>")
-
-    def plan(*inputs):
-        try:
-            return fn(*inputs)
-        except BaseException as e:
-            _annotate_from_traceback(e, fn.__code__, code)
-            raise
-    plan.__source__ = code.src.lstrip("\n")
-    return plan
+    fn.__source__ = code.src.lstrip("\n")
+    return fn
 
 
 def _direct_call(node, fn: DirectOp, ctx) -> list:
@@ -291,14 +285,3 @@ def _direct_call(node, fn: DirectOp, ctx) -> list:
     args = ", ".join(ops)
     return [f"{k} = {keys}", f"{node.name} = {table}[0]({args}) if {k} == 1 and not "
                              f"{ctx.add_global('TLS', tls)}.include else {handle}.call({k}, {args})"]
-
-
-def _annotate_from_traceback(exc, fn_code, code) -> None:
-    """Name the node whose generated line raised (the frame of `fn_code` in the traceback)."""
-    from .interpreter import annotate
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code is not fn_code:
-        tb = tb.tb_next
-    node = code.node_at(tb.tb_lineno) if tb is not None else None
-    if node is not None:
-        annotate(exc, node)
