@@ -83,3 +83,68 @@ def test_no_walker_builds_its_own_table_of_public_names():
         if re.search(r"table(\.setdefault)?\[?\(?id\((value|fn)\)", text) or "ember.ops.table.pointwise\"" in text:
             offenders.append(rel)
     assert not offenders
+
+
+# ---------------------------------------------------------------------------------------------
+# one Python code generator, one TorchScript printer (issue 12 item 4)
+# ---------------------------------------------------------------------------------------------
+# Modules that compile Python source they wrote, and what that source is made from. Graph code
+# (fx GraphModules, jit plans, next the fuser's wrappers) is written by fx/_codegen.py alone.
+EXEC_SITES = {
+    "fx/_codegen.py": "graphs: GraphModule.forward and the jit's plans",
+    "ops/codegen.py": "the bindings of the op table's rows",
+    "_dynamo/guards.py": "a compiled frame's guard check",
+    "_dynamo/eval_frame.py": "the wrapper that enters a compiled frame",
+}
+
+
+def _compiles_source(text: str) -> bool:
+    return bool(re.search(r"\bexec\(|\bcompile\([^)]*[\"']exec[\"']", text))
+
+
+def test_one_python_code_generator():
+    sites = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if _compiles_source(path.read_text())}
+    assert sites == set(EXEC_SITES), f"Python source is compiled outside the known generators: {sites - set(EXEC_SITES)}"
+    # the jit's plans come from the graph through fx's generator, not from an instruction list
+    codegen = (PACKAGE / "jit/executor/codegen.py").read_text()
+    assert "generate_python_code" in codegen and not re.search(r"\bJUMP|\bInstr\b|\.instructions\b", codegen)
+    readers = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+               if re.search(r"\bJUMP_IF_FALSE\b|\bLOOP_TEST\b", path.read_text())}
+    assert readers == {"jit/executor/instructions.py", "jit/executor/interpreter.py"}, readers
+
+
+def test_generated_plans_run_the_graph_not_the_instruction_list(monkeypatch):
+    import ember.jit.executor.graph_executor as graph_executor
+    from ember.jit import ir
+    built = []
+    compile_graph = graph_executor.compile_graph
+    monkeypatch.setattr(graph_executor, "compile_graph", lambda *a, **k: built.append(a) or compile_graph(*a, **k))
+    g = ir.new_graph()
+    x = g.placeholder("x", type_expr=ir.TensorType())
+    g.output(ir.call(g, ember.tanh, (x,), type_=ir.TensorType()))
+    ex = graph_executor.GraphExecutor(g)
+    for _ in range(3):   # profiling run, then the optimised plan
+        ex.run(ember.ones(2))
+    assert not built                                        # running never builds the instruction list...
+    (plan,) = ex.debug_state()["plans"].values()
+    assert built and "CALL" in str(plan) and "def " in plan.source    # ...get_debug_state shows it
+
+
+def test_one_torchscript_printer():
+    """TorchScript graph text (`graph(...)`, `prim::Constant[value=...]`) is written in one module."""
+    writers = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+               if re.search(r"prim::Constant(\[value=)?\{|\"graph\(\"", path.read_text())}
+    assert writers == {"jit/ir/printer.py"}, writers
+    assert not (PACKAGE / "jit/_ir_text.py").exists()
+
+
+def test_one_definition_each():
+    """One Argument (op schemas and scripted signatures), one specialize_types, one reader of a
+    multi-output node's getitems, no id(fn) name table."""
+    for name, pattern in (("Argument", r"^class Argument\b"), ("specialize_types", r"^def specialize_types\b"),
+                          ("output getitems", r"^def (output_getitems|outputs_of)\b"),
+                          ("NO_DEFAULT", r"^NO_DEFAULT\s*=")):
+        found = [path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+                 if re.search(pattern, path.read_text(), re.M)]
+        assert len(found) == 1, (name, found)
+    assert not any("_public_name_table" in path.read_text() for path in PACKAGE.rglob("*.py"))

@@ -26,16 +26,20 @@ _TYPE_RE = re.compile(r"^(?P<base>\w+)(?:\((?P<alias>[a-z]+)(?P<write>!?)\))?(?P
 
 @dataclass(frozen=True)
 class Argument:
-    """One argument (or named return) of a schema."""
+    """One argument (or named return) of a schema: an operator's, whose `type` is the base type
+    name with the flags below, or a scripted function's, whose `type` is a ScriptType
+    (``ember.jit.ir.types``) that carries the list/optional structure itself.
+
+        Argument("n", IntType(), 2)     # a scripted function's `n: int = 2`"""
     name: str
-    type: str
+    type: object                   # str for operator schemas, a ScriptType for scripted functions
+    default: object = NO_DEFAULT
     is_list: bool = False
     list_size: int | None = None
     optional: bool = False         # `T?`: None is accepted
     elem_optional: bool = False    # `Tensor?[]`: list elements may be None
     alias: str | None = None
     is_write: bool = False
-    default: object = NO_DEFAULT
     kwarg_only: bool = False
     spelling: str = field(default="", compare=False)       # the type as written ("SymInt[]")
     default_text: str = field(default="", compare=False)   # the default as written ("0.")
@@ -45,8 +49,8 @@ class Argument:
         return self.default is not NO_DEFAULT
 
     def type_str(self) -> str:
-        if self.spelling:
-            return self.spelling
+        if self.spelling or not isinstance(self.type, str):
+            return self.spelling or str(self.type)
         s = self.type
         if self.alias:
             s += f"({self.alias}{'!' if self.is_write else ''})"

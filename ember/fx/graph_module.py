@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import importlib
 import itertools
-import linecache
 from typing import Any
 
 from ..nn.modules.module import Module
@@ -27,11 +26,8 @@ _eval_counter = itertools.count()
 
 def _exec_forward(src: str, globals_: dict):
     """exec the generated source under a fake file name that linecache knows (readable tracebacks)."""
-    key = f"<eval_with_key>.{next(_eval_counter)}"
-    linecache.cache[key] = (len(src), None, src.splitlines(True), key)
-    scope = dict(globals_)
-    exec(compile(src, key, "exec"), scope)
-    return scope["forward"]
+    from ._codegen import PythonCode, load_function
+    return load_function(PythonCode(src, globals_), f"<eval_with_key>.{next(_eval_counter)}")
 
 
 def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:

@@ -30,13 +30,6 @@ def has_side_effect(fn: Callable) -> Callable:
     return fn
 
 
-def _public_name_table() -> dict:
-    """id(fn) -> (public name, fn). Only for ember.jit.frontend.builtins and ember.jit.ir.serialize,
-    until they ask ``ember.ops.registry.public_name`` / ``public_functions`` directly."""
-    from ember.ops import registry
-    return {id(fn): (name, fn) for name, fn in registry.public_functions().items()}
-
-
 def _is_operator_handle(obj) -> bool:
     from ember._core.dispatch import OperatorHandle
     return isinstance(obj, OperatorHandle)

@@ -58,7 +58,7 @@ def check_argument(name: str, position: int, param, value, declaration: str):
         if isinstance(value, tuple) and isinstance(expected, ListType):
             return list(value)
         return value
-    from .frontend.builtins import py_type_str
+    from .ir.types import py_type_str
     try:
         found = py_type_str(type_of_value(value))
     except ValueError:

@@ -25,7 +25,7 @@ import warnings
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
-from ._ir_text import TorchScriptGraph, drop_dead_int_nodes, format_graph, node_lines
+from .ir.printer import ScriptGraph, drop_dead_int_nodes, format_graph, node_lines
 from . import _script
 from ._recorder import TracerWarning, _Recorder, recording
 
@@ -64,8 +64,8 @@ class ScriptFunction(_script.ScriptFunction):
         self.graph_module = graph_module
 
     @property
-    def graph(self) -> TorchScriptGraph:
-        return TorchScriptGraph(self.graph_module.graph)
+    def graph(self) -> ScriptGraph:
+        return ScriptGraph(self.graph_module.graph, traced=True)
 
     inlined_graph = graph
 
@@ -99,8 +99,8 @@ class TopLevelTracedModule(Module):
         self.__dict__["_self_type"] = f"__torch__.{type(original).__module__}.{type(original).__name__}"
 
     @property
-    def graph(self) -> TorchScriptGraph:
-        return TorchScriptGraph(self.graph_module.graph, self_type=self._self_type)
+    def graph(self) -> ScriptGraph:
+        return ScriptGraph(self.graph_module.graph, traced=True, self_type=self._self_type)
 
     inlined_graph = graph
 
@@ -283,10 +283,10 @@ def _nondeterministic_nodes(graph) -> list:
 
 def _check_trace(func, module, traced, recorder, check_list, tolerance, strict) -> None:
     from .. import no_grad
-    expected_text = format_graph(recorder.graph, with_shapes=False, with_locations=False)
+    expected_text = format_graph(recorder.graph, traced=True, with_shapes=False, with_locations=False)
     for inputs in check_list:
         again = _record(func, module, _clone_inputs(inputs), strict)
-        check_text = format_graph(again.graph, with_shapes=False, with_locations=False)
+        check_text = format_graph(again.graph, traced=True, with_shapes=False, with_locations=False)
         if check_text != expected_text:
             diff = "".join(difflib.ndiff(expected_text.splitlines(True), check_text.splitlines(True)))
             raise TracingCheckError("Graph diff:\n" + _indent(diff) + "\n", None)

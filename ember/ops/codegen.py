@@ -176,6 +176,16 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
 STATS = {"bindings": 0, "seconds": 0.0}  # read by bench/import_time.py
 
 
+def compile_function(source: str, func_name: str, filename: str, namespace: dict):
+    """exec generated `source` (one function `func_name`) in `namespace`; the function keeps its
+    source in ``__source__`` so it can be printed. The one exec of the op layer's generated code:
+    bindings here, per-op overlap checks in ops/overlap.py."""
+    exec(compile(source, filename, "exec"), namespace)
+    fn = namespace[func_name]
+    fn.__source__ = source
+    return fn
+
+
 def compile_binding(source: str, func_name: str, op, extra_globals=None):
     """exec the generated source with the names it uses; returns the function."""
     start = time.perf_counter()
@@ -188,10 +198,7 @@ def compile_binding(source: str, func_name: str, op, extra_globals=None):
     }
     if extra_globals:
         namespace.update(extra_globals)
-    code = compile(source, f"<ember binding {op.name}>", "exec")
-    exec(code, namespace)
-    fn = namespace[func_name]
-    fn.__source__ = source
+    fn = compile_function(source, func_name, f"<ember binding {op.name}>", namespace)
     fn.__ember_op__ = op        # registry.op_of(fn)
     STATS["bindings"] += 1
     STATS["seconds"] += time.perf_counter() - start

@@ -200,10 +200,8 @@ def checker(schema, derived: bool, late=False):
         if status == PARTIAL or (status == FULL and not allow_full):
             raise RuntimeError(f"{op}(): {PARTIAL_MESSAGE}")
     namespace = {"_internal": _internal, "_check": _check, "_NUMBERS": _NUMBERS}
-    exec(compile(src, f"<overlap check {op}>", "exec"), namespace)
-    fn = namespace["check"]
-    fn.__source__ = src
-    return fn
+    from .codegen import compile_function
+    return compile_function(src, "check", f"<overlap check {op}>", namespace)
 
 
 _NUMBERS = frozenset((int, float, bool, complex))

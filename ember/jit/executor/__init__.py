@@ -1,10 +1,12 @@
 """The graph executor for scripted functions (seed 001: GraphExecutor, ProfilingGraphExecutorImpl,
 InterpreterStateImpl).
 
-- ``instructions.compile_graph(graph) -> Plan``: the graph (with nested If/Loop blocks) as a flat
-  instruction list over a register file;
-- ``interpreter.run_plan(plan, inputs)``: the reference run loop; ``codegen.generate(plan)``:
-  the same instructions as one generated Python function (the fast path);
+- ``codegen.generate(graph)``: the graph as one Python function, written by ember.fx's code
+  generator (``if``/``for``/``while`` from the If/Loop blocks) with direct operator calls in
+  optimised plans: the fast path;
+- ``instructions.compile_graph(graph) -> Plan`` and ``interpreter.run_plan(plan, inputs)``: the
+  graph as a flat instruction list over a register file and its run loop, seed 001's reference
+  state machine (shown by ``get_debug_state``; runs with ``config.use_codegen = False``);
 - ``GraphExecutor(graph)``: profiling runs, optimised plans specialised per input signature,
   bailout to the generic plan, the fusion hook.
 

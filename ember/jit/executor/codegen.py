@@ -1,13 +1,10 @@
-"""The fast path: a Plan's instruction list turned into one generated Python function.
+"""The fast path: a graph's plan as Python, written by ember.fx's code generator from the graph itself.
 
-The interpreter (`interpreter.run_plan`) pays for its dispatch on every instruction; here the
-same instructions become straight-line Python, registers become local variables and the jumps
-become the ``if``/``while`` they were compiled from (the compiler emits If and Loop in fixed
-shapes, labelled on the instructions, so the structure is read back from the list):
-
-    JUMP_IF_FALSE c -> E ; then... ; JUMP -> X ; E: else... ; X:     ->  if c: ... else: ...
-    LOOP_TEST trip < max and cond else -> X ; body... ; INC ; JUMP    ->  while cond and trip < max:
-    (with a constant-true condition on entry and after every trip)    ->  for trip in range(max):
+``ember.fx._codegen`` turns the graph (with its If/Loop blocks) into one function: values are
+local variables, ``prim::If`` an ``if``/``else``, ``prim::Loop`` a ``for``/``while`` loop,
+constants literals. This module adds the executor's one node-level hook (`emit_call`): what each
+call node runs (`default_resolve`: a PrimOp's function, a callee's executor, a profile recorder...)
+and, in optimised plans, direct operator calls.
 
 `fast_resolve` is the resolver for optimised plans: where the node types say every argument is
 a Tensor (or a number where the schema takes a Scalar / a wrapped number), a call of an ember
@@ -16,17 +13,19 @@ dispatch key set and calls the operator's kernel table itself — what the bindi
 its argument parsing. The generated code inlines that (``_k = a._keys | b._keys; r = T[0](a, b)
 if _k == 1 and not TLS.include else H.call(_k, a, b)``).
 
-    fn = generate(plan); fn(x, y)
+    fn = generate(graph, direct=True); fn(x, y); print(fn.__source__)
 """
 from __future__ import annotations
 
-import keyword
 import math
 import operator
 
+from ember.fx._codegen import CodegenOptions, generate_python_code, load_function, snake_case
+from ember.fx.graph import Graph
+from ember.fx.node import Node
+
+from ..ir import prim
 from ..ir.types import FloatType, IntType, TensorType
-from .instructions import (CALL, INC, JUMP, JUMP_IF_FALSE, LOOP_TEST, METHOD, MOVE, RET, Const, Reg,
-                           default_resolve)
 
 # ---------------------------------------------------------------------------------------------
 # direct operator calls
@@ -183,190 +182,106 @@ def resolve_method(node):
 
 
 # ---------------------------------------------------------------------------------------------
-# code generation
+# what a call node runs (generated plans and the reference interpreter alike)
 # ---------------------------------------------------------------------------------------------
-_LITERALS = (int, bool, str, type(None))
+def default_resolve(node: Node):
+    """The callable a call_function node runs: its target, a PrimOp's fn, or a runner for the
+    prim ops the executor implements (CallFunction/CallMethod with a callee, profile, FusionGroup)."""
+    t = node.target
+    if isinstance(t, prim.PrimOp):
+        if t is prim.CallFunction or (t is prim.CallMethod and node.meta.get("callee") is not None):
+            return _callee_runner(node)
+        if t is prim.profile:
+            return _profile_recorder(node)
+        if t is prim.FusionGroup:
+            return _subgraph_runner(node.meta["subgraph"])
+        if t is prim.TypeCheck:
+            return _type_checker(node.meta["types"])
+        if t.fn is None:
+            raise NotImplementedError(f"executor: {t.name} is not supported here (%{node.name})")
+        return t.fn
+    return t
 
 
-class _Gen:
-    def __init__(self, plan, direct_methods: bool):
-        self.plan = plan
-        self.code = plan.instructions
-        self.ns = {"slice": slice}
-        self.lines: list = []
-        self.line_pc: dict = {}         # generated line number -> instruction index
-        self.direct_methods = direct_methods
+def _callee_runner(node: Node):
+    callee = node.meta["callee"]
+    is_method = node.target is prim.CallMethod
 
-    def name(self, value, prefix: str) -> str:
-        n = f"{prefix}{len(self.ns)}"
-        self.ns[n] = value
-        return n
+    def run(*args):
+        from .graph_executor import executor_of
+        inputs = (args[0], *args[2:]) if is_method else args
+        return executor_of(callee).run(*inputs)
+    run._plan_name = f"{node.target.name}<{getattr(callee, 'name', callee)}>"
+    return run
 
-    def operand(self, op) -> str:
-        if type(op) is Reg:
-            return f"r{op.index}"
-        if type(op) is Const:
-            v = op.value
-            if type(v) in _LITERALS or (type(v) is float and math.isfinite(v)):
-                return repr(v)
-            return self.name(v, "k")
-        items = op.items
-        if op.kind is dict:
-            return "{" + ", ".join(f"{self.operand(k)}: {self.operand(v)}" for k, v in items) + "}"
-        inner = ", ".join(self.operand(x) for x in items)
-        if op.kind is list:
-            return f"[{inner}]"
-        if op.kind is slice:
-            return f"slice({inner})"
-        return f"({inner},)"
 
-    def args(self, args, kwargs) -> str:
-        parts = [self.operand(a) for a in args]
-        parts += [f"{k}={self.operand(v)}" if k.isidentifier() and not keyword.iskeyword(k)
-                  else f"**{{{k!r}: {self.operand(v)}}}" for k, v in kwargs.items()]
-        return ", ".join(parts)
+def _profile_recorder(node: Node):
+    from ..passes.profiling import record_profile
 
-    def emit(self, indent: int, text: str, pc: int | None = None) -> None:
-        self.lines.append("    " * indent + text)
-        if pc is not None:
-            self.line_pc[len(self.lines)] = pc
+    def record(value):
+        record_profile(node, value)
+        return value
+    record._plan_name = f"prim::profile<%{node.name}>"
+    return record
 
-    def block(self, start: int, end: int, indent: int) -> None:
-        pc = start
-        emitted = len(self.lines)
-        while pc < end:
-            ins = self.code[pc]
-            op = ins.op
-            if op == CALL:
-                self.call(ins, pc, indent)
-            elif op == METHOD:
-                self.method(ins, pc, indent)
-            elif op == MOVE:
-                if ins.dsts:
-                    self.emit(indent, f"{', '.join(f'r{d}' for d in ins.dsts)} = "
-                                      f"{', '.join(self.operand(s) for s in ins.srcs)}", pc)
-            elif op == INC:
-                self.emit(indent, f"{self.operand(ins.args[0])} += 1", pc)
-            elif op == JUMP_IF_FALSE:
-                else_start = ins.target
-                jump = self.code[else_start - 1]
-                assert jump.op == JUMP and jump.label == "else", "executor codegen: unexpected If layout"
-                self.emit(indent, f"if {self.operand(ins.args[0])}:", pc)
-                self.block(pc + 1, else_start - 1, indent + 1)
-                self.emit(indent, "else:")
-                self.block(else_start, jump.target, indent + 1)
-                pc = jump.target
-                continue
-            elif op == LOOP_TEST:
-                pc = self.loop(ins, pc, indent)
-                continue
-            elif op == RET:
-                self.emit(indent, f"return {self.operand(ins.args[0])}", pc)
-            elif op == JUMP:
-                raise AssertionError(f"executor codegen: stray JUMP at {pc}")
-            pc += 1
-        if len(self.lines) == emitted:
-            self.emit(indent, "pass")
 
-    def loop(self, ins, pc: int, indent: int) -> int:
-        trip, max_trips, cond = ins.args
-        end = ins.target                       # first instruction after the loop
-        back, inc, last_move = self.code[end - 1], self.code[end - 2], self.code[end - 3]
-        init = self.code[pc - 1]
-        assert back.op == JUMP and inc.op == INC and last_move.op == MOVE and init.op == MOVE
-        always = (_is_true(init.srcs[1]) and last_move.srcs and _is_true(last_move.srcs[0]))
-        if always:   # for-range: the body's trip parameter is the loop variable; no INC, no condition
-            first = self.code[pc + 1]       # MOVE trip -> the body's `i` parameter
-            moves_trip = first.op == MOVE and len(first.dsts) == 1 and type(first.srcs[0]) is Reg \
-                and first.srcs[0].index == trip.index
-            var = f"r{first.dsts[0]}" if moves_trip else self.operand(trip)
-            start = pc + 2 if var != self.operand(trip) else pc + 1
-            self.emit(indent, f"for {var} in range({self.operand(max_trips)}):", pc)
-            self.block(start, end - 3, indent + 1)
-            move = last_move
-            if len(move.dsts) > 1:
-                self.emit(indent + 1, f"{', '.join(f'r{d}' for d in move.dsts[1:])} = "
-                                      f"{', '.join(self.operand(s) for s in move.srcs[1:])}", end - 3)
-        else:
-            self.emit(indent, f"while {self.operand(cond)} and {self.operand(trip)} < "
-                              f"{self.operand(max_trips)}:", pc)
-            self.block(pc + 1, end - 1, indent + 1)
-        return end
+def _subgraph_runner(subgraph: Graph):
+    state = {}
 
-    def call(self, ins, pc: int, indent: int) -> None:
-        fn = ins.fn
-        out = f"r{ins.out}"
+    def run(*args):
+        fn = state.get("fn")
+        if fn is None:
+            fn = state["fn"] = generate(subgraph)
+        return fn(*args)
+    run._plan_name = "prim::FusionGroup"
+    return run
+
+
+def _type_checker(types):
+    from ..ir.types import observed_tensor_type
+
+    def check(*tensors):
+        return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
+    check._plan_name = "prim::TypeCheck"
+    return check
+
+
+# ---------------------------------------------------------------------------------------------
+# code generation: ember.fx's generator with the executor's call hook
+# ---------------------------------------------------------------------------------------------
+def generate(graph, *, direct: bool = False):
+    """A Python function running `graph` (inputs positionally, one per graph placeholder); its
+    source is ``fn.__source__``. `direct`: calls become direct operator calls where the types
+    prove that is what the binding would do (`fast_resolve`; optimised plans)."""
+    resolve = fast_resolve if direct else default_resolve
+
+    def emit_call(node, ctx):
+        if node.op == "call_method":
+            fn = resolve_method(node) if direct else None
+            return None if fn is None else _direct_call(node, fn, ctx)
+        fn = resolve(node)
         if isinstance(fn, DirectOp):
-            self.direct(fn, ins.args, out, pc, indent)
-            return
-        self.emit(indent, f"{out} = {self.name(fn, 'f')}({self.args(ins.args, ins.kwargs)})", pc)
+            return _direct_call(node, fn, ctx)
+        if fn is node.target and not isinstance(fn, prim.PrimOp):
+            return None      # fx's own text: `a + b`, `xs[i]`, `ember.cat([a, b])`
+        hint = node.target.__name__ if isinstance(node.target, prim.PrimOp) else getattr(fn, "__name__", "call")
+        name = ctx.add_global("_" + snake_case(hint).strip("_"), fn)
+        return [f"{node.name} = {name}({ctx.args(node.args, node.kwargs)})"]
 
-    def direct(self, fn: DirectOp, args, out: str, pc: int, indent: int) -> None:
-        ops = [self.operand(a) for a in args] + [repr(d) for d in fn.defaults]
-        keys = " | ".join(f"{ops[p]}._keys" for p in fn.tensor_positions)
-        table, handle = self.name(fn.table, "T"), self.name(fn.handle, "H")
-        self.emit(indent, f"_k = {keys}", pc)
-        self.emit(indent, f"{out} = {table}[0]({', '.join(ops)}) if _k == 1 and not TLS.include "
-                          f"else {handle}.call(_k, {', '.join(ops)})", pc)
-
-    def method(self, ins, pc: int, indent: int) -> None:
-        if self.direct_methods and ins.node is not None:
-            fn = resolve_method(ins.node)
-            if fn is not None:
-                self.direct(fn, ins.args, f"r{ins.out}", pc, indent)
-                return
-        name = ins.fn
-        recv = self.operand(ins.args[0])
-        if type(ins.args[0]) is not Reg:
-            recv = f"({recv})"
-        rest = self.args(ins.args[1:], ins.kwargs)
-        if name.isidentifier() and not keyword.iskeyword(name):
-            self.emit(indent, f"r{ins.out} = {recv}.{name}({rest})", pc)
-        else:
-            self.emit(indent, f"r{ins.out} = getattr({recv}, {name!r})({rest})", pc)
-
-
-def _is_true(op) -> bool:
-    return type(op) is Const and op.value is True
-
-
-def generate(plan, *, direct_methods: bool | None = None):
-    """A Python function running `plan` (inputs positionally, one per graph placeholder).
-
-    `direct_methods`: let Tensor method calls become direct operator calls (default: when the
-    plan was compiled with `fast_resolve`)."""
-    from ember._core.dispatch import tls
-    if direct_methods is None:
-        direct_methods = any(isinstance(i.fn, DirectOp) for i in plan.instructions) or \
-            getattr(plan, "optimized", False)
-    g = _Gen(plan, direct_methods)
-    g.ns["TLS"] = tls
-    g.ns["_annotate"] = _annotate_from_traceback
-    g.emit(0, f"def ember_jit_plan({', '.join(f'r{r}' for r in plan.input_registers)}):")
-    g.emit(1, "try:")
-    body_start = len(g.lines)
-    g.block(0, len(plan.instructions), 2)
-    if len(g.lines) == body_start:
-        g.emit(2, "return None")
-    g.emit(1, "except BaseException as _e:")
-    g.emit(2, "_annotate(_e, _LINES, _CODE)")
-    g.emit(2, "raise")
-    source = "\n".join(g.lines) + "\n"
-    g.ns["_LINES"] = g.line_pc
-    g.ns["_CODE"] = plan.instructions
-    filename = f"<ember.jit plan {id(plan):x}>"
-    exec(compile(source, filename, "exec"), g.ns)
-    fn = g.ns["ember_jit_plan"]
-    fn.__source__ = source
-    plan.source = source
+    from .interpreter import annotate
+    options = CodegenOptions(fn_name="ember_jit_plan", positional_inputs=True, free_values=False,
+                             embed_objects=True, emit_call=emit_call, on_error=annotate)
+    code = generate_python_code(graph, options=options)
+    fn = load_function(code, f"<ember.jit plan {id(graph):x}>")
+    fn.__source__ = code.src.lstrip("\n")
     return fn
 
 
-def _annotate_from_traceback(exc, line_pc, code) -> None:
-    from .interpreter import _annotate
-    tb = exc.__traceback__
-    if tb is None:
-        return
-    pc = line_pc.get(tb.tb_lineno)
-    if pc is not None:
-        _annotate(exc, code[pc])
+def _direct_call(node, fn: DirectOp, ctx) -> list:
+    from ember._core.dispatch import tls
+    ops = [ctx.repr(a) for a in node.args] + [ctx.repr(d) for d in fn.defaults]
+    keys = " | ".join(f"{ops[p]}._keys" for p in fn.tensor_positions)
+    k, table, handle = ctx.temp("_k"), ctx.add_global("_table", fn.table), ctx.add_global("_op", fn.handle)
+    args = ", ".join(ops)
+    return [f"{k} = {keys}", f"{node.name} = {table}[0]({args}) if {k} == 1 and not "
+                             f"{ctx.add_global('TLS', tls)}.include else {handle}.call({k}, {args})"]

@@ -143,26 +143,35 @@ def describe_signature(inputs) -> tuple:
 
 
 class _Runner:
-    """A compiled plan and the fastest way to call it (generated code or the interpreter)."""
-    __slots__ = ("plan", "call", "graph", "profiled_graph", "description")
+    """A graph ready to run: `call` is its generated Python (``codegen.generate``), or with
+    ``config.use_codegen`` off the reference instruction interpreter; `plan` is the instruction
+    list (compiled when first asked for: debug state, the interpreter)."""
+    __slots__ = ("graph", "direct", "call", "source", "profiled_graph", "description", "_plan")
 
     def __init__(self, graph: Graph, optimized: bool):
         from . import codegen
         self.graph = graph
-        self.profiled_graph = None
-        self.description = None
-        self.plan = compile_graph(graph, codegen.fast_resolve if optimized and config.specialize_ops else None)
-        self.plan.optimized = optimized
+        self.direct = optimized and config.specialize_ops
+        self.profiled_graph = self.description = self._plan = self.source = None
         fn = None
         if config.use_codegen:
             try:
-                fn = codegen.generate(self.plan, direct_methods=optimized and config.specialize_ops)
+                fn = codegen.generate(graph, direct=self.direct)
+                self.source = fn.__source__
             except Exception as e:  # noqa: BLE001 - a codegen bug must not break the program
                 warnings.warn(f"ember.jit: generating code for a plan failed ({type(e).__name__}: {e}); "
                               f"running it in the instruction interpreter", RuntimeWarning, stacklevel=2)
-        self.call = fn if fn is not None else (lambda *xs, plan=self.plan: run_plan(plan, xs))
+        self.call = fn if fn is not None else (lambda *xs: run_plan(self.plan, xs))
         if sets_grad_mode(graph):
             self.call = restoring_grad_mode(self.call)
+
+    @property
+    def plan(self):
+        if self._plan is None:
+            from . import codegen
+            self._plan = compile_graph(self.graph, codegen.fast_resolve if self.direct else None)
+            self._plan.source = self.source
+        return self._plan
 
 
 def sets_grad_mode(graph) -> bool:
@@ -286,10 +295,10 @@ class GraphExecutor:
     # -- optimising -------------------------------------------------------------------------
     def _optimize(self, profiled: Graph, inputs) -> Graph:
         from ..ir import clone
-        from .profiling import keep_guaranteed_types, specialize_types
+        from .profiling import keep_guaranteed_types
         g = clone(profiled)   # the profiling graph keeps its meta for debug_state
         if inputs is not None:   # None: the unspecialised plan (profiled types are not used)
-            specialize_types(g, inputs)
+            passes.specialize_types(g, inputs)
         passes.remove_profile_nodes(g)
         keep_guaranteed_types(g, inputs if inputs is not None else [])
         for run in passes.PIPELINE:

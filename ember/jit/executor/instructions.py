@@ -1,9 +1,11 @@
 """Compile a script graph (nested If/Loop blocks included) into a flat instruction list.
 
 TorchScript's interpreter runs a linear list of instructions over a register file instead of
-walking the graph (seed 001: ``InterpreterStateImpl::runImpl``). This module is the "code
-generator" half: every value node gets a register, nested blocks are laid out inline with
-jumps, and as much as possible is decided here, once, rather than on every run:
+walking the graph (seed 001: ``InterpreterStateImpl::runImpl``). This is ember's reference
+version of that state machine (the executor's fast path is Python generated from the graph,
+``codegen.generate``; this list is what ``get_debug_state`` lists and what runs with
+``config.use_codegen = False``): every value node gets a register, nested blocks are laid out
+inline with jumps, and as much as possible is decided here, once, rather than on every run:
 
 - constants (``prim::Constant``) are baked into the instructions that read them (no register);
 - call targets are resolved to Python callables (a PrimOp's ``fn``, a profiling recorder, a
@@ -101,7 +103,6 @@ class Instr:
     # pre-built by `finalize` for the interpreter's fast path:
     template: tuple | None = None   # args with constants in place (None when any arg is Nested)
     slots: tuple = ()               # ((position, register), ...)
-    label: str = ""                 # "if" / "else" / "loop" markers for the code generator
 
     def __str__(self):
         name = OP_NAMES[self.op]
@@ -159,8 +160,7 @@ class Plan:
         self.num_registers = num_registers
         self.input_registers = input_registers
         self.register_names = register_names     # register -> node name (for printing/debugging)
-        self.optimized = False                   # compiled for an optimised plan (GraphExecutor sets it)
-        self.source = None                       # the generated Python source, once codegen.generate ran
+        self.source = None                       # the Python the executor runs for this graph (GraphExecutor sets it)
 
     def __str__(self):
         width = len(str(len(self.instructions)))
@@ -289,10 +289,10 @@ class _Compiler:
         then_block, else_block = node.blocks
         count = len(_returns_of(then_block))
         outs = self.output_registers(node, count)
-        jif = self.emit(Instr(JUMP_IF_FALSE, args=(self.operand(node.args[0]),), node=node, label="if"))
+        jif = self.emit(Instr(JUMP_IF_FALSE, args=(self.operand(node.args[0]),), node=node))
         rets = self.block(then_block)
         self.emit(Instr(MOVE, srcs=tuple(rets), dsts=tuple(outs), node=node))
-        jmp = self.emit(Instr(JUMP, node=node, label="else"))
+        jmp = self.emit(Instr(JUMP, node=node))
         self.code[jif].target = len(self.code)
         rets = self.block(else_block)
         self.emit(Instr(MOVE, srcs=tuple(rets), dsts=tuple(outs), node=node))
@@ -311,13 +311,12 @@ class _Compiler:
         carried = [self.regs[p] for p in params[1:]]
         self.emit(Instr(MOVE, srcs=(Const(0), self.operand(start_cond), *[self.operand(a) for a in init]),
                         dsts=(trip, cond, *carried), node=node))
-        test = self.emit(Instr(LOOP_TEST, args=(Reg(trip), self.operand(max_trips), Reg(cond)), node=node,
-                               label="loop"))
+        test = self.emit(Instr(LOOP_TEST, args=(Reg(trip), self.operand(max_trips), Reg(cond)), node=node))
         self.emit(Instr(MOVE, srcs=(Reg(trip),), dsts=(self.regs[params[0]],), node=node))
         rets = self.block(body)
         self.emit(Instr(MOVE, srcs=tuple(rets), dsts=(cond, *carried), node=node))
         self.emit(Instr(INC, args=(Reg(trip),), node=node))
-        self.emit(Instr(JUMP, target=test, node=node, label="loop_end"))
+        self.emit(Instr(JUMP, target=test, node=node))
         self.code[test].target = len(self.code)
         self.emit(Instr(MOVE, srcs=tuple(Reg(r) for r in carried), dsts=tuple(outs), node=node))
         self.finish_multi(node, outs)
@@ -336,7 +335,8 @@ def _returns_of(block: Graph) -> list:
 
 def compile_graph(graph: Graph, resolve=None) -> Plan:
     """Compile `graph` into a Plan. `resolve(node) -> callable` picks the function a
-    call_function node runs (default: `default_resolve`)."""
+    call_function node runs (default: ``codegen.default_resolve``, what generated plans run)."""
+    from .codegen import default_resolve
     c = _Compiler(graph, resolve or default_resolve)
     inputs = []
     for node in graph.nodes:
@@ -358,66 +358,3 @@ def _finalize(ins: Instr) -> None:
         return
     ins.template = tuple(None if isinstance(a, Reg) else a.value for a in ins.args)
     ins.slots = tuple((i, a.index) for i, a in enumerate(ins.args) if isinstance(a, Reg))
-
-
-def default_resolve(node: Node):
-    """The callable a call_function node runs: its target, a PrimOp's fn, or a runner for the
-    prim ops the executor implements (CallFunction/CallMethod with a callee, profile, FusionGroup)."""
-    t = node.target
-    if isinstance(t, prim.PrimOp):
-        if t is prim.CallFunction or (t is prim.CallMethod and node.meta.get("callee") is not None):
-            return _callee_runner(node)
-        if t is prim.profile:
-            return _profile_recorder(node)
-        if t is prim.FusionGroup:
-            return _subgraph_runner(node.meta["subgraph"])
-        if t is prim.TypeCheck:
-            return _type_checker(node.meta["types"])
-        if t.fn is None:
-            raise NotImplementedError(f"executor: {t.name} is not supported here (%{node.name})")
-        return t.fn
-    return t
-
-
-def _callee_runner(node: Node):
-    callee = node.meta["callee"]
-    is_method = node.target is prim.CallMethod
-
-    def run(*args):
-        from .graph_executor import executor_of
-        inputs = (args[0], *args[2:]) if is_method else args
-        return executor_of(callee).run(*inputs)
-    run._plan_name = f"{node.target.name}<{getattr(callee, 'name', callee)}>"
-    return run
-
-
-def _profile_recorder(node: Node):
-    from ..passes.profiling import record_profile
-
-    def record(value):
-        record_profile(node, value)
-        return value
-    record._plan_name = f"prim::profile<%{node.name}>"
-    return record
-
-
-def _subgraph_runner(subgraph: Graph):
-    state = {}
-
-    def run(*args):
-        plan = state.get("plan")
-        if plan is None:
-            plan = state["plan"] = compile_graph(subgraph)
-        from .interpreter import run_plan
-        return run_plan(plan, args)
-    run._plan_name = "prim::FusionGroup"
-    return run
-
-
-def _type_checker(types):
-    from ..ir.types import observed_tensor_type
-
-    def check(*tensors):
-        return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
-    check._plan_name = "prim::TypeCheck"
-    return check

@@ -2,8 +2,8 @@
 
 `run_plan` is the readable reference loop: one ``while pc < n`` over the instructions, the
 opcode picked by ``if`` chains ordered by frequency (CALL first). The fast path is
-`codegen.generate`, which turns the same instruction list into a straight-line Python
-function; both are tested against ``ember.jit.ir.evaluate.evaluate``.
+`codegen.generate`, Python written from the graph itself by ember.fx's code generator; both are
+tested against ``ember.jit.ir.evaluate.evaluate``.
 
     plan = compile_graph(graph)
     run_plan(plan, [x, y])
@@ -55,7 +55,7 @@ def run_plan(plan, inputs) -> object:
                     method = getattr(args[0], ins.fn)
                     regs[ins.out] = method(*args[1:], **kwargs) if kwargs else method(*args[1:])
             except Exception as e:
-                _annotate(e, ins)
+                annotate(e, ins.node)
                 raise
             pc += 1
         elif op == MOVE:
@@ -81,10 +81,9 @@ def run_plan(plan, inputs) -> object:
     return None
 
 
-def _annotate(exc: BaseException, ins) -> None:
+def annotate(exc: BaseException, node) -> None:
     """Add the failing node (and its source line) to the exception, once, like TorchScript's
     "The following operation failed in the TorchScript interpreter" trace."""
-    node = ins.node
     if node is None or getattr(exc, "_ember_jit_annotated", False):
         return
     try:

@@ -1,45 +1,17 @@
 """Profiling support of the graph executor: what a profiling run records, and how the optimised
 graph takes the observed types.
 
-The profile nodes themselves are inserted and removed by ``ember.jit.passes``
-(insert_profile_nodes / remove_profile_nodes).
-
-What a prim::profile node records when it runs is ``passes.record_profile`` (the interpreter
-calls it). This module holds
-- `specialize_types(graph, inputs)`: the observed types become the values' ``node.type`` (the
-  graph's tensor inputs get the types of the inputs the plan is built for).
-- `keep_guaranteed_types(graph, inputs)`: keep observed types only where the input signature
-  guarantees them.
+The profile nodes themselves are inserted, read (``specialize_types``) and removed by
+``ember.jit.passes``; what a prim::profile node records when it runs is ``passes.record_profile``.
+This module holds `keep_guaranteed_types(graph, inputs)`: keep observed types only where the
+input signature guarantees them.
 """
 from __future__ import annotations
 
 from ember.fx.graph import Graph
 
 from ..ir import block_params, prim, walk
-from ..ir.types import TensorType, observed_tensor_type
-
-
-def _is_tensor_type(t) -> bool:
-    return isinstance(t, TensorType)
-
-
-def specialize_types(graph: Graph, inputs) -> Graph:
-    """Write observed types onto values: root inputs from `inputs`, the rest from profile nodes."""
-    import ember
-    params = [n for n in graph.nodes if n.op == "placeholder"]
-    for p, x in zip(params, inputs):
-        if isinstance(x, ember.Tensor) and (p.type is None or _is_tensor_type(p.type)):
-            p.type = observed_tensor_type(x)
-    for node in walk(graph):
-        if node.op == "call_function" and node.target is prim.profile:
-            seen = node.meta.get("profiled_type")
-            if seen is None:
-                continue
-            node.type = seen
-            value = node.args[0] if node.args else None
-            if hasattr(value, "op") and (value.type is None or _is_tensor_type(value.type)):
-                value.type = seen
-    return graph
+from ..ir.types import TensorType
 
 
 _DATA_DEPENDENT = {"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "repeat_interleave",

@@ -22,6 +22,7 @@ import types
 from ember.jit.ir.types import (AnyType, BoolType, DeviceType, DictType, DTypeType, FloatType, IntType,
                                 ListType, NoneType, NumberType, OptionalType, ScriptType, StrType,
                                 TensorType, TupleType)
+from ember.jit.ir.types import py_type_str  # noqa: F401  (the frontend reads it as rules.py_type_str)
 
 
 class BottomType(ScriptType):
@@ -42,21 +43,6 @@ T_ = TensorType()
 INT, FLOAT, BOOL, STR, NONE, NUM = IntType(), FloatType(), BoolType(), StrType(), NoneType(), NumberType()
 TT = TupleType((T_, T_))
 LT = ListType(T_)
-
-
-def py_type_str(t: ScriptType) -> str:
-    """A type as TorchScript's error messages spell it: ``Optional[Tensor]``, ``List[int]``."""
-    if isinstance(t, OptionalType):
-        return f"Optional[{py_type_str(t.elem)}]"
-    if isinstance(t, ListType):
-        return f"List[{py_type_str(t.elem)}]"
-    if isinstance(t, TupleType):
-        return f"Tuple[{', '.join(py_type_str(e) for e in t.elems)}]"
-    if isinstance(t, DictType):
-        return f"Dict[{py_type_str(t.key)}, {py_type_str(t.value)}]"
-    if isinstance(t, TensorType):
-        return "Tensor"
-    return str(t)
 
 
 def unify(a: ScriptType, b: ScriptType) -> ScriptType | None:
@@ -324,7 +310,7 @@ def classify(obj) -> str:
     """What a Python object reached by name is, for the frontend's call/attribute dispatch:
     'module', 'ember_function', 'math_function', 'operator_function', 'builtin', 'exception',
     'constant', 'type', 'python_function', 'other'."""
-    from ember.fx.node import _public_name_table
+    from ember.ops.registry import public_name
     if isinstance(obj, types.ModuleType):
         return "module"
     if any(obj is b for b in BUILTIN_FUNCTIONS):
@@ -338,8 +324,8 @@ def classify(obj) -> str:
         return "type"
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return "constant"
-    entry = _public_name_table().get(id(obj))
-    if entry is not None and entry[1] is obj:
+    public = public_name(obj)
+    if public is not None and not public.rsplit(".", 1)[1].startswith("_"):
         return "ember_function"
     if getattr(obj, "__module__", None) == "math" or (callable(obj) and getattr(math, getattr(obj, "__name__", ""),
                                                                                None) is obj):
@@ -363,6 +349,6 @@ def _constant_tuple(value) -> bool:
 
 def ember_function_name(obj) -> str:
     """The public dotted name of an ember function (``ember.nn.functional.relu``)."""
-    from ember.fx.node import _public_name_table
-    return _public_name_table()[id(obj)][0]
+    from ember.ops.registry import public_name
+    return public_name(obj)
 

@@ -10,7 +10,7 @@ This is the one IR of the compiler stack (fx), with the few additions TorchScrip
 - ``node.meta["loc"] = (filename, line, col)``: the source location, and
   ``node.meta["jit_name"]``: the Python variable the value was assigned to (printing ``%c.1``).
 - A node with several outputs (If, Loop, TupleUnpack, ListUnpack) has a tuple value; each output
-  is an ``operator.getitem(node, i)`` node right after it (``outputs_of``), which printing folds
+  is an ``operator.getitem(node, i)`` node right after it (``output_getitems``), which printing folds
   into ``%a, %b = prim::If(...)``.
 - The root graph's ``output`` node returns one value (several returns are a TupleConstruct).
 
@@ -34,7 +34,7 @@ from ember.fx.node import Node
 from ember.fx import prim  # the IR's own operators and block helpers live with the IR (ember.fx)
 from ember.fx.passes import jit_log
 from ember.fx.blocks import (add_block, block_params, block_returns, clone, inline_graph,  # noqa: F401
-                             output_node, root_graph, set_block_returns, walk)
+                             num_outputs, output_getitems, output_node, root_graph, set_block_returns, walk)
 from .types import (AnyType, BoolType, ClassType, DeviceType, DictType, DTypeType, FloatType,  # noqa: F401
                     FunctionType, IntType, ListType, ModuleType, NoneType, NumberType, OptionalType,
                     ScriptType, StrType, TensorType, TupleType, from_annotation, parse_type, type_of_value)
@@ -87,16 +87,6 @@ def unpack_outputs(node: Node, types: list) -> list:
     node.type = TupleType(tuple(types))
     node.meta["num_outputs"] = len(types)
     return outputs
-
-
-def outputs_of(node: Node) -> list:
-    """The getitem nodes reading each output of a multi-output node, by index (None if unused)."""
-    found: list = [None] * node.meta.get("num_outputs", 0)
-    for user in node.users:
-        if user.target is operator.getitem and user.args[0] is node and isinstance(user.args[1], int) \
-                and user.args[1] < len(found):
-            found[user.args[1]] = user
-    return found
 
 
 def add_if(graph: Graph, cond: Node, output_types: list, loc=None) -> tuple:

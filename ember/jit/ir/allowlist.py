@@ -96,10 +96,9 @@ def _ember_functions() -> dict:
     """Public dotted name -> function, for the ember functions a saved graph may call."""
     global _functions
     if _functions is None:
-        from ember.fx.node import _public_name_table
         from ember.ops import registry
         table = {id(fn) for fns in registry.FUNCTIONS.values() for fn in fns.values()}
-        _functions = {name: fn for name, fn in _public_name_table().values()
+        _functions = {name: fn for name, fn in registry.public_functions().items()
                       if ((id(fn) in table and _is_table_api(fn)) or name in _QUERY_FUNCTIONS)
                       and name not in _FOREIGN_MEMORY}
     return _functions

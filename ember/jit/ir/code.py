@@ -25,7 +25,7 @@ import operator
 from ember.fx.node import Node
 
 from . import prim
-from .types import (DictType, ListType, ModuleType, OptionalType, ScriptType, TupleType)
+from .types import ModuleType, py_type_str
 
 _BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
            operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.lt: "<",
@@ -34,22 +34,6 @@ _BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tru
            operator.is_: "is", operator.is_not: "is not", operator.lshift: "<<", operator.rshift: ">>"}
 _UNARY = {operator.neg: "-", operator.pos: "+", operator.not_: "not ", operator.invert: "~"}
 _HUGE = 2 ** 63 - 1
-
-
-def annotation(t) -> str:
-    """A ScriptType as a Python annotation: ``List[int]``, ``Optional[Tensor]``, ``Tuple[Tensor, int]``."""
-    if isinstance(t, ListType):
-        return f"List[{annotation(t.elem)}]"
-    if isinstance(t, OptionalType):
-        return f"Optional[{annotation(t.elem)}]"
-    if isinstance(t, TupleType):
-        return f"Tuple[{', '.join(annotation(e) for e in t.elems)}]"
-    if isinstance(t, DictType):
-        return f"Dict[{annotation(t.key)}, {annotation(t.value)}]"
-    if isinstance(t, ScriptType):
-        text = str(t)
-        return "Tensor" if text.split("(")[0] in ("Float", "Double", "Long", "Int", "Bool", "Half") else text
-    return "Tensor"
 
 
 def _literal(value) -> str:
@@ -167,7 +151,7 @@ class _Coder:
             name = getattr(callee, "name", None) or getattr(callee, "__name__", None) or "function"
             return f"{name}({', '.join(args)})"
         if t is prim.Uninitialized:
-            return f"uninitialized({annotation(node.type)})"
+            return f"uninitialized({py_type_str(node.type)})"
         if t is prim.unchecked_cast:
             return f"unchecked_cast({args[0]})"
         if t is prim.Print:
@@ -192,8 +176,9 @@ class _Coder:
             self.statement(node, indent)
 
     def outputs(self, node: Node) -> list:
-        from . import outputs_of
-        return [self.var(o) if o is not None else self.var(None) for o in outputs_of(node)]
+        from . import num_outputs, output_getitems
+        items = output_getitems(node)
+        return [self.var(items[i][-1]) if i in items else self.var(None) for i in range(num_outputs(node))]
 
     def statement(self, node: Node, indent: str) -> None:
         t = node.target
@@ -352,10 +337,10 @@ def format_code(graph, name: str = "forward") -> str:
         if node.op != "placeholder":
             continue
         pname = coder.var(node, hint=node.meta.get("jit_name") or node.target)
-        params.append(pname if isinstance(node.type, ModuleType) else f"{pname}: {annotation(node.type)}")
+        params.append(pname if isinstance(node.type, ModuleType) else f"{pname}: {py_type_str(node.type)}")
     out = [n for n in graph.nodes if n.op == "output"]
     result = out[0].args[0] if out else None
-    ret_type = annotation(result.type) if isinstance(result, Node) else "Any"
+    ret_type = py_type_str(result.type) if isinstance(result, Node) else "Any"
     coder.block(graph, "  ")
     coder.emit(f"return {_bare(coder.expr(result))}", "  ")
     return f"def {name}({', '.join(params)}) -> {ret_type}:\n" + "\n".join(coder.lines) + "\n"

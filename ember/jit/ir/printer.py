@@ -1,6 +1,7 @@
-"""Print a script graph the way TorchScript prints ``fn.graph``.
+"""Print a graph the way TorchScript prints ``fn.graph``: the one printer of jit.script's and
+jit.trace's graphs (``format_graph``; ``ScriptGraph`` is what ``.graph`` returns).
 
-    graph(%a.1 : Tensor,
+    graph(%a.1 : Tensor,                                            # jit.script
           %b.1 : Tensor):
       %2 : int = prim::Constant[value=1]()
       %c.1 : Tensor = aten::add(%a.1, %b.1, %2) # /path/file.py:9:6
@@ -11,18 +12,32 @@
           -> (%a.1)
       return (%y)
 
-Naming: a value whose node has ``meta["jit_name"]`` prints as ``%name.N`` (N counts that
-name's values from 1, so reassignments print ``%y.1``, ``%y.2``); other values print as a number
-that counts every value printed so far (as TorchScript's unique ids do). A module method's
-``self`` prints without a suffix. Targets print under their TorchScript names (``_op_name``).
+    graph(%a : Float(4, strides=[1], requires_grad=0, device=cpu),  # jit.trace
+          %b : Float(4, strides=[1], requires_grad=0, device=cpu)):
+      %2 : int = prim::Constant[value=1]() # /path/x.py:3:0
+      %c : Float(4, strides=[1], requires_grad=0, device=cpu) = aten::add(%a, %b, %2) # /path/x.py:3:0
+      return (%c)
 
-Where ember's IR differs from TorchScript's (choices documented here, as the spec asks):
-- literal (non-Node) arguments print as a ``prim::Constant`` line emitted just before the node
-  (lists/tuples of operands as ``prim::ListConstruct`` / ``prim::TupleConstruct`` lines);
-  keyword arguments print as ``name=%value`` after the positional operands.
-- ``prim::CallFunction`` prints its callee's name as an attribute:
-  ``prim::CallFunction[name="helper"](%x)`` (TorchScript passes a function constant).
-- ``prim::ListUnpack``'s element count is not printed (it is the number of outputs).
+Values are numbered in creation order (as TorchScript's unique ids are); a value whose node has
+``meta["jit_name"]`` prints under that name and still uses up its number. A value's type is its
+``node.type`` (a ScriptType) when it has one, else the tensor in ``meta["val"]`` (with sizes,
+strides, requires_grad and device when ``with_shapes``). A Python literal argument prints as a
+``prim::Constant`` line just before the node reading it (dtypes as their ScalarType code), lists
+of operands as ``prim::ListConstruct`` / ``prim::TupleConstruct`` lines. Targets print under their
+TorchScript names (`op_name`). Blocks print as ``blockN(params):`` ... ``-> (returns)``.
+
+The two capture paths name and type things differently, and `traced=True` selects the trace's
+rules, each what ``torch.jit.trace`` prints: names are used as the recorder made them unique (a
+script's ``jit_name`` is the Python variable, printed ``%y.1``, ``%y.2`` for each assignment);
+literals carry the location of the node reading them; operator calls print one operand per schema
+argument (a number passed for a Tensor of add/sub/mul/div as a 0-dim ``{2.5}`` constant); traced
+sizes (``call_method size`` nodes and arithmetic on them, see ``_sizes.py``) print as
+``aten::size`` + ``prim::NumToTensor`` 0-dim tensors with an ``aten::Int`` before each use as an
+int; the returned structure prints as Tuple/List/DictConstruct lines.
+
+Where the script IR differs from TorchScript's (documented choices): keyword arguments print as
+``name=%value`` after the positional operands; ``prim::CallFunction`` prints its callee as
+``[name="helper"]``; ``prim::ListUnpack``'s element count is not printed.
 """
 from __future__ import annotations
 
@@ -30,78 +45,66 @@ import builtins
 import math
 import operator
 
+from ember._core import dtype as _dt
+from ember._core.device import device as _device_cls
+from ember._core.tensor import Tensor
 from ember.fx.node import Node
 
 from . import prim
-from .types import ModuleType, ScriptType
+from .op_names import _is_operator_handle, op_name
+from .types import ModuleType
 
-# operator.* -> TorchScript names (aten::add prints for `a + b`)
-_OPERATOR_NAMES = {
-    "add": "aten::add", "sub": "aten::sub", "mul": "aten::mul", "truediv": "aten::div",
-    "floordiv": "aten::floordiv", "mod": "aten::remainder", "pow": "aten::pow", "neg": "aten::neg",
-    "pos": "aten::pos", "not_": "aten::__not__", "lt": "aten::lt", "le": "aten::le", "gt": "aten::gt",
-    "ge": "aten::ge", "eq": "aten::eq", "ne": "aten::ne", "and_": "aten::__and__", "or_": "aten::__or__",
-    "xor": "aten::__xor__", "invert": "aten::bitwise_not", "getitem": "aten::__getitem__",
-    "setitem": "aten::_set_item", "contains": "aten::__contains__", "is_": "aten::__is__",
-    "is_not": "aten::__isnot__", "matmul": "aten::matmul", "lshift": "aten::__lshift__",
-    "rshift": "aten::__rshift__", "abs": "aten::abs", "iadd": "aten::add_", "isub": "aten::sub_",
-    "imul": "aten::mul_", "itruediv": "aten::div_",
-}
-_BUILTIN_NAMES = {
-    "len": "aten::len", "int": "aten::Int", "float": "aten::Float", "bool": "aten::Bool", "str": "aten::str",
-    "min": "prim::min", "max": "prim::max", "abs": "prim::abs", "print": "prim::Print",
-    "isinstance": "prim::isinstance", "round": "aten::round", "divmod": "aten::divmod", "sum": "aten::sum",
-    "any": "aten::any", "all": "aten::all", "list": "aten::list", "hash": "aten::hash", "ord": "aten::ord",
-    "chr": "aten::chr", "slice": "aten::slice",
-}
-# getattr(x, "name") on a tensor -> how TorchScript spells the attribute read
-_ATTR_NAMES = {"dtype": "prim::dtype", "device": "prim::device", "ndim": "aten::dim", "shape": "aten::size",
-               "is_cuda": "prim::is_cuda", "requires_grad": "prim::requires_grad", "grad": "prim::grad",
-               "data": "prim::data", "T": "aten::numpy_T", "layout": "prim::layout"}
+# ---------------------------------------------------------------------------------------------
+# values as text
+# ---------------------------------------------------------------------------------------------
+_DTYPE_NAMES = {_dt.float32: "Float", _dt.float64: "Double", _dt.float16: "Half", _dt.bfloat16: "BFloat16",
+                _dt.int64: "Long", _dt.int32: "Int", _dt.int16: "Short", _dt.int8: "Char", _dt.uint8: "Byte",
+                _dt.bool_: "Bool", _dt.complex64: "ComplexFloat", _dt.complex128: "ComplexDouble"}
+_SCALAR_TYPE_CODE = {_dt.uint8: 0, _dt.int8: 1, _dt.int16: 2, _dt.int32: 3, _dt.int64: 4, _dt.float16: 5,
+                     _dt.float32: 6, _dt.float64: 7, _dt.complex64: 9, _dt.complex128: 10, _dt.bool_: 11,
+                     _dt.bfloat16: 15}
+# Ops whose Python binding in PyTorch turns a number into a 0-dim "wrapped number" tensor (their
+# Scalar overloads are not exposed to Python); elsewhere a number passed for a Tensor argument
+# selects the Scalar overload and prints as a plain constant (``aten::gt(%x, %2)``, %2 : int).
+_WRAPPED_NUMBER_OPS = {"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul", "aten::mul_",
+                       "aten::div", "aten::div_", "aten::true_divide", "aten::true_divide_"}
 
 
-def _is_operator_handle(target) -> bool:
-    return hasattr(target, "schema") and hasattr(target, "redispatch")
+def format_float(x: float) -> str:
+    """TorchScript's float constants: 17 significant digits, a trailing '.' on integral values
+    below 1e10 (``1.``, ``0.10000000000000001``, ``1e+17``)."""
+    if math.isfinite(x) and x == int(x) and abs(x) < 1e10:
+        return f"{int(x)}."
+    return "%.17g" % x
 
 
-def op_name(node: Node) -> str:
-    """The TorchScript name of a node's target: ``aten::add``, ``prim::If``, ``aten::relu``.
+def tensor_type(t, with_shapes: bool = True) -> str:
+    """``Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu)`` for a tensor (or meta tensor
+    standing for one: its device prints as cpu); ``Tensor`` without shapes."""
+    if not with_shapes:
+        return "Tensor"
+    parts = [str(s) for s in t.shape]
+    if t.dim():
+        parts.append("strides=[" + ", ".join(str(s) for s in t.stride()) + "]")
+    parts.append(f"requires_grad={int(bool(t.requires_grad))}")
+    device = t.device.type
+    parts.append(f"device={'cpu' if device == 'meta' else device}")
+    return f"{_DTYPE_NAMES.get(t.dtype, 'Tensor')}({', '.join(parts)})"
 
-        op_name(graph.call_function(ember.tanh, (x,)))   # 'aten::tanh'
-    """
-    target = node.target
-    if node.op == "call_method":
-        return f"aten::{target}"
-    if node.op == "get_attr":
-        return "prim::GetAttr"
-    if prim.is_prim(target):
-        return target.name
-    if _is_operator_handle(target):
-        return target.name.split(".", 1)[0]
-    module = getattr(target, "__module__", None)
-    name = getattr(target, "__name__", None)
-    if module in ("_operator", "operator") and name in _OPERATOR_NAMES:
-        return _OPERATOR_NAMES[name]
-    if target is builtins.getattr and len(node.args) >= 2 and isinstance(node.args[1], str):
-        return _ATTR_NAMES.get(node.args[1], f"prim::{node.args[1]}")
-    if module == "builtins" and name in _BUILTIN_NAMES:
-        return _BUILTIN_NAMES[name]
-    if module == "math" or getattr(math, name or "", None) is target:
-        return f"aten::{name}"
-    try:
-        from ember.fx.node import _get_qualified_name
-        qual = _get_qualified_name(target)
-    except Exception:  # noqa: BLE001  (an unnamed callable still prints)
-        qual = repr(target)
-    if qual.startswith("ember."):
-        return "aten::" + qual.rsplit(".", 1)[1]
-    return "python::" + qual
+
+def _tensor_literal(t: Tensor) -> str:
+    """A tensor constant's value: ``{2.5}`` for a 0-dim tensor, else the values and
+    ``[ CPUFloatType{3} ]`` (PyTorch's C++ tensor printing, approximately)."""
+    values = t.detach().tolist() if not t.device.type == "meta" else []
+    if t.dim() == 0:
+        return "{" + (format_float(values).rstrip(".") if isinstance(values, float) else str(values)) + "}"
+    flat = t.detach().reshape(-1).tolist()
+    return " ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in flat) + \
+        f" [ CPU{_DTYPE_NAMES.get(t.dtype, 'Float')}Type{{{','.join(str(s) for s in t.shape)}}} ]"
 
 
 def format_constant_value(value) -> str | None:
     """The ``[value=...]`` text of a constant; None for ``None`` (printed ``prim::Constant()``)."""
-    import ember
-    from .._ir_text import _SCALAR_TYPE_CODE, _tensor_literal, format_float
     if value is None:
         return None
     if isinstance(value, bool):
@@ -112,11 +115,11 @@ def format_constant_value(value) -> str | None:
         return format_float(value)
     if isinstance(value, str):
         return _quote(value)
-    if isinstance(value, ember.dtype):
+    if isinstance(value, _dt.dtype):
         return str(_SCALAR_TYPE_CODE.get(value, -1))
-    if isinstance(value, ember.device):
+    if isinstance(value, _device_cls):
         return _quote(str(value))
-    if isinstance(value, ember.Tensor):
+    if isinstance(value, Tensor):
         return _tensor_literal(value)
     if isinstance(value, (list, tuple)):
         items = ", ".join("None" if v is None else (format_constant_value(v) or "") for v in value)
@@ -128,184 +131,26 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _type_text(node: Node) -> str:
-    t = getattr(node, "type", None)
-    if isinstance(t, ScriptType):
-        return str(t)
-    import ember
-    val = node.meta.get("val")
-    if isinstance(val, ember.Tensor):
-        return "Tensor"
-    return "Tensor" if t is None else str(t)
-
-
-def is_folded_output(node: Node) -> bool:
-    """True for the ``getitem`` nodes that print as the outputs of their multi-output producer."""
-    if node.op != "call_function" or node.target is not operator.getitem:
-        return False
-    src = node.args[0]
-    return isinstance(src, Node) and "num_outputs" in src.meta and isinstance(node.args[1], int)
-
-
-class _Printer:
-    def __init__(self, with_locations: bool):
-        self.with_locations = with_locations
-        self.names: dict = {}
-        self.counts: dict = {}
-        self.next_number = 0
-        self.subgraphs: list = []   # (name, graph) of fusion groups, printed after the graph
-
-    # -- names --------------------------------------------------------------------------
-    def fresh(self, node: Node | None = None, *, plain: bool = False) -> str:
-        number = self.next_number
-        self.next_number += 1
-        base = None
-        if node is not None:
-            base = node.meta.get("jit_name")
-            if base is None and node.op == "placeholder" and node.graph.parent_node is None:
-                base = node.target
-        if base is None:
-            name = str(number)
-        elif plain:
-            name = base
-        else:
-            count = self.counts.get(base, 0) + 1
-            self.counts[base] = count
-            name = f"{base}.{count}"
-        if node is not None:
-            self.names[node] = name
-        return name
-
-    def loc(self, node: Node) -> str:
-        if not self.with_locations:
-            return ""
-        loc = node.meta.get("loc")
-        if loc is not None:
-            return f" # {loc[0]}:{loc[1]}:{loc[2] if len(loc) > 2 else 0}"
-        loc = node.meta.get("jit_loc")
-        if loc is not None:
-            return f" # {loc[0]}:{loc[1]}:0"
-        return ""
-
-    # -- operands -----------------------------------------------------------------------
-    def operand(self, value, lines: list, indent: str, as_list: bool = False) -> str:
-        """`%name` of a Node, else emit a constant/construct line for the literal first."""
-        if isinstance(value, Node):
-            if value not in self.names:  # a value from outside the printed graph
-                self.names[value] = value.meta.get("jit_name") or value.name
-            return "%" + self.names[value]
-        if isinstance(value, (list, tuple)) and (as_list or any(isinstance(v, Node) for v in _flat(value))):
-            # an operator's int[] argument given as a tuple prints as a list, as TorchScript has it
-            items = ", ".join(self.operand(v, lines, indent) for v in value)
-            name = self.fresh()
-            as_list = as_list or isinstance(value, list)
-            kind = "ListConstruct" if as_list else "TupleConstruct"
-            typ = _literal_type(list(value) if as_list else value)
-            lines.append(f"{indent}%{name} : {typ} = prim::{kind}({items})")
-            return "%" + name
-        name = self.fresh()
-        text = format_constant_value(value)
-        attr = "" if text is None else f"[value={text}]"
-        lines.append(f"{indent}%{name} : {_literal_type(value)} = prim::Constant{attr}()")
-        return "%" + name
-
-    # -- nodes --------------------------------------------------------------------------
-    def block(self, graph, lines: list, indent: str) -> None:
-        for node in graph.nodes:
-            if node.op in ("placeholder", "output") or is_folded_output(node):
-                continue
-            self.node(node, lines, indent)
-
-    def node(self, node: Node, lines: list, indent: str) -> None:
-        name = op_name(node)
-        target = node.target
-        args = list(node.args)
-        attr = ""
-        if node.op == "get_attr":
-            owner = "%self"
-            attr, args = f'[name="{node.target}"]', []
-            ops_text = owner
-        else:
-            if prim.is_prim(target):
-                if target is prim.Constant:
-                    text = format_constant_value(args[0])
-                    attr, args = ("" if text is None else f"[value={text}]"), []
-                elif target in (prim.GetAttr, prim.SetAttr, prim.CallMethod) and len(args) >= 2:
-                    attr, args = f'[name="{args[1]}"]', [args[0]] + args[2:]
-                elif target is prim.CallFunction:
-                    callee = node.meta.get("callee")
-                    cname = getattr(callee, "name", None) or getattr(callee, "__name__", None)
-                    attr = f'[name="{cname}"]' if cname else ""
-                elif target is prim.ListUnpack:
-                    args = args[:1]
-                elif target is prim.profile and node.meta.get("profiled_type") is not None:
-                    attr = f"[profiled_type={node.meta['profiled_type']}]"
-                elif target is prim.TypeCheck and node.meta.get("types") is not None:
-                    attr = "[types=[" + ", ".join(str(t) for t in node.meta["types"]) + "]]"
-                elif target is prim.FusionGroup and node.meta.get("subgraph") is not None:
-                    name = f"prim::FusionGroup_{len(self.subgraphs)}"
-                    self.subgraphs.append((name, node.meta["subgraph"]))
-            elif node.op == "call_function" and target is builtins.getattr and len(args) == 2 \
-                    and isinstance(args[1], str):
-                args = args[:1]
-            as_list = node.op == "call_method" or _is_operator_handle(target)
-            operands = [self.operand(a, lines, indent, as_list) for a in args]
-            operands += [f"{k}={self.operand(v, lines, indent, as_list)}" for k, v in node.kwargs.items()]
-            ops_text = ", ".join(operands)
-        outputs = self.outputs_text(node)
-        lines.append(f"{indent}{outputs} = {name}{attr}({ops_text}){self.loc(node)}")
-        for i, block in enumerate(node.blocks):
-            params = [p for p in block.nodes if p.op == "placeholder"]
-            header = ", ".join(f"%{self.fresh(p)} : {_type_text(p)}" for p in params)
-            lines.append(f"{indent}  block{i}({header}):")
-            self.block(block, lines, indent + "    ")
-            out = [n for n in block.nodes if n.op == "output"]
-            rets = list(out[0].args[0]) if out and isinstance(out[0].args[0], (tuple, list)) else (
-                [out[0].args[0]] if out else [])
-            ret_text = ", ".join(self.operand(r, lines, indent + "    ") for r in rets)
-            lines.append(f"{indent}    -> ({ret_text})")
-
-    def outputs_text(self, node: Node) -> str:
-        if "num_outputs" in node.meta:
-            from . import outputs_of
-            outs = outputs_of(node)
-            types = getattr(node.type, "elems", None) or ()
-            parts = []
-            for i, out in enumerate(outs):
-                if out is not None:
-                    parts.append(f"%{self.fresh(out)} : {_type_text(out)}")
-                else:
-                    parts.append(f"%{self.fresh()} : {types[i] if i < len(types) else 'Tensor'}")
-            self.names[node] = parts[0].split(" ")[0][1:] if parts else self.fresh()
-            return ", ".join(parts) if parts else f"%{self.names[node]} : ()"
-        return f"%{self.fresh(node)} : {_type_text(node)}"
-
-    def run(self, graph) -> str:
-        inputs = []
-        for node in graph.nodes:
-            if node.op == "placeholder":
-                plain = isinstance(node.type, ModuleType)
-                inputs.append(f"%{self.fresh(node, plain=plain)} : {_type_text(node)}")
-        lines: list = []
-        self.block(graph, lines, "  ")
-        out = [n for n in graph.nodes if n.op == "output"]
-        if out:
-            result = out[0].args[0]
-            if isinstance(result, (tuple, list)) and not isinstance(result, Node):
-                text = self.operand(result, lines, "  ") if result else "%" + self._none(lines)
-            else:
-                text = self.operand(result, lines, "  ")
-            lines.append(f"  return ({text})")
-        header = "graph(" + ",\n      ".join(inputs) + "):"
-        for name, sub in self.subgraphs:   # TorchScript's `with prim::FusionGroup_0 = graph(...)`
-            body = _Printer(self.with_locations).run(getattr(sub, "graph", sub))
-            lines.append(f"with {name} = " + body.rstrip("\n").replace("\n", "\n  "))
-        return "\n".join([header] + lines) + "\n"
-
-    def _none(self, lines):
-        name = self.fresh()
-        lines.append(f"  %{name} : NoneType = prim::Constant()")
-        return name
+def _literal_type(value) -> str:
+    """The type a literal prints with: ``int`` (dtypes too: a ScalarType is an int), ``int[]``, ``(int, str)``."""
+    from .types import AnyType, TupleType, parse_type, type_of_value
+    if isinstance(value, Node):
+        return str(value.type) if value.type is not None else "Tensor"
+    if isinstance(value, _dt.dtype):
+        return "int"
+    if isinstance(value, tuple):
+        def parsed(text):
+            try:
+                return parse_type(text)
+            except ValueError:
+                return AnyType()
+        return str(TupleType(tuple(parsed(_literal_type(v)) for v in value)))
+    if isinstance(value, list):
+        return f"{_literal_type(value[0])}[]" if value else "Tensor[]"
+    try:
+        return str(type_of_value(value))
+    except ValueError:
+        return type(value).__name__
 
 
 def _flat(value):
@@ -316,57 +161,425 @@ def _flat(value):
             yield v
 
 
-def _literal_type(value) -> str:
-    from .types import TupleType, type_of_value
-    if isinstance(value, Node):
-        return _type_text(value)
-    if isinstance(value, tuple):
-        return str(TupleType(tuple(_parse(_literal_type(v)) for v in value)))
-    if isinstance(value, list):
-        return f"{_literal_type(value[0])}[]" if value else "Tensor[]"
-    try:
-        return str(type_of_value(value))
-    except ValueError:
-        return type(value).__name__
+# ---------------------------------------------------------------------------------------------
+# traced sizes (see _sizes.py): ``x.size(d)`` is a ``call_method size`` node, arithmetic on sizes
+# an ``operator`` call. PyTorch's tracer holds sizes as 0-dim Long tensors, so they print as
+# ``aten::size`` + ``prim::NumToTensor``, arithmetic as tensor ops with 0-dim constants, and each
+# use as an int argument as an ``aten::Int`` (placed right after the value's producer).
+# ---------------------------------------------------------------------------------------------
+_INT_OPS = ((operator.add, "aten::add"), (operator.sub, "aten::sub"), (operator.mul, "aten::mul"),
+            (operator.floordiv, "aten::floor_divide"), (operator.mod, "aten::remainder"),
+            (operator.neg, "aten::neg"), (operator.lt, "aten::lt"), (operator.le, "aten::le"),
+            (operator.gt, "aten::gt"), (operator.ge, "aten::ge"), (operator.eq, "aten::eq"),
+            (operator.ne, "aten::ne"), (operator.pow, "aten::pow"), (operator.abs, "aten::abs"),
+            (operator.and_, "aten::__and__"), (operator.or_, "aten::__or__"), (operator.xor, "aten::__xor__"),
+            (operator.lshift, "aten::__lshift__"), (operator.rshift, "aten::__rshift__"),
+            (operator.invert, "aten::bitwise_not"))
 
 
-def _parse(text):
-    from .types import parse_type
-    try:
-        return parse_type(text)
-    except ValueError:
-        from .types import AnyType
-        return AnyType()
+def _int_op_name(target):
+    return next((name for fn, name in _INT_OPS if target is fn), None)
 
 
-def format_graph(graph, *, with_locations: bool = True) -> str:
-    """The TorchScript text of a script graph (see the module docstring).
+def is_int_node(node) -> bool:
+    """True for a traced size (``size``/``numel`` call_method) or arithmetic on traced sizes."""
+    if node.op == "call_method":
+        return node.target in ("size", "numel")
+    return node.op == "call_function" and _int_op_name(node.target) is not None
+
+
+def _int_value_count(node) -> int:
+    """How many TorchScript values the printed form of an int node uses."""
+    if node.op == "call_method":   # the dim constant, aten::size, prim::NumToTensor / aten::numel, NumToTensor
+        return 3 if node.target == "size" else 2
+    count = 1 + sum(1 for a in node.args if not isinstance(a, Node))
+    return count + (1 if node.target in (operator.add, operator.sub) else 0)   # alpha
+
+
+def drop_dead_int_nodes(graph) -> None:
+    """Erase unused traced sizes (``x.shape`` records every dim) as PyTorch's dead-code pass
+    does; the values they used still count in the numbering (``meta["jit_skip"]`` on the next
+    node), as in PyTorch."""
+    nodes = list(graph.nodes)
+    dead = set()
+    for node in reversed(nodes):
+        if is_int_node(node) and all(u in dead for u in node.users):
+            dead.add(node)
+    skip = 0
+    for node in nodes:
+        if node in dead:
+            skip += _int_value_count(node) + node.meta.get("jit_skip", 0)
+        elif skip:
+            node.meta["jit_skip"] = node.meta.get("jit_skip", 0) + skip
+            skip = 0
+    for node in reversed(nodes):
+        if node in dead:
+            graph.erase_node(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# the printer
+# ---------------------------------------------------------------------------------------------
+class _Printer:
+    def __init__(self, traced: bool, with_shapes: bool, with_locations: bool):
+        self.traced = traced
+        self.with_shapes = with_shapes
+        self.with_locations = with_locations
+        self.next_number = 0
+        self.names: dict = {}       # node -> printed value name (without %)
+        self.counts: dict = {}      # script: jit_name -> values printed under it so far
+        self.lines: list = []
+        self.node_lines: dict = {}  # call node -> its printed line (messages quote it)
+        self.int_lines: dict = {}   # traced size -> index of its last line in self.lines
+        self.after: dict = {}       # line index -> aten::Int lines placed after it
+        self.subgraphs: list = []   # (name, graph) of fusion groups, printed after the graph
+
+    # -- names, types, locations ----------------------------------------------------------
+    def fresh(self, node: Node | None = None, *, plain: bool = False) -> str:
+        number = self.next_number
+        self.next_number += 1
+        base = node.meta.get("jit_name") if node is not None else None
+        if base is None and node is not None and not self.traced and node.op == "placeholder" \
+                and node.graph.parent_node is None:
+            base = node.target
+        if base is None:
+            name = str(number)
+        elif plain or self.traced:
+            name = base
+        else:
+            self.counts[base] = self.counts.get(base, 0) + 1
+            name = f"{base}.{self.counts[base]}"
+        if node is not None:
+            self.names[node] = name
+        return name
+
+    def type_text(self, node: Node) -> str:
+        t = node.type
+        return str(t) if t is not None else self.value_type(node.meta.get("val"))
+
+    def value_type(self, val) -> str:
+        if isinstance(val, Tensor):
+            return tensor_type(val, self.with_shapes)
+        if isinstance(val, tuple):
+            return "(" + ", ".join(self.value_type(v) for v in val) + ")"
+        return "Tensor"
+
+    def loc(self, node) -> str:
+        if not self.with_locations or node is None:
+            return ""
+        loc = node.meta.get("loc")
+        if loc is not None:
+            return f" # {loc[0]}:{loc[1]}:{loc[2] if len(loc) > 2 else 0}"
+        loc = node.meta.get("jit_loc")
+        return f" # {loc[0]}:{loc[1]}:0" if loc is not None else ""
+
+    def emit(self, indent: str, text: str) -> None:
+        self.lines.append(indent + text)
+
+    # -- operands -------------------------------------------------------------------------
+    def operand(self, value, indent: str, at=None, *, as_list=False, wrap=False, tensor_arg=False) -> str:
+        """The value name (without %) of an argument, emitting lines for literals first. `wrap`:
+        a number prints as a 0-dim tensor; `tensor_arg`: a traced size is passed as it is."""
+        if isinstance(value, Node):
+            if value in self.int_lines and not (wrap or tensor_arg):
+                name = self.fresh()   # a traced size used as an int: aten::Int of its 0-dim tensor
+                self.after.setdefault(self.int_lines[value], []).append(
+                    f"%{name} : int = aten::Int(%{self.names[value]})")
+                return name
+            if value not in self.names:  # a value from outside the printed graph
+                self.names[value] = value.meta.get("jit_name") or value.name
+            return self.names[value]
+        if isinstance(value, (list, tuple)) and (self.traced or as_list or any(isinstance(v, Node)
+                                                                               for v in _flat(value))):
+            return self.construct(value, indent, at, as_list, wrap)
+        return self.constant(value, indent, at, wrap)
+
+    def construct(self, value, indent: str, at, as_list: bool, wrap: bool) -> str:
+        if self.traced:   # an int[] / Tensor[] argument; its traced sizes are converted first
+            converted = {i: self.operand(v, indent, at) for i, v in enumerate(value)
+                         if isinstance(v, Node) and v in self.int_lines}
+            items = [converted[i] if i in converted else self.operand(v, indent, at, wrap=wrap)
+                     for i, v in enumerate(value)]
+            elem = "Tensor" if any(isinstance(v, Tensor) or (isinstance(v, Node) and v not in self.int_lines)
+                                   for v in value) else ("float" if any(isinstance(v, float) for v in value)
+                                                         else "int")
+            typ, kind = f"{elem}[]", "ListConstruct"
+        else:   # an operator's int[] argument given as a tuple prints as a list, as TorchScript has it
+            items = [self.operand(v, indent) for v in value]
+            as_list = as_list or isinstance(value, list)
+            typ = _literal_type(list(value) if as_list else value)
+            kind = "ListConstruct" if as_list else "TupleConstruct"
+        name = self.fresh()
+        self.emit(indent, f"%{name} : {typ} = prim::{kind}({', '.join('%' + i for i in items)})")
+        return name
+
+    def constant(self, value, indent: str, at=None, wrap: bool = False) -> str:
+        name = self.fresh()
+        loc = self.loc(at) if self.traced and value is not None else ""
+        if wrap and isinstance(value, (bool, int, float)):
+            kind = "Bool" if isinstance(value, bool) else "Long" if isinstance(value, int) else "Double"
+            text = "{" + (str(int(value)) if isinstance(value, bool) else
+                          format_float(value).rstrip(".") if isinstance(value, float) else str(value)) + "}"
+            self.emit(indent, f"%{name} : {kind}(requires_grad=0, device=cpu) = prim::Constant[value={text}](){loc}")
+            return name
+        text = format_constant_value(value)
+        attr = "" if text is None else f"[value={text}]"
+        self.emit(indent, f"%{name} : {_literal_type(value)} = prim::Constant{attr}(){loc}")
+        return name
+
+    # -- nodes ----------------------------------------------------------------------------
+    def block(self, graph, indent: str) -> None:
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                continue
+            self.next_number += node.meta.get("jit_skip", 0)   # values of erased traced sizes
+            if node.op == "output" or _is_folded_output(node, self.traced):
+                continue
+            if node.op == "get_attr":
+                self.get_attr(node, indent)
+            elif self.traced and is_int_node(node):
+                self.int_node(node, indent)
+            elif self.traced and node.op == "call_function" and _is_operator_handle(node.target):
+                self.schema_call(node, indent)
+            else:
+                self.node(node, indent)
+
+    def get_attr(self, node: Node, indent: str) -> None:
+        value = node.meta.get("jit_constant")
+        name = self.fresh(node)
+        if str(node.target).startswith("_tensor_constant") and isinstance(value, Tensor):
+            self.emit(indent, f"%{name} : {self.type_text(node)} = prim::Constant[value={_tensor_literal(value)}]()"
+                              f"{self.loc(node)}")
+        else:
+            self.emit(indent, f'%{name} : {self.type_text(node)} = prim::GetAttr[name="{node.target}"](%self)'
+                              f"{self.loc(node)}")
+
+    def node(self, node: Node, indent: str) -> None:
+        name, target, args, attr = op_name(node), node.target, list(node.args), ""
+        if prim.is_prim(target):
+            if target is prim.Constant:
+                text = format_constant_value(args[0])
+                attr, args = ("" if text is None else f"[value={text}]"), []
+            elif target in (prim.GetAttr, prim.SetAttr, prim.CallMethod) and len(args) >= 2:
+                attr, args = f'[name="{args[1]}"]', [args[0]] + args[2:]
+            elif target is prim.CallFunction:
+                callee = node.meta.get("callee")
+                cname = getattr(callee, "name", None) or getattr(callee, "__name__", None)
+                attr = f'[name="{cname}"]' if cname else ""
+            elif target is prim.ListUnpack:
+                args = args[:1]
+            elif target is prim.profile and node.meta.get("profiled_type") is not None:
+                attr = f"[profiled_type={node.meta['profiled_type']}]"
+            elif target is prim.TypeCheck and node.meta.get("types") is not None:
+                attr = "[types=[" + ", ".join(str(t) for t in node.meta["types"]) + "]]"
+            elif target is prim.FusionGroup and node.meta.get("subgraph") is not None:
+                name = f"prim::FusionGroup_{len(self.subgraphs)}"
+                self.subgraphs.append((name, node.meta["subgraph"]))
+        elif node.op == "call_function" and target is builtins.getattr and len(args) == 2 \
+                and isinstance(args[1], str):
+            args = args[:1]
+        as_list = node.op == "call_method" or _is_operator_handle(target)
+        operands = ["%" + self.operand(a, indent, as_list=as_list) for a in args]
+        operands += [f"{k}=%{self.operand(v, indent, as_list=as_list)}" for k, v in node.kwargs.items()]
+        self.emit(indent, f"{self.outputs_text(node)} = {name}{attr}({', '.join(operands)}){self.loc(node)}")
+        for i, block in enumerate(node.blocks):
+            params = [p for p in block.nodes if p.op == "placeholder"]
+            header = ", ".join(f"%{self.fresh(p)} : {self.type_text(p)}" for p in params)
+            self.emit(indent, f"  block{i}({header}):")
+            self.block(block, indent + "    ")
+            out = [n for n in block.nodes if n.op == "output"]
+            rets = list(out[0].args[0]) if out and isinstance(out[0].args[0], (tuple, list)) else (
+                [out[0].args[0]] if out else [])
+            ret_text = ", ".join("%" + self.operand(r, indent + "    ") for r in rets)
+            self.emit(indent, f"    -> ({ret_text})")
+
+    def outputs_text(self, node: Node) -> str:
+        if "num_outputs" not in node.meta:
+            return f"%{self.fresh(node)} : {self.type_text(node)}"
+        from . import num_outputs, output_getitems
+        items = output_getitems(node)
+        types = getattr(node.type, "elems", None) or ()
+        parts = []
+        for i in range(num_outputs(node)):
+            if i in items:
+                parts.append(f"%{self.fresh(items[i][-1])} : {self.type_text(items[i][-1])}")
+            else:
+                parts.append(f"%{self.fresh()} : {types[i] if i < len(types) else 'Tensor'}")
+        self.names[node] = parts[0].split(" ")[0][1:] if parts else self.fresh()
+        return ", ".join(parts) if parts else f"%{self.names[node]} : ()"
+
+    def schema_call(self, node: Node, indent: str) -> None:
+        """A traced operator call: one operand per schema argument it was given."""
+        schema, name = node.target.schema, node.target.name.split(".", 1)[0]
+        given, positional = [], list(node.args)   # (value, wrap, tensor_arg) per printed argument
+        for arg in schema.arguments:
+            if arg.kwarg_only:
+                if arg.name not in node.kwargs:
+                    continue
+                value = node.kwargs[arg.name]
+            elif positional:
+                value = positional.pop(0)
+            else:
+                continue
+            given.append((value, arg.type == "Tensor" and name in _WRAPPED_NUMBER_OPS, arg.type == "Tensor"))
+        # PyTorch converts traced sizes passed as ints (aten::Int) before making the op's constants
+        early = {i: self.operand(v, indent, node, wrap=w, tensor_arg=t) for i, (v, w, t) in enumerate(given)
+                 if isinstance(v, Node) and v in self.int_lines and not w and not t}
+        operands = [early[i] if i in early else self.operand(v, indent, node, wrap=w, tensor_arg=t)
+                    for i, (v, w, t) in enumerate(given)]
+        call = f"{name}({', '.join('%' + o for o in operands)}){self.loc(node)}"
+        val = node.meta.get("val")
+        if isinstance(val, (tuple, list)):
+            items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
+            outs = lambda: ", ".join(f"%{self.fresh(items.get(i))} : {self.value_type(v)}"  # noqa: E731
+                                     for i, v in enumerate(val))
+            if len(schema.returns) == 1 and schema.returns[0].is_list:
+                whole = self.fresh()
+                self.emit(indent, f"%{whole} : Tensor[] = {call}")
+                self.emit(indent, f"{outs()} = prim::ListUnpack(%{whole})")
+            else:
+                self.emit(indent, f"{outs()} = {call}")
+            return
+        self.emit(indent, f"%{self.fresh(node)} : {self.value_type(val)} = {call}")
+        self.node_lines[node] = self.lines[-1].strip()
+
+    def int_node(self, node: Node, indent: str) -> None:
+        """A traced size or arithmetic on sizes (see `is_int_node`)."""
+        loc = self.loc(node)
+        if node.op == "call_method":
+            x = self.names[node.args[0]]
+            if node.target == "size":
+                c = self.fresh()
+                self.emit(indent, f"%{c} : int = prim::Constant[value={node.args[1]}](){loc}")
+                s = self.fresh()
+                self.emit(indent, f"%{s} : int = aten::size(%{x}, %{c}){loc}")
+            else:
+                s = self.fresh()
+                self.emit(indent, f"%{s} : int = aten::numel(%{x}){loc}")
+            t = self.fresh(node)
+            self.emit(indent, f"%{t} : {'Long(device=cpu)' if self.with_shapes else 'Tensor'} = prim::NumToTensor(%{s})")
+        else:
+            name, args = _int_op_name(node.target), list(node.args)
+            if len(args) == 2 and not isinstance(args[0], Node):      # 2 * n: Tensor.__rmul__ and friends
+                if node.target in (operator.add, operator.mul, operator.sub):
+                    args.reverse()
+                if node.target is operator.sub:
+                    name = "aten::rsub"
+            scalar = name in ("aten::rsub", "aten::pow")   # these take a Scalar, the others a 0-dim tensor
+            operands = [self.names[a] if isinstance(a, Node) else self.constant(a, indent, node, not scalar)
+                        for a in args]
+            if node.target in (operator.add, operator.sub):
+                alpha = self.fresh()
+                self.emit(indent, f"%{alpha} : int = prim::Constant[value=1](){loc}")
+                operands.append(alpha)
+            r = self.fresh(node)
+            long_type = "Long(requires_grad=0, device=cpu)" if self.with_shapes else "Tensor"
+            self.emit(indent, f"%{r} : {long_type} = {name}({', '.join('%' + o for o in operands)}){loc}")
+        self.int_lines[node] = len(self.lines) - 1
+
+    # -- the returned value ---------------------------------------------------------------
+    def traced_output(self, value, indent: str) -> tuple:
+        """(value name, type) of a structure a traced program returns, emitting its construct lines."""
+        if isinstance(value, Node):
+            return self.names[value], self.value_type(value.meta.get("val"))
+        if isinstance(value, (tuple, list)):
+            parts = [self.traced_output(v, indent) for v in value]
+            typ = "(" + ", ".join(t for _, t in parts) + ")" if isinstance(value, tuple) else "Tensor[]"
+            name = self.fresh()
+            kind = "TupleConstruct" if isinstance(value, tuple) else "ListConstruct"
+            self.emit(indent, f"%{name} : {typ} = prim::{kind}({', '.join('%' + n for n, _ in parts)})")
+            return name, typ
+        if isinstance(value, dict):
+            keys = [self.constant(k, indent) for k in value]
+            parts = [self.traced_output(v, indent) for v in value.values()]
+            operands = ", ".join(f"%{k}, %{n}" for k, (n, _) in zip(keys, parts))
+            name = self.fresh()
+            self.emit(indent, f"%{name} : Dict(str, Tensor) = prim::DictConstruct({operands})")
+            return name, "Dict(str, Tensor)"
+        return self.constant(value, indent), ""
+
+    def run(self, graph, self_type=None) -> str:
+        inputs = [f"%self : {self_type}"] if self_type is not None else []
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                self.next_number += node.meta.get("jit_skip", 0)
+                name = self.fresh(node, plain=isinstance(node.type, ModuleType))
+                inputs.append(f"%{name} : {self.type_text(node)}")
+        self.block(graph, "  ")
+        out = [n for n in graph.nodes if n.op == "output"]
+        if out:
+            result = out[0].args[0]
+            if self.traced:
+                text = self.traced_output(result, "  ")[0]
+            elif isinstance(result, (tuple, list)) and not result:
+                text = self.constant(None, "  ")
+            else:
+                text = self.operand(result, "  ")
+            self.emit("  ", f"return (%{text})")
+        header = "graph(" + ",\n      ".join(inputs) + "):"
+        for name, sub in self.subgraphs:   # TorchScript's `with prim::FusionGroup_0 = graph(...)`
+            body = _Printer(self.traced, self.with_shapes, self.with_locations).run(getattr(sub, "graph", sub))
+            self.lines.append(f"with {name} = " + body.rstrip("\n").replace("\n", "\n  "))
+        lines = [header]
+        for i, line in enumerate(self.lines):
+            lines.append(line)
+            lines.extend("  " + extra for extra in reversed(self.after.get(i, ())))
+        return "\n".join(lines) + "\n"
+
+
+def _is_folded_output(node: Node, traced: bool) -> bool:
+    """The ``getitem`` nodes that print as the outputs of their multi-output producer (a traced
+    operator returning several tensors)."""
+    if node.op != "call_function" or node.target is not operator.getitem:
+        return False
+    src = node.args[0]
+    return isinstance(src, Node) and isinstance(node.args[1], int) and (
+        "num_outputs" in src.meta or (traced and isinstance(src.meta.get("val"), (tuple, list))))
+
+
+def format_graph(graph, *, traced: bool = False, with_shapes: bool | None = None, with_locations: bool = True,
+                 self_type=None) -> str:
+    """The TorchScript text of a script graph, or with `traced` of a jit.trace graph (see the
+    module docstring); `with_shapes` (default: for traced graphs) prints tensor types from
+    ``meta["val"]`` with sizes and strides, `self_type` adds a module's ``%self`` input.
 
         print(format_graph(fn._graph))
         format_graph(g, with_locations=False)   # without the `# file:line:col` comments
     """
-    return _Printer(with_locations).run(graph)
+    shapes = traced if with_shapes is None else with_shapes
+    return _Printer(traced, shapes, with_locations).run(graph, self_type)
+
+
+def node_lines(graph) -> dict:
+    """Each single-result operator call's printed line in a traced graph (for messages that quote nodes)."""
+    printer = _Printer(True, True, True)
+    printer.run(graph)
+    return printer.node_lines
 
 
 class ScriptGraph:
-    """What ``ScriptFunction.graph`` returns: prints TorchScript-style; ``fx_graph`` is the IR.
+    """What ``.graph`` of a scripted or traced function returns: prints TorchScript-style;
+    ``fx_graph`` is the IR.
 
         print(fn.graph)                                   # format_graph(fn.graph.fx_graph)
         fn.graph.str(print_source_locations=False)
         [n.target for n in fn.graph.nodes()]
     """
 
-    def __init__(self, fx_graph):
+    def __init__(self, fx_graph, *, traced: bool = False, self_type=None):
         self.fx_graph = fx_graph
+        self.traced = traced
+        self.self_type = self_type
 
     def __str__(self) -> str:
-        return format_graph(self.fx_graph)
+        return self.str()
 
     __repr__ = __str__
 
     def str(self, print_source_locations: bool = True) -> str:
         """The text, optionally without source locations (TorchScript's ``graph.str(False)``)."""
-        return format_graph(self.fx_graph, with_locations=print_source_locations)
+        return format_graph(self.fx_graph, traced=self.traced, with_locations=print_source_locations,
+                            self_type=self.self_type)
 
     def nodes(self):
         """The top-level nodes (not inputs/outputs), as TorchScript's ``graph.nodes()``."""

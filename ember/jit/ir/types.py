@@ -14,6 +14,8 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, field
 
+from ember._core.schema import NO_DEFAULT, Argument  # noqa: F401  (one Argument for ops and scripts)
+
 
 class ScriptType:
     """Base of all script types (dataclasses below; compare with ==). ``kind`` names what a value
@@ -55,7 +57,7 @@ class TensorType(ScriptType):
     def __str__(self):
         if self.dtype is None and self.sizes is None:
             return "Tensor"
-        from .._ir_text import _DTYPE_NAMES
+        from .printer import _DTYPE_NAMES
         parts = [str(s) for s in self.sizes or ()]
         if self.requires_grad is not None:
             parts.append(f"requires_grad={int(self.requires_grad)}")
@@ -301,38 +303,36 @@ def type_of_value(value) -> ScriptType:
     raise ValueError(f"type_of_value: {type(value).__name__} has no script type")
 
 
+def py_type_str(t) -> str:
+    """A type as Python spells it (``.code``'s annotations, TorchScript's error messages):
+    ``Optional[Tensor]``, ``List[int]``, ``Tuple[Tensor, int]``; every tensor type is ``Tensor``."""
+    if isinstance(t, OptionalType):
+        return f"Optional[{py_type_str(t.elem)}]"
+    if isinstance(t, ListType):
+        return f"List[{py_type_str(t.elem)}]"
+    if isinstance(t, TupleType):
+        return f"Tuple[{', '.join(py_type_str(e) for e in t.elems)}]"
+    if isinstance(t, DictType):
+        return f"Dict[{py_type_str(t.key)}, {py_type_str(t.value)}]"
+    return "Tensor" if t is None or isinstance(t, TensorType) else str(t)
+
+
 def observed_tensor_type(t) -> TensorType:
     """What a profile node records for a tensor: dtype, sizes and requires_grad."""
     return TensorType(t.dtype, tuple(t.shape), bool(t.requires_grad))
 
 
-class _NoDefault:
-    def __repr__(self):
-        return "NO_DEFAULT"
-
-
-NO_DEFAULT = _NoDefault()
-
-
-@dataclass(frozen=True, repr=False)
-class Argument:
-    """One parameter of a scripted function: name, type and default (NO_DEFAULT if none)."""
-    name: str
-    type: ScriptType
-    default: typing.Any = NO_DEFAULT
-
-    def __repr__(self):
-        return f"{self.name}: {self.type}" + ("" if self.default is NO_DEFAULT else f" = {self.default!r}")
-
-
 @dataclass(frozen=True, repr=False)
 class Signature:
-    """A scripted function's schema: ``forward(Tensor x, int n=2) -> Tensor``.
+    """A scripted function's schema: ``forward(x: Tensor, n: int = 2) -> Tensor``.
 
-    For a module method, arguments[0] is ``self`` (ModuleType)."""
+    Its arguments are ``ember._core.schema.Argument`` rows with ScriptTypes; for a module method,
+    arguments[0] is ``self`` (ModuleType)."""
     name: str
     arguments: tuple
     return_type: ScriptType
 
     def __repr__(self):
-        return f"{self.name}({', '.join(repr(a) for a in self.arguments)}) -> {self.return_type}"
+        args = ", ".join(f"{a.name}: {a.type}" + ("" if a.default is NO_DEFAULT else f" = {a.default!r}")
+                         for a in self.arguments)
+        return f"{self.name}({args}) -> {self.return_type}"

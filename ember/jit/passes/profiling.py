@@ -7,8 +7,9 @@ tensor looked like; after profiling, the observations specialise the graph's typ
 - The executor runs a profile node as the identity and records
   ``node.meta["profiled_type"]`` (``record_profile``: ``observed_tensor_type``; differing
   observations merge to the unshaped ``Tensor``).
-- ``specialize_types(graph)``: the observed types onto the values and their profile nodes
-  (profile nodes stay, so the passes that follow see dtypes and sizes).
+- ``specialize_types(graph, inputs=())``: the observed types onto the values and their profile
+  nodes (profile nodes stay, so the passes that follow see dtypes and sizes); the graph's tensor
+  inputs take the types of `inputs` (the executor's plan inputs).
 - ``remove_profile_nodes(graph)``: each profile node is replaced by its input, and the observed
   type (when there is one) becomes the input's ``node.type``.
 
@@ -85,13 +86,21 @@ def _observed(node: Node) -> TensorType | None:
     return None
 
 
-def specialize_types(graph: Graph) -> PassResult:
+def specialize_types(graph: Graph, inputs=()) -> PassResult:
     """Give each profiled value (and its profile node) the observed tensor type, keeping the
-    profile nodes; passes then see dtypes and sizes.
+    profile nodes; passes then see dtypes and sizes. `inputs`, when given, are the values the
+    executor builds a plan for: the graph's tensor inputs take their types.
 
         specialize_types(g)   # %x.1 : Float(2, 3, requires_grad=0); %3 = prim::profile(%x.1)
     """
+    import ember
     changed = False
+    params = [n for n in graph.nodes if n.op == "placeholder"]
+    for p, x in zip(params, inputs):
+        if isinstance(x, ember.Tensor) and (p.type is None or isinstance(p.type, TensorType)):
+            seen = observed_tensor_type(x)
+            changed |= p.type != seen
+            p.type = seen
     for node in list(walk(graph)):
         if node._erased or not _is_profile(node):
             continue

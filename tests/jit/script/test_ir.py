@@ -75,10 +75,11 @@ def test_walk_is_program_order_depth_first():
     assert ops[i + 1] == ("call_function", ember.neg) and ops[i + 2][0] == "output"
 
 
-def test_outputs_of_and_unpack():
+def test_output_getitems_and_unpack():
     g, _, _ = P.if_loop()
     loops = [n for n in g.nodes if n.target is prim.Loop]
-    outs = ir.outputs_of(loops[1])
+    items = ir.output_getitems(loops[1])
+    outs = [items[i][0] for i in sorted(items)]
     assert [o.args[1] for o in outs] == [0, 1]
     assert all(o.meta["output_of"] is loops[1] for o in outs)
     assert loops[1].type == TupleType((T, IntType()))
@@ -86,7 +87,7 @@ def test_outputs_of_and_unpack():
 
 def test_erase_node_erases_blocks_and_their_uses():
     g, node, x = _if_graph()
-    (y,) = ir.outputs_of(node)
+    ((y,),) = ir.output_getitems(node).values()
     out = ir.output_node(g)
     out.args = (x,)
     g.erase_node(y)
