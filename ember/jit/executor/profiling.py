@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from ember.fx.graph import Graph
 
+from ember._core.tensor_spec import meta_like
+
 from ..ir import block_params, prim, walk
+from ..passes.profiling import observed_type
 from ..ir.types import TensorType, observed_tensor_type
 
 
@@ -30,15 +33,17 @@ def specialize_types(graph: Graph, inputs) -> Graph:
     for p, x in zip(params, inputs):
         if isinstance(x, ember.Tensor) and (p.type is None or _is_tensor_type(p.type)):
             p.type = observed_tensor_type(x)
+            p.meta["val"] = meta_like(x)
     for node in walk(graph):
         if node.op == "call_function" and node.target is prim.profile:
-            seen = node.meta.get("profiled_type")
+            seen = observed_type(node)
             if seen is None:
                 continue
             node.type = seen
             value = node.args[0] if node.args else None
             if hasattr(value, "op") and (value.type is None or _is_tensor_type(value.type)):
                 value.type = seen
+                value.meta["val"] = node.meta["val"]
     return graph
 
 
@@ -93,6 +98,7 @@ def keep_guaranteed_types(graph: Graph, inputs) -> Graph:
     for node in walk(graph):
         if _specialised(node.type) and node not in typed_ok and node.op != "output":
             node.type = TensorType()
+            node.meta.pop("val", None)    # the observation is not guaranteed either
     return graph
 
 

@@ -33,7 +33,8 @@ import operator
 from ember.fx.node import Node
 
 from . import prim
-from .types import ModuleType, ScriptType
+from .._ir_text import tensor_type
+from .types import ModuleType, ScriptType, TensorType
 
 # operator.* -> TorchScript names (aten::add prints for `a + b`)
 _OPERATOR_NAMES = {
@@ -130,6 +131,8 @@ def _quote(text: str) -> str:
 
 def _type_text(node: Node) -> str:
     t = getattr(node, "type", None)
+    if isinstance(t, TensorType) and t.sizes is not None and node.meta.get("val") is not None:
+        return tensor_type(node.meta["val"])    # the observation it was specialised from
     if isinstance(t, ScriptType):
         return str(t)
     import ember
@@ -238,8 +241,8 @@ class _Printer:
                     attr = f'[name="{cname}"]' if cname else ""
                 elif target is prim.ListUnpack:
                     args = args[:1]
-                elif target is prim.profile and node.meta.get("profiled_type") is not None:
-                    attr = f"[profiled_type={node.meta['profiled_type']}]"
+                elif target is prim.profile and node.meta.get("val") is not None:
+                    attr = f"[profiled_type={tensor_type(node.meta['val'])}]"
                 elif target is prim.TypeCheck and node.meta.get("types") is not None:
                     attr = "[types=[" + ", ".join(str(t) for t in node.meta["types"]) + "]]"
                 elif target is prim.FusionGroup and node.meta.get("subgraph") is not None:
