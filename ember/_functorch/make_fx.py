@@ -72,26 +72,24 @@ def is_tracing() -> bool:
 # ---------------------------------------------------------------------------------------
 # frames: where an op was called from
 # ---------------------------------------------------------------------------------------
-def caller_frame(depth: int = 1):
-    """The innermost frame outside ember's dispatcher, bindings and frontends (it may be in
-    ember.nn: PyTorch also reports torch/nn/functional.py there)."""
-    frame = sys._getframe(depth)
+def _first_frame_outside(frame, dirs: tuple):
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (name.startswith(MACHINERY_DIRS) or name.startswith("<ember")):
+        if not (name.startswith(dirs) or name.startswith("<ember")):   # <ember...>: generated code
             return frame
         frame = frame.f_back
     return None
+
+
+def caller_frame(depth: int = 1):
+    """The innermost frame outside ember's dispatcher, bindings and frontends (it may be in
+    ember.nn: PyTorch also reports torch/nn/functional.py there)."""
+    return _first_frame_outside(sys._getframe(depth), MACHINERY_DIRS)
 
 
 def user_frame(frame):
     """The innermost frame, from `frame` outwards, that is not ember's own code."""
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not (name.startswith(EMBER_DIR) or name.startswith("<ember")):
-            return frame
-        frame = frame.f_back
-    return None
+    return _first_frame_outside(frame, (EMBER_DIR,))
 
 
 def format_stack_trace(frame) -> str:

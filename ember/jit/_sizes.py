@@ -15,14 +15,13 @@ only. ``range(n)`` and indexing use ``__index__``, which Python does not let an 
 override: those freeze silently.
 
 Like the conversions of _tracing.py, ``Tensor.size`` and ``Tensor.shape`` are wrapped only while
-a trace runs (reference-counted), so eager code pays nothing. A traced int is one of the tracer's
+a trace runs (jit/_trace.py's `patched_while_tracing`), so eager code pays nothing. A traced int is one of the tracer's
 traced values (``tracer.values``, by identity), so make_fx's tracer passes its node to ops.
 """
 from __future__ import annotations
 
 import operator
 import sys
-import threading
 
 from .._core.tensor import Size, Tensor
 from .._functorch.make_fx import EMBER_DIR, MACHINERY_DIRS, current_tracer
@@ -221,8 +220,6 @@ def record_int(tracer, op, operands: tuple, value: int, frame):
 # ---------------------------------------------------------------------------------------
 # Tensor.size / Tensor.shape while tracing
 # ---------------------------------------------------------------------------------------
-_lock = threading.Lock()
-_installed = 0
 _originals: dict = {}
 _ap_originals: dict = {}
 
@@ -266,53 +263,45 @@ def _keep_traced(original, is_list: bool):
 
 
 def install() -> None:
-    """Wrap Tensor.size and Tensor.shape, and the int argument converters (first caller only)."""
-    global _installed
-    with _lock:
-        _installed += 1
-        if _installed > 1:
-            return
-        from ..ops import argparse as ap
-        for name, is_list in (("to_int", False), ("to_number", False), ("to_int_list", True)):
-            original = ap.__dict__[name]
-            _ap_originals[name] = original
-            setattr(ap, name, _keep_traced(original, is_list))
-        original_size = Tensor.__dict__["size"]
-        original_shape = Tensor.__dict__["shape"]
-        original_numel = Tensor.__dict__["numel"]
-        _originals.update(size=original_size, shape=original_shape, numel=original_numel,
-                          nelement=Tensor.__dict__["nelement"])
+    """Wrap Tensor.size, Tensor.shape and Tensor.numel, and the int argument converters
+    (jit/_trace.py's `patched_while_tracing` calls it)."""
+    from ..ops import argparse as ap
+    for name, is_list in (("to_int", False), ("to_number", False), ("to_int_list", True)):
+        original = ap.__dict__[name]
+        _ap_originals[name] = original
+        setattr(ap, name, _keep_traced(original, is_list))
+    original_size = Tensor.__dict__["size"]
+    original_shape = Tensor.__dict__["shape"]
+    original_numel = Tensor.__dict__["numel"]
+    _originals.update(size=original_size, shape=original_shape, numel=original_numel,
+                      nelement=Tensor.__dict__["nelement"])
 
-        def size(self, dim=None):
-            if not is_recording():
-                return original_size(self, dim)
-            return _traced_sizes(self, dim, original_size)
-        size.__doc__ = original_size.__doc__
+    def size(self, dim=None):
+        if not is_recording():
+            return original_size(self, dim)
+        return _traced_sizes(self, dim, original_size)
+    size.__doc__ = original_size.__doc__
 
-        def shape(self):
-            if not is_recording():
-                return original_shape.fget(self)
-            return _traced_sizes(self, None, original_size)
-        def numel(self):
-            if not is_recording():
-                return original_numel(self)
-            return _traced_numel(self, original_numel)
-        Tensor.size = size
-        Tensor.shape = property(shape, doc=original_shape.__doc__)
-        Tensor.numel = Tensor.nelement = numel
+    def shape(self):
+        if not is_recording():
+            return original_shape.fget(self)
+        return _traced_sizes(self, None, original_size)
+
+    def numel(self):
+        if not is_recording():
+            return original_numel(self)
+        return _traced_numel(self, original_numel)
+    Tensor.size = size
+    Tensor.shape = property(shape, doc=original_shape.__doc__)
+    Tensor.numel = Tensor.nelement = numel
 
 
 def uninstall() -> None:
-    """Restore Tensor.size and Tensor.shape (last caller only)."""
-    global _installed
-    with _lock:
-        _installed -= 1
-        if _installed > 0:
-            return
-        for name, original in _originals.items():
-            setattr(Tensor, name, original)
-        _originals.clear()
-        from ..ops import argparse as ap
-        for name, original in _ap_originals.items():
-            setattr(ap, name, original)
-        _ap_originals.clear()
+    """Restore what `install` wrapped."""
+    for name, original in _originals.items():
+        setattr(Tensor, name, original)
+    _originals.clear()
+    from ..ops import argparse as ap
+    for name, original in _ap_originals.items():
+        setattr(ap, name, original)
+    _ap_originals.clear()

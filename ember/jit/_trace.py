@@ -18,8 +18,10 @@ different values warn.
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
+import threading
 import warnings
 
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
@@ -166,19 +168,37 @@ def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
     inputs = _distinct_inputs(inputs)
     for name, t in zip(names, inputs):
         recorder.add_input(name, t)
-    with tracing(recorder):
-        install_conversion_warnings()
-        _sizes.install()
-        try:
-            result = fn(*inputs)
-        finally:
-            _sizes.uninstall()
-            uninstall_conversion_warnings()
+    with tracing(recorder), patched_while_tracing():
+        result = fn(*inputs)
     _check_outputs_strict(result, strict)
     recorder.set_output(result)
     drop_dead_int_nodes(recorder.graph)
     recorder.graph.lint()
     return recorder
+
+
+_patch_lock = threading.Lock()
+_patch_users = [0]
+
+
+@contextlib.contextmanager
+def patched_while_tracing():
+    """The Tensor methods jit.trace wraps (conversions that warn, sizes that are recorded: see
+    _tracing.py and _sizes.py), installed by the first trace that runs and restored by the last
+    (traces on other threads may overlap), so eager code never pays for them."""
+    with _patch_lock:
+        _patch_users[0] += 1
+        if _patch_users[0] == 1:
+            install_conversion_warnings()
+            _sizes.install()
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            _patch_users[0] -= 1
+            if _patch_users[0] == 0:
+                _sizes.uninstall()
+                uninstall_conversion_warnings()
 
 
 def _distinct_inputs(inputs: tuple) -> tuple:

@@ -13,14 +13,12 @@ tensor made from Python data (``ember.tensor``) is baked into the trace. PyTorch
 the messages below. Those Tensor methods are not ops in ember, so while a trace runs (and only
 then) they are wrapped on the Tensor class; the wrappers warn only for calls from user code (not
 from inside an op's kernel, where the Tracer key is excluded) and run the original with the Tracer
-key excluded, so a conversion built on another (``__bool__`` calls ``item``) warns once. The
-wrapping is reference-counted, so nested or concurrent traces restore the class exactly once.
+key excluded, so a conversion built on another (``__bool__`` calls ``item``) warns once.
 Sizes read from traced tensors are recorded instead of baked in: see _sizes.py.
 """
 from __future__ import annotations
 
 import functools
-import threading
 import warnings
 
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
@@ -173,8 +171,6 @@ def _register_tensor_constant_hook() -> None:
 
 _register_tensor_constant_hook()
 
-_lock = threading.Lock()
-_installed = 0
 _originals: dict = {}
 
 
@@ -193,27 +189,16 @@ def _wrap(name, original, message, untraced):
 
 
 def install_conversion_warnings() -> None:
-    """Wrap the conversions on Tensor (first caller only)."""
-    global _installed
-    with _lock:
-        _installed += 1
-        if _installed > 1:
-            return
-        for name, (message, untraced) in CONVERSIONS.items():
-            original = Tensor.__dict__.get(name)
-            if original is None:
-                continue
+    """Wrap the conversions on Tensor (jit/_trace.py's `patched_while_tracing` calls it)."""
+    for name, (message, untraced) in CONVERSIONS.items():
+        original = Tensor.__dict__.get(name)
+        if original is not None:
             _originals[name] = original
             setattr(Tensor, name, _wrap(name, original, message, untraced))
 
 
 def uninstall_conversion_warnings() -> None:
-    """Restore the original methods (last caller only)."""
-    global _installed
-    with _lock:
-        _installed -= 1
-        if _installed > 0:
-            return
-        for name, original in _originals.items():
-            setattr(Tensor, name, original)
-        _originals.clear()
+    """Restore the original methods."""
+    for name, original in _originals.items():
+        setattr(Tensor, name, original)
+    _originals.clear()
