@@ -28,7 +28,8 @@ specialised to what happened in this run. Arguments equal to their schema defaul
 of the node, as PyTorch's dispatcher leaves them out (jit.trace keeps them: TorchScript prints them).
 
 `ember.jit.trace` is this tracer plus TorchScript naming, traced sizes and TracerWarnings
-(ember/jit/_trace.py, _sizes.py, _conversions.py): the hooks are `Tracer.on_use` / `locate`.
+(ember/jit/_trace.py, _tracing.py, _sizes.py): the hooks are `Tracer.on_use`, `locate` and
+`constant_prefix`.
 """
 from __future__ import annotations
 
