@@ -13,12 +13,13 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # package (a folder under ember/, or "<top>" for the modules directly in ember/) -> cap
 BUDGET = {
-    "ops": 13600,
-    "jit": 9000,
+    "ops": 13650,
+    "jit": 8600,
+    "_functorch": 300,
     "_dynamo": 7100,
     "fx": 3800,
     "nn": 2600,
-    "_core": 1450,
+    "_core": 1460,
     "autograd": 1400,
     "optim": 1100,
     "utils": 650,

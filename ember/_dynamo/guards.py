@@ -26,6 +26,7 @@ import types
 from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, keys_of, tls
 from .._core.dtype import _default as _default_dtype_box
 from .._core.dtype import get_default_dtype
+from .._core.tensor_spec import spec_of, spec_strides
 from .source import (KEYS, ClosureCellSource, GlobalShadowsBuiltinSource, GlobalSource, GlobalStateSource,
                      ModuleGlobalSource, Source, source_sort_key)
 
@@ -63,14 +64,9 @@ class Guard:
 
 @dataclasses.dataclass(frozen=True)
 class TensorExpectation:
-    """What TENSOR_MATCH remembers of a tensor (and of the thread's dispatch state at capture)."""
-    cls: type
-    keys: int                 # t._keys: backend bit, Autograd bit (= requires_grad)
-    np_dtype: object          # t._data.dtype
-    dtype: object             # the ember dtype (for messages)
-    shape: tuple
-    strides: tuple            # t._data.strides: bytes (same dtype => same element strides)
-    elem_strides: tuple
+    """What TENSOR_MATCH remembers of a tensor: what it looked like (`spec`, ember._core.tensor_spec's
+    record, shared with the jit plan key) and the thread's dispatch state at capture."""
+    spec: tuple               # (class, keys, NumPy dtype, shape, byte strides): compared whole
     tls_include: int
     tls_exclude: int
     captured_id: int          # id() of the tensor at capture: aliasing between guarded tensors
@@ -80,9 +76,7 @@ class TensorExpectation:
 # Capture: the expectation recorded for each kind
 
 def _capture_tensor(value):
-    data = value._data
-    return TensorExpectation(type(value), value._keys, data.dtype, value.dtype, tuple(data.shape),
-                             tuple(data.strides), tuple(value.stride()), tls.include, tls.exclude, id(value))
+    return TensorExpectation(spec_of(value), tls.include, tls.exclude, id(value))
 
 
 def _capture_training(value):
@@ -132,8 +126,7 @@ def _is_literal(v) -> bool:
 
 
 def _tensor_expr(x, e: TensorExpectation, const):
-    return (f"type({x}) is {const(e.cls)} and {x}._keys == {e.keys} and {x}._data.dtype == {const(e.np_dtype)}"
-            f" and {x}._data.shape == {e.shape!r} and {x}._data.strides == {e.strides!r}")
+    return f"___tensor_spec({x}) == {const(e.spec)}"
 
 
 def _constant_expr(x, v, const):
@@ -184,33 +177,33 @@ def _dtype_name(dtype) -> str:
 
 def tensor_mismatch(name: str, e: TensorExpectation, t) -> str | None:
     """Why tensor `t` fails TENSOR_MATCH against `e`, in torch's words (None: it matches)."""
+    from .._core.dtype import _FROM_NP
     from .._core.tensor import Tensor
-    if not isinstance(t, Tensor):
+    cls, keys, np_dtype, shape, byte_strides = e.spec
+    if not isinstance(t, Tensor) or type(t) is not cls:
         return f"expected type of '{name}' to be a tensor type, ' but found {type(t)}"
-    if type(t) is not e.cls:
-        return f"expected type of '{name}' to be a tensor type, ' but found {type(t)}"
-    if t.dtype is not e.dtype:
-        return f"tensor '{name}' dtype mismatch. expected {_dtype_name(e.dtype)}, actual {_dtype_name(t.dtype)}"
-    if (t._keys ^ e.keys) & BACKEND_MASK:
-        expected_device = "cpu" if e.keys & 1 else ("cuda" if e.keys & 2 else "meta")
+    if t.dtype is not _FROM_NP[np_dtype]:
+        return (f"tensor '{name}' dtype mismatch. expected {_dtype_name(_FROM_NP[np_dtype])}, "
+                f"actual {_dtype_name(t.dtype)}")
+    if (t._keys ^ keys) & BACKEND_MASK:
+        expected_device = "cpu" if keys & 1 else ("cuda" if keys & 2 else "meta")
         return f"tensor '{name}' device mismatch. expected {expected_device}, actual {t.device}"
-    if (t._keys ^ e.keys) & AUTOGRAD_BIT:
-        return f"tensor '{name}' requires_grad mismatch. expected requires_grad={int(bool(e.keys & AUTOGRAD_BIT))}"
-    if t._keys != e.keys:
-        return (f"tensor '{name}' dispatch key set mismatch. expected {[k.name for k in keys_of(e.keys)]}, "
+    if (t._keys ^ keys) & AUTOGRAD_BIT:
+        return f"tensor '{name}' requires_grad mismatch. expected requires_grad={int(bool(keys & AUTOGRAD_BIT))}"
+    if t._keys != keys:
+        return (f"tensor '{name}' dispatch key set mismatch. expected {[k.name for k in keys_of(keys)]}, "
                 f"actual {[k.name for k in keys_of(t._keys)]}")
-    shape = tuple(t._data.shape)
-    if len(shape) != len(e.shape):
-        return f"tensor '{name}' rank mismatch. expected {len(e.shape)}, actual {len(shape)}"
-    for i, (want, got) in enumerate(zip(e.shape, shape)):
+    actual = tuple(t._data.shape)
+    if len(actual) != len(shape):
+        return f"tensor '{name}' rank mismatch. expected {len(shape)}, actual {len(actual)}"
+    for i, (want, got) in enumerate(zip(shape, actual)):
         if want != got:
             return f"tensor '{name}' size mismatch at index {i}. expected {want}, actual {got}"
-    strides = tuple(t.stride())
-    for i, (want, got) in enumerate(zip(e.elem_strides, strides)):
+    for i, (want, got) in enumerate(zip(spec_strides(e.spec), t.stride())):
         if want != got:
             return f"tensor '{name}' stride mismatch at index {i}. expected {want}, actual {got}"
-    if tuple(t._data.strides) != e.strides:  # same element strides, different byte layout (empty arrays)
-        return f"tensor '{name}' stride mismatch. expected {e.strides}, actual {tuple(t._data.strides)} (bytes)"
+    if tuple(t._data.strides) != byte_strides:  # same element strides, different byte layout (empty arrays)
+        return f"tensor '{name}' stride mismatch. expected {byte_strides}, actual {tuple(t._data.strides)} (bytes)"
     return None
 
 
@@ -379,7 +372,7 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
     rows = sorted(set(guards), key=lambda g: (_KIND_ORDER.get(g.kind, 99), _depth(g.source),
                                               source_sort_key(g.source, names)))
     rows = _add_dispatch_state_and_aliasing(rows)
-    env = {"G": f_globals, "___tls": tls, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
+    env = {"G": f_globals, "___tls": tls, "___tensor_spec": spec_of, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
            "___default_dtype": get_default_dtype, "___dtype_box": _default_dtype_box,
            "___grad_enabled": lambda: (tls.exclude & AUTOGRAD_BIT) == 0}
     constants: dict = {}

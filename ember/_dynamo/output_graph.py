@@ -24,6 +24,7 @@ from .break_calls import RebuiltFunction, call_routed_callee, cells_written_afte
 from .codegen import PyCodegen, load_local
 from .exc import unimplemented
 from .side_effects import SideEffects
+from .._core.tensor_spec import meta_like
 from .._logging import trace_log
 
 
@@ -92,9 +93,7 @@ class OutputGraph:
             ctx = self.graph.inserting_after(last_placeholder)
         with ctx:
             node = self.graph.placeholder(name)
-        example = ember.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
-        if value.requires_grad:
-            example.requires_grad_(True)
+        example = meta_like(value)
         node.meta["val"] = example
         node.meta["grapharg_source"] = source
         self.created_nodes.append(node)

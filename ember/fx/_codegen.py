@@ -217,12 +217,10 @@ def parse_stack_trace(stack_trace: str | None) -> str | None:
 
 
 def _meta_annotation(node: Node) -> str:
-    """`: "f32[4, 4]"` from meta["val"] (or meta["tensor_meta"]); empty when unknown."""
+    """`: "f32[4, 4]"` from meta["val"]; empty when unknown."""
     from ember._core.tensor import Tensor
-    val = node.meta.get("val", node.meta.get("tensor_meta", node.meta.get("example_value")))
+    val = node.meta.get("val")
     if isinstance(val, Tensor):
-        return f': "{dtype_abbr(val.dtype)}[{", ".join(str(s) for s in val.shape)}]"'
-    if val is not None and hasattr(val, "dtype") and hasattr(val, "shape") and type(val).__name__ == "TensorMetadata":
         return f': "{dtype_abbr(val.dtype)}[{", ".join(str(s) for s in val.shape)}]"'
     return ""
 

@@ -8,19 +8,17 @@ graph executor (executor/); ``save``/``load`` store either without their Python 
     scripted = ember.jit.script(fn)          # fn: a function or an nn.Module
     print(scripted.graph, scripted.code)
 
-Names load on first use (the table says from where); importing ember.jit registers the Tracer
-key's fallback.
+Names load on first use (the table says from where). The tracer itself is
+ember._functorch.make_fx's; jit.trace adds TorchScript names and TracerWarnings (_tracing.py).
 """
 from __future__ import annotations
 
 import importlib
 
-from . import _recorder  # noqa: F401  (registers the Tracer key's boxed fallback)
-
 _EXPORTS = {  # public name -> module (relative to ember.jit) that defines it
     "trace": "._trace", "trace_module": "._trace", "ScriptFunction": "._script",
     "TopLevelTracedModule": "._trace", "TracingCheckError": "._trace",
-    "TracerWarning": "._recorder",
+    "TracerWarning": "._tracing",
     "script": "._script", "ignore": "._script", "unused": "._script", "script_if_tracing": "._script",
     "is_scripting": "._script", "annotate": "._script",
     "save": "._save_load", "load": "._save_load",

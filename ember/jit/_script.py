@@ -127,7 +127,7 @@ def script_if_tracing(fn):
     otherwise (so eager callers pay no compile cost)."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from ._recorder import is_recording
+        from ._tracing import is_recording
         if not is_recording():
             return fn(*args, **kwargs)
         return script(fn)(*args, **kwargs)

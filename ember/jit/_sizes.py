@@ -14,17 +14,18 @@ A traced int that becomes a plain Python value (``int(n)``, ``float(n)``, ``n / 
 only. ``range(n)`` and indexing use ``__index__``, which Python does not let an int subclass
 override: those freeze silently.
 
-Like `_conversions`, ``Tensor.size`` and ``Tensor.shape`` are wrapped only while a trace runs
-(reference-counted), so eager code pays nothing.
+Like the conversions of _tracing.py, ``Tensor.size`` and ``Tensor.shape`` are wrapped only while
+a trace runs (jit/_trace.py's `patched_while_tracing`), so eager code pays nothing. A traced int is one of the tracer's
+traced values (``tracer.values``, by identity), so make_fx's tracer passes its node to ops.
 """
 from __future__ import annotations
 
 import operator
 import sys
-import threading
 
 from .._core.tensor import Size, Tensor
-from ._recorder import _EMBER_DIR, _MACHINERY_DIRS, current_recorder, is_recording, warn_at_user_frame
+from .._functorch.make_fx import EMBER_DIR, MACHINERY_DIRS, current_tracer
+from ._tracing import is_recording, warn_at_user_frame
 
 _TAIL = (" might cause the trace to be incorrect. We can't record the data flow of Python values, so this value "
          "will be treated as a constant in the future. This means that the trace might not generalize to other "
@@ -37,13 +38,13 @@ _BOOL_MSG = "Converting a tensor to a Python boolean" + _TAIL
 def _from_user_code(depth: int = 2) -> bool:
     # `depth` frames up: the caller of the TracedInt method (ember's own code never warns)
     frame = sys._getframe(depth)
-    return not frame.f_code.co_filename.startswith(_EMBER_DIR)
+    return not frame.f_code.co_filename.startswith(EMBER_DIR)
 
 
 def _live_recorder(value):
     """The recorder `value` belongs to, if that trace is recording now in user-level code."""
     recorder = value._recorder
-    if recorder is not None and recorder is current_recorder() and is_recording():
+    if recorder is not None and recorder is current_tracer() and is_recording():
         return recorder
     return None
 
@@ -59,7 +60,7 @@ def _binary(op, a, b):
         if _from_user_code(3):
             warn_at_user_frame(_FLOAT_MSG)
         return result
-    return recorder.record_int(op, (a, b), result, sys._getframe(2))
+    return record_int(recorder, op, (a, b), result, sys._getframe(2))
 
 
 def _unary(op):
@@ -68,7 +69,7 @@ def _unary(op):
         value = op(int.__int__(self))
         if recorder is None:
             return value
-        return recorder.record_int(op, (self,), value, sys._getframe(1))
+        return record_int(recorder, op, (self,), value, sys._getframe(1))
     method.__name__ = f"__{op.__name__.strip('_')}__"
     return method
 
@@ -152,7 +153,7 @@ class TracedInt(int):
             if recorder is not None and _from_user_code() and result is not NotImplemented:
                 warn_at_user_frame(_BOOL_MSG)
                 if isinstance(other, int) and not isinstance(other, bool):
-                    recorder.record_int(op, (self, other), int(result), sys._getframe(1))
+                    record_int(recorder, op, (self, other), int(result), sys._getframe(1))
             return result
         method.__name__ = base.__name__
         return method
@@ -174,35 +175,76 @@ class TracedInt(int):
 
 
 # ---------------------------------------------------------------------------------------
+# recording sizes into the tracer's graph
+# ---------------------------------------------------------------------------------------
+def _traced(tracer, node, value: int, frame) -> TracedInt:
+    node.meta["val"] = int.__int__(value)
+    tracer.locate(node, frame)
+    traced = TracedInt(value, node, tracer)
+    tracer.values[id(traced)] = (traced, node)
+    return traced
+
+
+def record_size(tracer, t: Tensor, dim: int, value: int, frame):
+    """``t.size(dim)`` as a ``call_method size`` node and a TracedInt holding it (a plain int
+    when `t` is no traced value: sizes of constants are constants)."""
+    entry = tracer.values.get(id(t))
+    if entry is None or entry[0] is not t:
+        return value
+    tracer.on_use(entry[1], t, frame)
+    return _traced(tracer, tracer.graph.call_method("size", (entry[1], dim)), value, frame)
+
+
+def record_numel(tracer, t: Tensor, value: int, frame):
+    """``t.numel()`` as a ``call_method numel`` node (PyTorch's ``aten::numel``) and its TracedInt."""
+    entry = tracer.values.get(id(t))
+    if entry is None or entry[0] is not t:
+        return value
+    tracer.on_use(entry[1], t, frame)
+    return _traced(tracer, tracer.graph.call_method("numel", (entry[1],)), value, frame)
+
+
+def record_int(tracer, op, operands: tuple, value: int, frame):
+    """``op(*operands)`` on traced ints (an ``operator`` call node) and its TracedInt."""
+    args = []
+    for v in operands:
+        entry = tracer.values.get(id(v))
+        if entry is not None and entry[0] is v:
+            tracer.on_use(entry[1], v, frame)
+            args.append(entry[1])
+        else:
+            args.append(int.__int__(v))
+    return _traced(tracer, tracer.graph.call_function(op, tuple(args)), value, frame)
+
+
+# ---------------------------------------------------------------------------------------
 # Tensor.size / Tensor.shape while tracing
 # ---------------------------------------------------------------------------------------
-_lock = threading.Lock()
-_installed = 0
 _originals: dict = {}
 _ap_originals: dict = {}
 
 
 def _traced_sizes(t: Tensor, dim, original_size):
-    recorder = current_recorder()
+    recorder = current_tracer()
     frame = sys._getframe(2)
     name = frame.f_code.co_filename
-    if name.startswith(_MACHINERY_DIRS) or name.startswith("<ember"):
+    if name.startswith(MACHINERY_DIRS) or name.startswith("<ember"):
         # shapes read by the dispatcher, the bindings or the jit itself (compiling a
         # script_if_tracing function) are its own business, not the traced program's
         return original_size(t) if dim is None else original_size(t, dim)
     if dim is not None:
         value = original_size(t, dim)
-        return recorder.record_size(t, dim, value, frame)
+        return record_size(recorder, t, dim, value, frame)
     shape = original_size(t)
-    return Size(recorder.record_size(t, d, s, frame) for d, s in enumerate(shape))
+    return Size(record_size(recorder, t, d, s, frame) for d, s in enumerate(shape))
 
 
 def _traced_numel(t: Tensor, original_numel):
     frame = sys._getframe(2)
     name = frame.f_code.co_filename
-    if name.startswith(_MACHINERY_DIRS) or name.startswith("<ember"):
+    if name.startswith(MACHINERY_DIRS) or name.startswith("<ember"):
         return original_numel(t)
-    return current_recorder().record_numel(t, original_numel(t), frame)
+    return record_numel(current_tracer(), t, original_numel(t), frame)
 
 
 def _keep_traced(original, is_list: bool):
@@ -221,53 +263,45 @@ def _keep_traced(original, is_list: bool):
 
 
 def install() -> None:
-    """Wrap Tensor.size and Tensor.shape, and the int argument converters (first caller only)."""
-    global _installed
-    with _lock:
-        _installed += 1
-        if _installed > 1:
-            return
-        from ..ops import argparse as ap
-        for name, is_list in (("to_int", False), ("to_number", False), ("to_int_list", True)):
-            original = ap.__dict__[name]
-            _ap_originals[name] = original
-            setattr(ap, name, _keep_traced(original, is_list))
-        original_size = Tensor.__dict__["size"]
-        original_shape = Tensor.__dict__["shape"]
-        original_numel = Tensor.__dict__["numel"]
-        _originals.update(size=original_size, shape=original_shape, numel=original_numel,
-                          nelement=Tensor.__dict__["nelement"])
+    """Wrap Tensor.size, Tensor.shape and Tensor.numel, and the int argument converters
+    (jit/_trace.py's `patched_while_tracing` calls it)."""
+    from ..ops import argparse as ap
+    for name, is_list in (("to_int", False), ("to_number", False), ("to_int_list", True)):
+        original = ap.__dict__[name]
+        _ap_originals[name] = original
+        setattr(ap, name, _keep_traced(original, is_list))
+    original_size = Tensor.__dict__["size"]
+    original_shape = Tensor.__dict__["shape"]
+    original_numel = Tensor.__dict__["numel"]
+    _originals.update(size=original_size, shape=original_shape, numel=original_numel,
+                      nelement=Tensor.__dict__["nelement"])
 
-        def size(self, dim=None):
-            if not is_recording():
-                return original_size(self, dim)
-            return _traced_sizes(self, dim, original_size)
-        size.__doc__ = original_size.__doc__
+    def size(self, dim=None):
+        if not is_recording():
+            return original_size(self, dim)
+        return _traced_sizes(self, dim, original_size)
+    size.__doc__ = original_size.__doc__
 
-        def shape(self):
-            if not is_recording():
-                return original_shape.fget(self)
-            return _traced_sizes(self, None, original_size)
-        def numel(self):
-            if not is_recording():
-                return original_numel(self)
-            return _traced_numel(self, original_numel)
-        Tensor.size = size
-        Tensor.shape = property(shape, doc=original_shape.__doc__)
-        Tensor.numel = Tensor.nelement = numel
+    def shape(self):
+        if not is_recording():
+            return original_shape.fget(self)
+        return _traced_sizes(self, None, original_size)
+
+    def numel(self):
+        if not is_recording():
+            return original_numel(self)
+        return _traced_numel(self, original_numel)
+    Tensor.size = size
+    Tensor.shape = property(shape, doc=original_shape.__doc__)
+    Tensor.numel = Tensor.nelement = numel
 
 
 def uninstall() -> None:
-    """Restore Tensor.size and Tensor.shape (last caller only)."""
-    global _installed
-    with _lock:
-        _installed -= 1
-        if _installed > 0:
-            return
-        for name, original in _originals.items():
-            setattr(Tensor, name, original)
-        _originals.clear()
-        from ..ops import argparse as ap
-        for name, original in _ap_originals.items():
-            setattr(ap, name, original)
-        _ap_originals.clear()
+    """Restore what `install` wrapped."""
+    for name, original in _originals.items():
+        setattr(Tensor, name, original)
+    _originals.clear()
+    from ..ops import argparse as ap
+    for name, original in _ap_originals.items():
+        setattr(ap, name, original)
+    _ap_originals.clear()

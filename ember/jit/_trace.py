@@ -9,25 +9,29 @@
     traced(x, y)             # replays the recorded ops on new inputs
 
 Seed 001 "Pytorch Jit trace": the example inputs become the graph's inputs, every op that runs
-is recorded (see _recorder.py: the Tracer dispatch key), and so are sizes read from traced
-tensors (``x.size(0)``, ``x.shape[1] * 2``: see _sizes.py); anything else (Python numbers,
-control flow) is frozen to what happened in this run. Converting a tensor to a Python value
-warns (TracerWarning). ``check_trace`` traces again (with copies of the example inputs, and
+is recorded (ember._functorch.make_fx's tracer on the Tracer dispatch key, with the TorchScript
+naming of _tracing.py), and so are sizes read from traced tensors (``x.size(0)``,
+``x.shape[1] * 2``: see _sizes.py); anything else (Python numbers, control flow) is frozen to
+what happened in this run. Converting a tensor to a Python value warns (TracerWarning). ``check_trace`` traces again (with copies of the example inputs, and
 with every ``check_inputs`` entry) and compares: a different graph raises TracingCheckError,
 different values warn.
 """
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
+import threading
 import warnings
 
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
+from .._functorch.make_fx import tracing
 from .ir.printer import ScriptGraph, drop_dead_int_nodes, format_graph, node_lines
-from . import _script
-from ._recorder import TracerWarning, _Recorder, recording
+from . import _script, _sizes
+from ._tracing import (TorchScriptTracer, TracerWarning, install_conversion_warnings,
+                       uninstall_conversion_warnings)
 
 
 class TracingCheckError(Exception):
@@ -153,24 +157,48 @@ def _check_outputs_strict(result, strict: bool) -> None:
             "you absolutely need this and know the side effects, pass strict=False to trace() to allow this behavior.")
 
 
-def _record(fn, module, inputs: tuple, strict: bool) -> _Recorder:
-    """Run fn(*inputs) once with the Tracer key on; the recorder holds the graph."""
+def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
+    """Run fn(*inputs) once with the Tracer key on; the tracer holds the graph."""
     attr_names = {}
     if module is not None:
         for name, t in list(module.named_parameters()) + list(module.named_buffers()):
             attr_names.setdefault(id(t), name)
-    recorder = _Recorder(attr_names)
+    recorder = TorchScriptTracer(attr_names)
     names = _input_names(module.forward if module is not None else fn, len(inputs), module is not None)
     inputs = _distinct_inputs(inputs)
     for name, t in zip(names, inputs):
         recorder.add_input(name, t)
-    with recording(recorder):
+    with tracing(recorder), patched_while_tracing():
         result = fn(*inputs)
     _check_outputs_strict(result, strict)
     recorder.set_output(result)
     drop_dead_int_nodes(recorder.graph)
     recorder.graph.lint()
     return recorder
+
+
+_patch_lock = threading.Lock()
+_patch_users = [0]
+
+
+@contextlib.contextmanager
+def patched_while_tracing():
+    """The Tensor methods jit.trace wraps (conversions that warn, sizes that are recorded: see
+    _tracing.py and _sizes.py), installed by the first trace that runs and restored by the last
+    (traces on other threads may overlap), so eager code never pays for them."""
+    with _patch_lock:
+        _patch_users[0] += 1
+        if _patch_users[0] == 1:
+            install_conversion_warnings()
+            _sizes.install()
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            _patch_users[0] -= 1
+            if _patch_users[0] == 0:
+                _sizes.uninstall()
+                uninstall_conversion_warnings()
 
 
 def _distinct_inputs(inputs: tuple) -> tuple:

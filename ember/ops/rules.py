@@ -106,16 +106,40 @@ def check_same_device(op: str, *tensors) -> None:
 def infer_dense_strides(shape, strides) -> tuple:
     """Dense strides that keep the order of `strides` (ATen's infer_dense_strides): dims sorted by
     stride with an insertion sort; 0 strides are ambiguous and keep their place."""
+    return _dense_in_order(shape, [strides])
+
+
+def pointwise_strides(shape, operands) -> tuple:
+    """The strides of a pointwise op's result of broadcast `shape` (TensorIterator's rule, which the
+    CPU kernels follow through NumPy's K order): dims ordered as the tensor operands lay them out,
+    the first operand deciding first; a dim an operand broadcasts (stride 0) leaves the decision to
+    the next one; contiguous when none decides. Scalars and 0-dim tensors have no say."""
     ndim = len(shape)
-    perm = list(range(ndim - 1, -1, -1))
+    layouts = []
+    for op in operands:
+        if isinstance(op, Tensor) and op.ndim:
+            offset = ndim - op.ndim
+            strides = [0] * ndim
+            for i, (n, st) in enumerate(zip(op.shape, op.stride())):
+                strides[offset + i] = 0 if n == 1 and shape[offset + i] != 1 else st
+            layouts.append(strides)
+    return _dense_in_order(shape, layouts)
+
+
+def _dense_in_order(shape, layouts) -> tuple:
+    ndim = len(shape)
+    perm = list(range(ndim - 1, -1, -1))   # innermost dim first
 
     def should_swap(d0, d1):
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
+        for strides in layouts:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
 
     for i in range(1, ndim):
         dim1 = i

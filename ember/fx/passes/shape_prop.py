@@ -1,8 +1,12 @@
 """ShapeProp: run a GraphModule on example inputs and record each node's shape, dtype and strides.
 
     >>> ShapeProp(gm).propagate(ember.randn(4, 3))
-    >>> gm.graph.nodes[1].meta["tensor_meta"].shape    # ember.Size([4, 5])
-    >>> gm.graph.nodes[1].meta["val"]                   # a meta tensor with that shape/dtype/stride
+    >>> gm.graph.nodes[1].meta["val"]                   # a meta tensor: shape, dtype, strides, requires_grad
+    >>> gm.graph.nodes[1].meta["tensor_meta"].shape    # ember.Size([4, 5]): torch.fx's view of the same fact
+
+``meta["val"]`` is the one tensor fact of a node (what make_fx, jit.trace and dynamo record too);
+``meta["tensor_meta"]`` is torch.fx's TensorMetadata, derived from it for programs that read it
+(ember itself never does).
 
 Inputs may be real tensors or meta tensors (``ember.empty(4, 3, device="meta")``): with meta
 inputs no data is computed at all; the module's parameters, buffers and submodules are then
@@ -12,6 +16,8 @@ from __future__ import annotations
 
 import copy
 from typing import Any, NamedTuple
+
+from ember._core.tensor_spec import meta_like
 
 from ..interpreter import Interpreter
 from ..node import map_aggregate
@@ -80,13 +86,13 @@ def _to_meta(value):
 
 
 class ShapeProp(Interpreter):
-    """An Interpreter that records ``meta["tensor_meta"]``, ``meta["val"]`` and ``meta["type"]``.
+    """An Interpreter that records ``meta["val"]``, ``meta["tensor_meta"]`` and ``meta["type"]``.
 
     >>> ShapeProp(gm).propagate(x)     # returns what gm(x) returns; annotates every node
 
-    ``tensor_meta`` is a TensorMetadata (or a tuple/list/dict of them, mirroring the value) for
-    nodes producing tensors; ``val`` is the value with every tensor replaced by a meta tensor of
-    the same shape, dtype and strides (for any node).
+    ``val`` is the value with every tensor replaced by a meta tensor of the same shape, dtype,
+    strides and requires_grad (for any node); ``tensor_meta`` is the TensorMetadata of each of
+    those meta tensors (mirroring the value) for nodes producing tensors.
     """
 
     def __init__(self, gm, fake_mode=None):
@@ -133,17 +139,18 @@ class ShapeProp(Interpreter):
             raise RuntimeError(f"ShapeProp error for: node={n.format_node()} with meta={n.meta}") from e
         found_tensor = False
 
-        def tensor_meta(value):
+        def to_val(value):
             nonlocal found_tensor
             if _is_tensor(value):
                 found_tensor = True
-                return extract_tensor_metadata(value)
+                return meta_like(value)
             return value
 
-        meta = map_aggregate(result, tensor_meta)
-        if found_tensor:
-            n.meta["tensor_meta"] = meta
+        val = map_aggregate(result, to_val)
         if n.op != "output":
-            n.meta["val"] = map_aggregate(result, _to_meta)
+            n.meta["val"] = val
+        if found_tensor:
+            n.meta["tensor_meta"] = map_aggregate(
+                val, lambda v: extract_tensor_metadata(v) if _is_tensor(v) else v)
         n.meta["type"] = type(result)
         return result

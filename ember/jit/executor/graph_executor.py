@@ -4,7 +4,7 @@ Seed 001's ProfilingGraphExecutorImpl, in ember:
 
 1. At construction the graph is copied and ``passes.inline`` replaces prim.CallFunction /
    prim.CallMethod by the callees' graphs (the caller's graph is left as it was).
-2. A call whose input *signature* (per tensor input: dtype, shape, requires_grad, device; the
+2. A call whose input *signature* (per tensor input: dtype, shape, strides, requires_grad, device; the
    Python type of every other input; and ``ember.is_grad_enabled()``) has no optimised plan yet
    runs a *profiling* copy of the graph (``passes.insert_profile_nodes``): the interpreter
    records every profiled tensor's observed type in ``node.meta["profiled_type"]``. A value seen
@@ -40,9 +40,9 @@ import ember
 from ember.fx.graph import Graph
 
 from ember._core.dispatch import AUTOGRAD_BIT as _AUTOGRAD_BIT
-from ember._core.dispatch import CPU_BIT as _CPU_BIT
 from ember._core.dispatch import tls as _tls
 from ember._core.tensor import Tensor as _Tensor
+from ember._core.tensor_spec import spec_of as _spec_of
 
 from . import config
 from .. import passes
@@ -111,19 +111,14 @@ def executor_of(callee) -> "GraphExecutor":
 
 
 def input_signature(inputs) -> tuple:
-    """The plan cache key (see the module docstring): computed on every call, so it reads the
-    tensors' slots directly. A CPU tensor is ``(keys, numpy dtype, shape)``: its dispatch key
-    set carries requires_grad (the Autograd key) and the device, and the NumPy dtype maps one to
-    one to an ember dtype. Other devices use the public properties."""
+    """The plan cache key (see the module docstring), computed on every call: grad mode, then
+    per tensor input what it looked like (``spec_of``: class, device and requires_grad as the
+    key set, dtype, shape and strides; the record dynamo's TENSOR_MATCH guard compares), per
+    other input its Python type."""
     sig = [not (_tls.exclude & _AUTOGRAD_BIT)]
     for x in inputs:
         if x.__class__ is _Tensor or isinstance(x, _Tensor):
-            keys = x._keys
-            if keys & _CPU_BIT:
-                data = x._data
-                sig.append((keys, data.dtype, data.shape))
-            else:
-                sig.append((keys, x.dtype, tuple(x.shape), x.device))
+            sig.append(_spec_of(x))
         else:
             sig.append(x.__class__)
     return tuple(sig)

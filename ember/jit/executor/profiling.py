@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from ember.fx.graph import Graph
 
+from ember._core.tensor_spec import meta_like
+
 from ..ir import block_params, prim, walk
 from ..ir.types import TensorType
 
@@ -65,6 +67,7 @@ def keep_guaranteed_types(graph: Graph, inputs) -> Graph:
     for node in walk(graph):
         if _specialised(node.type) and node not in typed_ok and node.op != "output":
             node.type = TensorType()
+            node.meta.pop("val", None)    # the observation is not guaranteed either
     return graph
 
 

@@ -52,7 +52,7 @@ from ember.fx.node import Node
 
 from . import prim
 from .op_names import _is_operator_handle, op_name
-from .types import ModuleType
+from .types import ModuleType, TensorType
 
 # ---------------------------------------------------------------------------------------------
 # values as text
@@ -254,8 +254,10 @@ class _Printer:
         return name
 
     def type_text(self, node: Node) -> str:
-        t = node.type
-        return str(t) if t is not None else self.value_type(node.meta.get("val"))
+        t, val = node.type, node.meta.get("val")
+        if isinstance(t, TensorType) and t.sizes is not None and isinstance(val, Tensor):
+            return tensor_type(val)    # the observation it was specialised from
+        return str(t) if t is not None else self.value_type(val)
 
     def value_type(self, val) -> str:
         if isinstance(val, Tensor):
@@ -368,8 +370,8 @@ class _Printer:
                 attr = f'[name="{cname}"]' if cname else ""
             elif target is prim.ListUnpack:
                 args = args[:1]
-            elif target is prim.profile and node.meta.get("profiled_type") is not None:
-                attr = f"[profiled_type={node.meta['profiled_type']}]"
+            elif target is prim.profile and node.meta.get("val") is not None:
+                attr = f"[profiled_type={tensor_type(node.meta['val'])}]"
             elif target is prim.TypeCheck and node.meta.get("types") is not None:
                 attr = "[types=[" + ", ".join(str(t) for t in node.meta["types"]) + "]]"
             elif target is prim.FusionGroup and node.meta.get("subgraph") is not None:

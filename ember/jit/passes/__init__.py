@@ -25,7 +25,7 @@ from .inline import inline
 from .loop_unrolling import unroll_loops
 from .lower_tuples import lower_simple_tuples
 from .peephole import peephole_optimize
-from .profiling import (insert_profile_nodes, merge_profiled_types, record_profile, remove_profile_nodes,
+from .profiling import (insert_profile_nodes, merge_observed, record_profile, remove_profile_nodes,
                         specialize_types)
 
 
@@ -41,4 +41,4 @@ PIPELINE = (fold_constants, peephole_optimize, lower_simple_tuples, unroll_small
 
 __all__ = ["inline", "constant_pooling", "peephole_optimize", "lower_simple_tuples", "unroll_loops",
            "unroll_small_loops", "insert_profile_nodes", "remove_profile_nodes", "specialize_types",
-           "record_profile", "merge_profiled_types", "PIPELINE"]
+           "record_profile", "merge_observed", "PIPELINE"]

@@ -4,21 +4,24 @@ tensor looked like; after profiling, the observations specialise the graph's typ
 - ``insert_profile_nodes(graph)``: after every tensor-typed value (root inputs, block parameters,
   tensor-producing nodes; multi-output nodes after their getitem group) a ``prim::profile`` node
   reads it, and every other use reads the profile node instead. Each value is profiled once.
-- The executor runs a profile node as the identity and records
-  ``node.meta["profiled_type"]`` (``record_profile``: ``observed_tensor_type``; differing
-  observations merge to the unshaped ``Tensor``).
-- ``specialize_types(graph, inputs=())``: the observed types onto the values and their profile
-  nodes (profile nodes stay, so the passes that follow see dtypes and sizes); the graph's tensor
-  inputs take the types of `inputs` (the executor's plan inputs).
-- ``remove_profile_nodes(graph)``: each profile node is replaced by its input, and the observed
-  type (when there is one) becomes the input's ``node.type``.
+- The executor runs a profile node as the identity and records what the tensor looked like as
+  ``node.meta["val"]``, a meta tensor (``record_profile``); a value seen with two different
+  looks is recorded as ``None``: unknown, the unshaped ``Tensor``.
+- ``specialize_types(graph, inputs=())``: the observations onto the values and their profile
+  nodes: the value's ``meta["val"]``, and its ``node.type``, the TensorType derived from that val
+  (``observed_type``; profile nodes stay, so the passes that follow see dtypes and sizes); the
+  graph's tensor inputs take the look of `inputs` (the executor's plan inputs).
+- ``remove_profile_nodes(graph)``: each profile node is replaced by its input, and the
+  observation (when there is one) becomes the input's ``meta["val"]`` and ``node.type``.
 
     g = insert_profile_nodes(g)     # %x.2 : Tensor = prim::profile(%x.1)
-    ...run...                       # profile.meta["profiled_type"] = Float(2, 3, requires_grad=0)
-    g = remove_profile_nodes(g)     # %x.1 : Float(2, 3, requires_grad=0)
+    ...run...                       # profile.meta["val"]: a meta tensor of shape (2, 3)
+    g = remove_profile_nodes(g)     # %x.1 : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu)
 """
 from __future__ import annotations
 
+from ember._core.tensor import Tensor
+from ember._core.tensor_spec import meta_like, spec_of
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes.jit_log import log_update
@@ -64,26 +67,26 @@ def insert_profile_nodes(graph: Graph) -> PassResult:
     return finish("profiling", graph, changed)
 
 
-def merge_profiled_types(old: TensorType | None, new: TensorType) -> TensorType:
-    """Combine two observations: equal ones stay, differing ones become the unshaped ``Tensor``."""
-    if old is None or old == new:
-        return new
-    return TensorType()
+def merge_observed(old, new):
+    """Combine two observations (meta tensors; None: unknown): equal looks stay, differing ones
+    become None (the unshaped ``Tensor``)."""
+    if old is None or spec_of(old) != spec_of(new):
+        return None
+    return old
 
 
 def record_profile(node: Node, value) -> None:
     """What the executor does when a profile node runs: observe `value` if it is a tensor."""
-    import ember
-    if isinstance(value, ember.Tensor):
-        node.meta["profiled_type"] = merge_profiled_types(node.meta.get("profiled_type"),
-                                                          observed_tensor_type(value))
+    if isinstance(value, Tensor):
+        seen = meta_like(value)
+        node.meta["val"] = merge_observed(node.meta["val"], seen) if "val" in node.meta else seen
 
 
-def _observed(node: Node) -> TensorType | None:
-    seen = node.meta.get("profiled_type")
-    if isinstance(seen, TensorType) and (seen.dtype is not None or seen.sizes is not None):
-        return seen
-    return None
+def observed_type(node: Node) -> TensorType | None:
+    """The TensorType of what `node` observed (derived from its meta["val"]), None if nothing
+    or conflicting things were seen."""
+    val = node.meta.get("val")
+    return observed_tensor_type(val) if isinstance(val, Tensor) else None
 
 
 def specialize_types(graph: Graph, inputs=()) -> PassResult:
@@ -91,7 +94,7 @@ def specialize_types(graph: Graph, inputs=()) -> PassResult:
     profile nodes; passes then see dtypes and sizes. `inputs`, when given, are the values the
     executor builds a plan for: the graph's tensor inputs take their types.
 
-        specialize_types(g)   # %x.1 : Float(2, 3, requires_grad=0); %3 = prim::profile(%x.1)
+        specialize_types(g)   # %x.1 : Float(2, 3, ...); %3 : Float(2, 3, ...) = prim::profile(%x.1)
     """
     import ember
     changed = False
@@ -101,14 +104,16 @@ def specialize_types(graph: Graph, inputs=()) -> PassResult:
             seen = observed_tensor_type(x)
             changed |= p.type != seen
             p.type = seen
+            p.meta["val"] = meta_like(x)
     for node in list(walk(graph)):
         if node._erased or not _is_profile(node):
             continue
-        seen, value = _observed(node), node.args[0]
+        seen, value = observed_type(node), node.args[0]
         if seen is not None and isinstance(value, Node) and isinstance(value.type, TensorType):
             changed |= value.type != seen or node.type != seen
             value.type = seen
             node.type = seen
+            value.meta["val"] = node.meta["val"]
     return finish("profiling", graph, changed)
 
 
@@ -123,9 +128,10 @@ def remove_profile_nodes(graph: Graph) -> PassResult:
         if node._erased or not _is_profile(node):
             continue
         value = node.args[0]
-        seen = _observed(node)
+        seen = observed_type(node)
         if isinstance(value, Node) and seen is not None and isinstance(value.type, TensorType):
             value.type = seen
+            value.meta["val"] = node.meta["val"]
             log_update("profiling", f"specialised {value.name} to {seen}")
         node.replace_all_uses_with(value)
         node.graph.erase_node(node)

@@ -105,7 +105,7 @@ def glu_dim(x, dim: int) -> int:
 # Meta kernels
 # ---------------------------------------------------------------------------------------
 def _same(x):
-    return wrap_meta(x.shape, x.dtype)
+    return wrap_meta(x.shape, x.dtype, rules.pointwise_strides(x.shape, (x,)))   # laid out like x, as on CPU
 
 
 def float_unary(kernel_name: str, complex_ok: bool = False):

@@ -137,8 +137,13 @@ def no_complex(x, message: str) -> None:
 # ---------------------------------------------------------------------------------------
 # Meta kernels
 # ---------------------------------------------------------------------------------------
+def _out(shape, dtype, *operands):
+    """A pointwise result laid out like its operands (TensorIterator's rule, as on CPU)."""
+    return wrap_meta(shape, dtype, rules.pointwise_strides(shape, operands))
+
+
 def _bool_like(a, b):
-    return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b)), _dt.bool_)
+    return _out(rules.broadcast_shapes(_shape(a), _shape(b)), _dt.bool_, a, b)
 
 
 def compare(name: str, ordered: bool):
@@ -155,13 +160,13 @@ def logical(a, b):
 
 
 def unary_bool(x):
-    return wrap_meta(x.shape, _dt.bool_)
+    return _out(x.shape, _dt.bool_, x)
 
 
 def bitwise(name: str, kernel_name: str, allow_bool: bool = True):
     def kernel(a, b):
         d = bitwise_dtype(a, b, name, kernel_name, allow_bool)
-        return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b)), d)
+        return _out(rules.broadcast_shapes(_shape(a), _shape(b)), d, a, b)
     kernel.__name__ = name
     return kernel
 
@@ -169,17 +174,17 @@ def bitwise(name: str, kernel_name: str, allow_bool: bool = True):
 def bitwise_not(x):
     if x.dtype.category > _dt.INT:
         raise not_implemented("bitwise_not_cpu", x.dtype)
-    return wrap_meta(x.shape, x.dtype)
+    return _out(x.shape, x.dtype, x)
 
 
 def where(condition, a, b):
     shape, d = where_dtype(condition, a, b)
-    return wrap_meta(shape, d)
+    return _out(shape, d, condition, a, b)
 
 
 def clamp(x, lo=None, hi=None):
     d = clamp_dtype(x, lo, hi)
-    return wrap_meta(rules.broadcast_shapes(x.shape, _shape(lo), _shape(hi)), d)
+    return _out(rules.broadcast_shapes(x.shape, _shape(lo), _shape(hi)), d, x, lo, hi)
 
 
 def clamp_min(x, lo):

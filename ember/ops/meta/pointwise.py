@@ -1,5 +1,5 @@
 """Meta kernels of the pointwise family: output shape by broadcasting, dtype by PyTorch's
-promotion, contiguous strides. The same rules the CPU kernels follow (`ember.ops.rules` and the
+promotion, strides in the operands' dim order (TensorIterator's rule: `rules.pointwise_strides`). The same rules the CPU kernels follow (`ember.ops.rules` and the
 `check_*` helpers of the CPU modules). Like PyTorch's Meta kernels they do not refuse dtypes
 that only the CPU kernel lacks (erf of complex ...), but do raise the RuntimeErrors PyTorch
 raises before dispatching to a kernel (neg of bool, deg2rad of complex ...)."""
@@ -18,21 +18,26 @@ def _shape(x):
     return x.shape if isinstance(x, Tensor) else ()
 
 
+def _out(shape, dtype, *operands):
+    """A pointwise result laid out like its operands (so meta results have the CPU results' strides)."""
+    return wrap_meta(shape, dtype, rules.pointwise_strides(shape, operands))
+
+
 def unary_float(x):
-    return wrap_meta(x.shape, rules.float_dtype(x.dtype))
+    return _out(x.shape, rules.float_dtype(x.dtype), x)
 
 
 def unary_same(x, *_ignored):
-    return wrap_meta(x.shape, x.dtype)
+    return _out(x.shape, x.dtype, x)
 
 
 def unary_real(x):
     """abs/angle of complex give the real dtype."""
-    return wrap_meta(x.shape, x.dtype.to_real())
+    return _out(x.shape, x.dtype.to_real(), x)
 
 
 def unary_bool(x):
-    return wrap_meta(x.shape, _dt.bool_)
+    return _out(x.shape, _dt.bool_, x)
 
 
 def _no_complex(op):
@@ -64,7 +69,7 @@ def abs_(x):
 
 
 def square(x):
-    return wrap_meta(x.shape, _dt.int64 if x.dtype is _dt.bool_ else x.dtype)
+    return _out(x.shape, _dt.int64 if x.dtype is _dt.bool_ else x.dtype, x)
 
 
 def angle(x):
@@ -98,22 +103,22 @@ def imag(x):
 
 def binary(a, b, *_ignored):
     """add/sub/mul/maximum...: broadcast shape, promoted dtype (extra scalar args ignored)."""
-    return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b)), rules.common_dtype(a, b))
+    return _out(rules.broadcast_shapes(_shape(a), _shape(b)), rules.common_dtype(a, b), a, b)
 
 
 def binary_float(a, b, *_ignored):
     """true division, atan2...: promoted dtype, integers to the default float."""
-    return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b)), rules.float_dtype(rules.common_dtype(a, b)))
+    return _out(rules.broadcast_shapes(_shape(a), _shape(b)), rules.float_dtype(rules.common_dtype(a, b)), a, b)
 
 
 def binary_bool(a, b, *_ignored):
     """comparisons and logical ops."""
-    return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b)), _dt.bool_)
+    return _out(rules.broadcast_shapes(_shape(a), _shape(b)), _dt.bool_, a, b)
 
 
 def ternary(a, b, c, *_ignored):
     """lerp/addcmul/where-like ops over three operands."""
-    return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b), _shape(c)), rules.common_dtype(a, b, c))
+    return _out(rules.broadcast_shapes(_shape(a), _shape(b), _shape(c)), rules.common_dtype(a, b, c), a, b, c)
 
 
 def _check_alpha(common, alpha):
@@ -156,7 +161,7 @@ def floor_divide(a, b):
 
 
 def float_power(a, b):
-    return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b)), cpub.float_power_dtype(a, b))
+    return _out(rules.broadcast_shapes(_shape(a), _shape(b)), cpub.float_power_dtype(a, b), a, b)
 
 
 def float_power_(self, exponent):
@@ -167,13 +172,13 @@ def float_power_(self, exponent):
 
 def lerp(self, end, weight):
     cpub.check_lerp(self, end, weight)
-    return wrap_meta(rules.broadcast_shapes(self.shape, end.shape, _shape(weight)), self.dtype)
+    return _out(rules.broadcast_shapes(self.shape, end.shape, _shape(weight)), self.dtype, self, end, weight)
 
 
 def pow(a, b):
     """PyTorch's Meta pow promotes bool ** bool to int64."""
     common = rules.common_dtype(a, b)
-    return wrap_meta(rules.broadcast_shapes(_shape(a), _shape(b)), _dt.int64 if common is _dt.bool_ else common)
+    return _out(rules.broadcast_shapes(_shape(a), _shape(b)), _dt.int64 if common is _dt.bool_ else common, a, b)
 
 
 def addcdiv(self, tensor1, tensor2, value=1):

@@ -163,6 +163,9 @@ OPS += [
 
 
 _TRACER_BIT = 1 << _dispatch.DispatchKey.Tracer
+# Called by ember.tensor while a trace records (its result becomes a constant of the trace):
+# ember.jit.trace registers its TracerWarning here, so this layer never imports the tracer.
+TENSOR_CONSTANT_HOOKS: list = []
 
 
 # ---------------------------------------------------------------------------------------
@@ -171,8 +174,8 @@ _TRACER_BIT = 1 << _dispatch.DispatchKey.Tracer
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of `data` (nested lists, numbers, arrays, tensors)."""
     if _dispatch.tls.include & _TRACER_BIT and not _dispatch.tls.exclude & _TRACER_BIT:
-        from ...jit._recorder import warn_tensor_constant   # jit.trace records: the result is a constant
-        warn_tensor_constant()
+        for hook in TENSOR_CONSTANT_HOOKS:
+            hook()
     t = created(cpu.tensor_from_data(data, optional_dtype(dtype, "tensor")))
     if device is not None and str(device) != "cpu":
         t = t.to(device)

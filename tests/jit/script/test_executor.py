@@ -19,6 +19,7 @@ from ember.jit.executor.instructions import CALL, LOOP_TEST, JUMP_IF_FALSE
 from ember.jit.ir import prim
 from ember.jit.ir.evaluate import evaluate
 from ember.jit.ir.types import BoolType, IntType, ListType, TensorType, TupleType
+from ember.jit.passes.profiling import observed_type
 
 T = TensorType()
 
@@ -281,12 +282,15 @@ def test_profiled_types_merge_to_unshaped():
     assert tuple(out.shape) == (16,)
     profiled = next(iter(ex.debug_state()["profiled_graphs"].values()))
     carried = ir.block_params([n for n in ir.walk(profiled) if n.target is prim.Loop][0].blocks[0])[1]
-    observed = [n.meta.get("profiled_type") for n in ir.walk(profiled)
-                if n.target is prim.profile and n.args[0] is carried]
-    assert observed == [TensorType()]
-    assert [n.meta.get("profiled_type") for n in ir.walk(profiled)
-            if n.target is prim.profile and n.args[0].op == "placeholder" and n.graph is profiled] == \
-        [TensorType(ember.float32, (2,), False)]
+    observed = [n for n in ir.walk(profiled) if n.target is prim.profile and n.args[0] is carried]
+    assert len(observed) == 1 and observed[0].meta["val"] is None        # seen with several shapes
+    assert observed_type(observed[0]) is None
+    (seen,) = [n for n in ir.walk(profiled)
+               if n.target is prim.profile and n.args[0].op == "placeholder" and n.graph is profiled]
+    val = seen.meta["val"]     # a meta tensor: what the input looked like
+    assert val.device.type == "meta" and tuple(val.shape) == (2,) and val.stride() == x_.stride()
+    assert val.dtype == ember.float32 and val.requires_grad is False
+    assert observed_type(seen) == TensorType(ember.float32, (2,), False)
     _same(ex.run(x_), out)
     _same(ex.run(ember.ones(3)), evaluate(g, [ember.ones(3)]))
 

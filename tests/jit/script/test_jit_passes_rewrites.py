@@ -273,8 +273,13 @@ def test_profile_merge_of_different_observations_is_unshaped():
     x = ir.block_params(g)[0]
     passes.remove_profile_nodes(g)
     assert x.type == TensorType()
-    assert passes.merge_profiled_types(None, TensorType(ember.float32, (1,), False)) == \
-        TensorType(ember.float32, (1,), False)
+    one, other = ember.empty(1, device="meta"), ember.empty(2, device="meta")
+    assert passes.merge_observed(one, ember.empty(1, device="meta")) is one     # the same look stays
+    assert passes.merge_observed(one, other) is None                            # different looks: unknown
+    assert passes.merge_observed(one, ember.empty(1, dtype=ember.float64, device="meta")) is None
+    assert passes.merge_observed(ember.empty(2, 3, device="meta"),
+                                 ember.empty(3, 2, device="meta").t()) is None   # same shape, other strides
+    assert passes.merge_observed(None, one) is None
 
 
 # ---- EMBER_JIT_LOG_LEVEL ----------------------------------------------------------------------

@@ -276,7 +276,7 @@ def test_profile_typecheck_and_fusion_group_print():
     g = ir.new_graph()
     x = g.placeholder("x", type_expr=T)
     p = ir.call(g, prim.profile, (x,), type_=T)
-    p.meta["profiled_type"] = TensorType(ember.float32, (2, 3), False)
+    p.meta["val"] = ember.empty(2, 3, device="meta")
     tc = ir.call(g, prim.TypeCheck, (x,), type_=BoolType())
     tc.meta["types"] = [TensorType(ember.float32, (2, 3), False)]
     sub, _, _ = P.seed()
@@ -284,7 +284,7 @@ def test_profile_typecheck_and_fusion_group_print():
     fg.meta["subgraph"] = sub
     g.output(fg)
     text = format_graph(g, with_locations=False)
-    assert "prim::profile[profiled_type=Float(2, 3, requires_grad=0)](%x.1)" in text
+    assert "prim::profile[profiled_type=Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu)](%x.1)" in text
     assert "prim::TypeCheck[types=[Float(2, 3, requires_grad=0)]](%x.1)" in text
     assert "= prim::FusionGroup_0(%1, %x.1)" in text
     assert "with prim::FusionGroup_0 = graph(%a.1 : Tensor,\n" in text

@@ -57,15 +57,15 @@ def test_optimised_graph_after_profiling_is_specialised():
     scripted(a, b)                                   # the profiling run
     optimised = scripted.graph_for(a, b).str(print_source_locations=False)
     lines = optimised.splitlines()
-    assert lines[0] == "graph(%a.1 : Float(2, 3, requires_grad=0),"
-    assert lines[1] == "      %b.1 : Float(2, 3, requires_grad=0)):"
-    assert "%e.1 : Float(2, 3, requires_grad=0) = aten::tanh(%4)" in optimised
+    assert lines[0] == "graph(%a.1 : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu),"
+    assert lines[1] == "      %b.1 : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu)):"
+    assert "%e.1 : Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu) = aten::tanh(%4)" in optimised
     assert "prim::profile" not in optimised and "prim::Constant" not in optimised
     assert _op_lines(optimised) == ["aten::add", "aten::mul", "aten::mul", "aten::tanh", "aten::add", "aten::add"]
     # a different shape bails out to the generic plan, then gets its own specialised plan
     a5, b5 = ember.randn(5), ember.randn(5)
     assert ember.allclose(scripted(a5, b5), seed_example(a5, b5))
-    assert "Float(5, requires_grad=0)" in str(scripted.graph_for(a5, b5))
+    assert "Float(5, strides=[1], requires_grad=0, device=cpu)" in str(scripted.graph_for(a5, b5))
 
 
 def test_values_match_eager_and_torch_on_fresh_inputs():
