@@ -1,0 +1,123 @@
+"""A lower layer never imports a higher one (STYLE.md): _core never imports autograd or the profiler,
+autograd never imports the profiler (the profiler appends to the engine's hook list), and dynamo's
+translator never imports the compile entry (it reads the leaf `markers` module).
+
+Two checks per rule: every import statement in the lower layer's files, including the deferred ones
+inside functions, read from the source; and a fresh interpreter that imports the lower module alone
+(the `ember` package stubbed, so ember/__init__.py does not load everything) and lists what came in.
+"""
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = os.path.join(REPO, "ember")
+
+# (files of the lower layer, relative to ember/; module prefixes it must never import)
+RULES = [
+    ("_core", ("ember.autograd", "ember.profiler", "ember.ops", "ember.nn", "ember.fx", "ember.jit",
+               "ember._dynamo")),
+    ("autograd", ("ember.profiler", "ember.nn", "ember.fx", "ember.jit", "ember._dynamo", "ember.optim")),
+    ("_dynamo/symbolic_convert.py", ("ember._dynamo.eval_frame",)),
+    ("_dynamo/variables", ("ember._dynamo.eval_frame",)),
+]
+
+
+def _files(rel):
+    path = os.path.join(PKG, rel)
+    if os.path.isfile(path):
+        return [path]
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs if f.endswith(".py"))
+
+
+def _module_name(path):
+    rel = os.path.relpath(path, REPO)[:-3].split(os.sep)
+    return ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+
+
+def imported_modules(path):
+    """Every module an import statement in `path` names (at any depth), with `from X import a`
+    giving both X and X.a (a may be a submodule)."""
+    name = _module_name(path)
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parent = ".".join(parts[:len(parts) - node.level + 1])
+                base = parent + ("." + base if base else "")
+            out.append((base, node.lineno))
+            out += [(base + "." + a.name, node.lineno) for a in node.names]
+    return out
+
+
+def _hits(modules, forbidden):
+    return [m for m in modules if any(m == f or m.startswith(f + ".") for f in forbidden)]
+
+
+@pytest.mark.parametrize("lower,forbidden", RULES, ids=[r[0] for r in RULES])
+def test_no_import_statement_reaches_a_higher_layer(lower, forbidden):
+    bad = []
+    for path in _files(lower):
+        for module, line in imported_modules(path):
+            if _hits([module], forbidden):
+                bad.append(f"{os.path.relpath(path, REPO)}:{line} imports {module}")
+    assert not bad, "a lower layer imports a higher one:\n" + "\n".join(bad)
+
+
+def test_the_scanner_sees_deferred_and_relative_imports(tmp_path):
+    # the check above must be able to fail: a deferred relative import inside a function is found
+    src = "def f():\n    from ..autograd import engine\n    import ember.profiler\n"
+    pkg = os.path.join(PKG, "_core")
+    fake = os.path.join(pkg, "_layering_probe_tmp.py")
+    try:
+        with open(fake, "w") as f:
+            f.write(src)
+        mods = [m for m, _ in imported_modules(fake)]
+    finally:
+        os.remove(fake)
+    assert "ember.autograd.engine" in mods and "ember.profiler" in mods
+
+
+_ISOLATED = """
+import importlib, sys, types
+root = types.ModuleType("ember")
+root.__path__ = [sys.argv[1]]
+sys.modules["ember"] = root
+importlib.import_module(sys.argv[2])
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+def modules_loaded_by(module):
+    """The modules a fresh interpreter holds after importing `module` alone."""
+    out = subprocess.run([sys.executable, "-c", _ISOLATED, PKG, module], capture_output=True, text=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+@pytest.mark.parametrize("module,forbidden", [
+    ("ember._core.tensor", ("ember.autograd", "ember.profiler", "ember.ops", "ember.nn")),
+    ("ember._core.dispatch", ("ember.autograd", "ember.profiler")),
+    ("ember.autograd.engine", ("ember.profiler",)),
+    ("ember._dynamo.symbolic_convert", ("ember._dynamo.eval_frame",)),
+])
+def test_importing_a_lower_module_alone_loads_no_higher_one(module, forbidden):
+    loaded = modules_loaded_by(module)
+    assert module in loaded
+    assert not _hits(loaded, forbidden)
+
+
+def test_the_isolated_import_sees_what_a_module_pulls_in():
+    # the subprocess check can fail: a higher layer's import does load the lower one it uses
+    loaded = modules_loaded_by("ember.profiler")
+    assert "ember.profiler" in loaded and "ember.autograd.engine" in loaded
