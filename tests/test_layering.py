@@ -121,3 +121,31 @@ def test_the_isolated_import_sees_what_a_module_pulls_in():
     # the subprocess check can fail: a higher layer's import does load the lower one it uses
     loaded = modules_loaded_by("ember.profiler")
     assert "ember.profiler" in loaded and "ember.autograd.engine" in loaded
+
+
+# -- no tolerance for breakage: what used to be skipped is an error naming what to fix --------------------
+def test_a_derivative_formula_for_no_operator_is_a_key_error():
+    from ember.autograd import kernel
+    from ember.ops.registry import OPERATORS
+    add = OPERATORS["aten::add.Tensor"]
+    before = dict(add.kernels)
+    with pytest.raises(KeyError, match="no_such_op.Tensor"):
+        kernel.install(OPERATORS, {"add.Tensor": lambda grad: (grad, grad), "no_such_op.Tensor": lambda grad: grad},
+                       ())
+    with pytest.raises(KeyError, match="nondiff_typo"):
+        kernel.install(OPERATORS, {}, {"nondiff_typo"})
+    assert add.kernels == before    # nothing was registered before the error
+
+
+def test_a_missing_derivative_family_is_an_error(monkeypatch):
+    from ember.ops import derivatives
+    monkeypatch.setattr(derivatives, "FAMILIES", derivatives.FAMILIES + ("no_such_family",))
+    with pytest.raises(ModuleNotFoundError, match="no_such_family"):
+        derivatives.collect()
+
+
+def test_a_table_family_that_fails_to_import_is_an_error(monkeypatch):
+    from ember.ops import table
+    monkeypatch.setattr(table, "FAMILIES", ("no_such_family",))
+    with pytest.raises(ModuleNotFoundError, match="no_such_family"):
+        table.register_all()
