@@ -149,3 +149,51 @@ def test_a_table_family_that_fails_to_import_is_an_error(monkeypatch):
     monkeypatch.setattr(table, "FAMILIES", ("no_such_family",))
     with pytest.raises(ModuleNotFoundError, match="no_such_family"):
         table.register_all()
+
+
+# -- guard kinds are rows of one table; an unknown kind is a KeyError, never silently ID_MATCH -------------
+def test_every_guard_kind_has_one_row_and_a_distinct_order():
+    from ember._dynamo.guards import GUARD_KINDS, GuardKind
+    assert set(GUARD_KINDS) == set(GuardKind)
+    assert len({row.order for row in GUARD_KINDS.values()}) == len(GUARD_KINDS)
+    assert all(row.kind is kind and row.meaning for kind, row in GUARD_KINDS.items())
+
+
+@pytest.mark.parametrize("kind", ["NOT_A_GUARD", "id_match", "", 3, None])
+def test_an_unknown_guard_kind_is_a_key_error(kind):
+    from ember._dynamo import guards
+    from ember._dynamo.source import LocalSource
+    gs = set()
+    with pytest.raises(KeyError, match="unknown guard kind"):
+        guards.install_guard(gs, LocalSource("x"), kind, 3)
+    with pytest.raises(KeyError, match="unknown guard kind"):
+        guards.guard_kind(kind)
+    assert gs == set()
+
+
+def test_the_translator_does_not_turn_an_unknown_kind_into_id_match():
+    from ember._dynamo.output_graph import OutputGraph
+    from ember._dynamo.source import LocalSource
+    out = OutputGraph.__new__(OutputGraph)
+    out.guards = set()
+    with pytest.raises(KeyError, match="SHAPE_ENV"):
+        out.guard(LocalSource("x"), "SHAPE_ENV", object())
+    assert out.guards == set()
+
+
+def test_a_guard_row_compiles_to_its_check_and_reports_its_description():
+    # the row's expression is what the generated check evaluates; its description is the failure text
+    from ember._dynamo import guards
+    from ember._dynamo.source import LocalSource
+
+    def f(x, n):
+        return x
+
+    gs = set()
+    guards.install_guard(gs, LocalSource("x"), "LENGTH_CHECK", [1, 2])
+    guards.install_guard(gs, LocalSource("n"), guards.GuardKind.CONSTANT_MATCH, 3)
+    check = guards.build_check_fn(gs, f.__code__, f.__globals__)
+    assert check([5, 6], 3) and not check([5], 3) and not check([5, 6], 4) and not check([5, 6], 3.0)
+    assert "len(x) == 2" in check.source
+    assert check.failure_reason([5], 3) == "len(x) == 2"
+    assert check.failure_reason([5, 6], 4) == "n == 3"
