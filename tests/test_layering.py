@@ -21,8 +21,12 @@ RULES = [
     ("_core", ("ember.autograd", "ember.profiler", "ember.ops", "ember.nn", "ember.fx", "ember.jit",
                "ember._dynamo")),
     ("autograd", ("ember.profiler", "ember.nn", "ember.fx", "ember.jit", "ember._dynamo", "ember.optim")),
-    ("_dynamo/symbolic_convert.py", ("ember._dynamo.eval_frame",)),
+    ("profiler", ("ember.nn", "ember.fx", "ember.jit", "ember._dynamo")),
+    ("nn", ("ember.fx", "ember.jit", "ember._dynamo")),
+    ("fx", ("ember.jit", "ember._dynamo", "ember.profiler")),           # the frontends are built on fx
+    ("_dynamo/symbolic_convert.py", ("ember._dynamo.eval_frame",)),      # the translator, not the entry
     ("_dynamo/variables", ("ember._dynamo.eval_frame",)),
+    ("_dynamo/guards.py", ("ember._dynamo.eval_frame", "ember._dynamo.symbolic_convert")),
 ]
 
 
