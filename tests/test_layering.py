@@ -93,30 +93,36 @@ def test_the_scanner_sees_deferred_and_relative_imports(tmp_path):
 
 _ISOLATED = """
 import importlib, sys, types
-root = types.ModuleType("ember")
-root.__path__ = [sys.argv[1]]
-sys.modules["ember"] = root
+if sys.argv[3] == "alone":
+    root = types.ModuleType("ember")
+    root.__path__ = [sys.argv[1]]
+    sys.modules["ember"] = root
+else:
+    import ember
 importlib.import_module(sys.argv[2])
 print("\\n".join(sorted(sys.modules)))
 """
 
 
-def modules_loaded_by(module):
-    """The modules a fresh interpreter holds after importing `module` alone."""
-    out = subprocess.run([sys.executable, "-c", _ISOLATED, PKG, module], capture_output=True, text=True,
+def modules_loaded_by(module, mode="alone"):
+    """The modules a fresh interpreter holds after importing `module`: alone (the `ember` package
+    stubbed), or after a plain `import ember` (for dynamo, whose trackers need ember.nn, which needs
+    the op table registered by ember/__init__; `import ember` loads no part of _dynamo)."""
+    out = subprocess.run([sys.executable, "-c", _ISOLATED, PKG, module, mode], capture_output=True, text=True,
                          cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout.split()
 
 
-@pytest.mark.parametrize("module,forbidden", [
-    ("ember._core.tensor", ("ember.autograd", "ember.profiler", "ember.ops", "ember.nn")),
-    ("ember._core.dispatch", ("ember.autograd", "ember.profiler")),
-    ("ember.autograd.engine", ("ember.profiler",)),
-    ("ember._dynamo.symbolic_convert", ("ember._dynamo.eval_frame",)),
+@pytest.mark.parametrize("module,mode,forbidden", [
+    ("ember._core.tensor", "alone", ("ember.autograd", "ember.profiler", "ember.ops", "ember.nn")),
+    ("ember._core.dispatch", "alone", ("ember.autograd", "ember.profiler")),
+    ("ember.autograd.engine", "alone", ("ember.profiler",)),
+    ("ember._dynamo.symbolic_convert", "after ember", ("ember._dynamo.eval_frame",)),
+    ("ember._dynamo.guards", "after ember", ("ember._dynamo.eval_frame", "ember._dynamo.symbolic_convert")),
 ])
-def test_importing_a_lower_module_alone_loads_no_higher_one(module, forbidden):
-    loaded = modules_loaded_by(module)
+def test_importing_a_lower_module_alone_loads_no_higher_one(module, mode, forbidden):
+    loaded = modules_loaded_by(module, mode)
     assert module in loaded
     assert not _hits(loaded, forbidden)
 
@@ -201,3 +207,55 @@ def test_a_guard_row_compiles_to_its_check_and_reports_its_description():
     assert "len(x) == 2" in check.source
     assert check.failure_reason([5], 3) == "len(x) == 2"
     assert check.failure_reason([5, 6], 4) == "n == 3"
+
+
+def test_after_import_ember_the_check_still_sees_dynamo_modules_come_in():
+    loaded = modules_loaded_by("ember._dynamo.eval_frame", "after ember")
+    assert "ember._dynamo.eval_frame" in loaded and "ember._dynamo.guards" in loaded
+
+
+# -- dynamo's trackers: the builder picks them from a table the tracker modules fill ---------------------
+def test_the_builder_imports_no_container_tracker_module():
+    path = os.path.join(PKG, "_dynamo", "variables", "builder.py")
+    mods = {m for m, _ in imported_modules(path)}
+    assert not mods & {"ember._dynamo.variables.lists", "ember._dynamo.variables.dicts",
+                       "ember._dynamo.variables.sets", "ember._dynamo.variables.nn_module"}
+
+
+def test_a_second_tracker_for_a_type_is_a_key_error():
+    from ember._dynamo.variables import builder
+    before = dict(builder.FROM_FRAME)
+    with pytest.raises(KeyError, match="list already has a tracker"):
+        builder.tracks(list)(lambda tx, value, source, guard: None)
+    assert builder.FROM_FRAME == before
+
+
+def test_tracker_lookup_runs_no_code_of_a_user_metaclass():
+    # the table is keyed by id() and walks the MRO read from type's own slot: looking a class up
+    # hashes or compares nothing of the user's
+    from ember._dynamo.variables import builder
+    calls = []
+
+    class Meta(type):
+        def __hash__(cls):
+            calls.append("__hash__")
+            return 0
+
+        def __eq__(cls, other):
+            calls.append("__eq__")
+            return cls is other
+
+        @property
+        def __mro__(cls):
+            calls.append("__mro__")
+            return (dict,)
+
+    class Box(dict, metaclass=Meta):   # a dict subclass the dict tracker declines (a user object)
+        pass
+
+    class Other(metaclass=Meta):
+        pass
+
+    assert builder._from_table(builder.FROM_FRAME, Box(), None, Box(), None, False) is None
+    assert builder._from_table(builder.MADE_IN_CAPTURE, Other(), None, Other()) is None
+    assert calls == []
