@@ -226,15 +226,8 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
-    @property
-    def grad(self):
-        meta = self._autograd
-        return None if meta is None else meta.grad
-
-    @grad.setter
-    def grad(self, value):
-        from ..autograd import _meta_of
-        _meta_of(self).grad = value
+    # ``grad`` (with its checking setter), backward and hooks are installed by ember.autograd at its
+    # import (autograd/tensor_methods.py): _core never imports autograd.
 
     @property
     def data(self):

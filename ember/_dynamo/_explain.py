@@ -12,7 +12,7 @@ import dataclasses
 import time
 import traceback
 
-from .guards import _describe
+from .guards import GUARD_KINDS
 
 
 @dataclasses.dataclass
@@ -48,11 +48,13 @@ class ExplainOutput:
             lines.append(f"  Ops {i}:")
             lines += [f"    {_op_name(op)}" for op in ops]
         lines.append("Out Guards:")
+
         for i, g in enumerate(self.out_guards, 1):
             short = g.source.short_name() if g.source is not None else ""
+            code = GUARD_KINDS[g.kind].describe(g.expected, g.source.name() if g.source is not None else short)
             lines += [f"  Guard {i}:", f"    Name: {g.name()!r}",
                       f"    Source: {_scope(g)}", f"    Create Function: {g.kind}",
-                      f"    Code List: [{_describe(g, g.source.name() if g.source is not None else short)!r}]"]
+                      f"    Code List: [{code!r}]"]
         lines.append(f"Compile Times: {self.compile_times}")
         return "\n".join(lines) + "\n"
 

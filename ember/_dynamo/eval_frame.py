@@ -38,6 +38,7 @@ from .. import _logging
 from . import config
 from .backends import lookup_backend
 from .guards import build_check_fn, format_guards, signature_text
+from .markers import disable, state as _state  # noqa: F401  (disable is public here too)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -47,11 +48,6 @@ class _EntryList(list):
     """One function object's materialised entries: [(check, compiled_fn)]; weakly registered so
     reset() can empty every one in place."""
     __slots__ = ("__weakref__",)
-
-
-class _ThreadState(threading.local):
-    disabled = 0          # > 0 inside ember.compiler.disable'd code: no new captures
-    compiling = 0         # > 0 while compile_frame runs
 
 
 class CacheEntry:
@@ -82,7 +78,6 @@ class CodeCache:
 
 _caches: dict = {}                 # (code, options key) -> CodeCache
 _entry_lists: dict = {}            # id -> weakref of every _EntryList handed to a wrapper
-_state = _ThreadState()
 _frame_counter = [0]
 _installed: dict = {}              # id(module globals) -> names ember put there (free to reuse after reset)
 guard_failures: dict = {}          # code -> ["0/0: tensor 'a' size mismatch ...", ...] (as torch._dynamo.utils)
@@ -474,36 +469,6 @@ def optimize(backend="inductor", *, nopython: bool = False, disable: bool = Fals
     if dynamic:
         raise NotImplementedError("ember._dynamo.optimize: dynamic=True (symbolic shapes) is not supported")
     return _OptimizeContext(None if disable else _CompileOptions(backend, nopython))
-
-
-def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
-    """Run `fn` eagerly, never captured (also ``ember.compiler.disable``; decorator with or without ()).
-
-    Calls reached from compiled code become graph breaks; inside `fn`, compiled functions reuse
-    entries they already have but capture nothing new.
-
-        @ember.compiler.disable
-        def log_stats(x): print(x.mean())
-    """
-    if fn is None:
-        return lambda f: disable(f, recursive=recursive, reason=reason)
-    if getattr(fn, "_ember_dynamo_disable", False):
-        return fn
-    original = getattr(fn, "_ember_orig_fn", fn)
-
-    @functools.wraps(original)
-    def disabled(*args, **kwargs):
-        _state.disabled += 1
-        try:
-            return original(*args, **kwargs)
-        finally:
-            _state.disabled -= 1
-    disabled._ember_dynamo_disable = True
-    disabled._ember_disable_reason = reason
-    return disabled
-
-
-DISABLED_WRAPPER_CODE = disable(lambda: None).__code__   # capture breaks on calls of this code
 
 
 # ------------------------------------------------------------------------------------------------

@@ -85,23 +85,6 @@ def _capture_training(value):
             "forward" in value.__dict__)
 
 
-_CAPTURE = {
-    GuardKind.TENSOR_MATCH: _capture_tensor,
-    GuardKind.TYPE_MATCH: type,
-    GuardKind.ID_MATCH: lambda v: v,
-    GuardKind.FUNCTION_MATCH: lambda v: v,
-    GuardKind.EQUALS_MATCH: lambda v: v,
-    GuardKind.CONSTANT_MATCH: lambda v: v,
-    GuardKind.LENGTH_CHECK: len,
-    GuardKind.DICT_KEYS: lambda v: tuple(v.keys()),
-    GuardKind.NN_MODULE: _capture_training,
-    GuardKind.GRAD_MODE: lambda v: (tls.exclude & AUTOGRAD_BIT) == 0,
-    GuardKind.DISPATCH_TLS: lambda v: (tls.include, tls.exclude),
-    GuardKind.OBJECT_ALIASING: lambda v: v,
-    GuardKind.NO_TENSOR_ALIASING: lambda v: tuple(v),
-}
-
-
 def install_guard(guards: set, source, kind, value) -> None:
     """Record `kind` on `source`, taking the expectation from `value` now.
 
@@ -109,9 +92,8 @@ def install_guard(guards: set, source, kind, value) -> None:
         install_guard(gs, LocalSource("a"), "TENSOR_MATCH", a)               # kind by name works too
     For OBJECT_ALIASING pass the other Source as `value`; for GRAD_MODE any value (source None).
     """
-    if isinstance(kind, str):
-        kind = GuardKind[kind]
-    guards.add(Guard(source, kind, _CAPTURE[kind](value)))
+    row = guard_kind(kind)
+    guards.add(Guard(source, row.kind, row.capture(value)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -135,29 +117,6 @@ def _constant_expr(x, v, const):
     if type(v) is float and math.isnan(v):
         return f"type({x}) is float and {x} != {x}"
     return f"type({x}) is {const(type(v))} and {x} == {const(v)}"
-
-
-_EXPR = {
-    GuardKind.TENSOR_MATCH: _tensor_expr,
-    GuardKind.TYPE_MATCH: lambda x, t, const: f"type({x}) is {const(t)}",
-    GuardKind.ID_MATCH: lambda x, v, const: f"{x} is {const(v)}",
-    GuardKind.FUNCTION_MATCH: lambda x, v, const: f"{x} is {const(v)}" + (
-        # the body was inlined: a function given another __code__ after capture is another function
-        f" and {x}.__code__ is {const(v.__code__)}" if isinstance(v, types.FunctionType) else ""),
-    GuardKind.EQUALS_MATCH: _constant_expr,
-    GuardKind.CONSTANT_MATCH: _constant_expr,
-    GuardKind.LENGTH_CHECK: lambda x, n, const: f"len({x}) == {n}",
-    GuardKind.DICT_KEYS: lambda x, keys, const: f"tuple({x}.keys()) == {const(keys)}",
-    GuardKind.NN_MODULE: lambda x, e, const: (
-        f"{x} is {const(e[0])} and {x}.training is {e[1]}"
-        f" and bool({x}._forward_hooks or {x}._forward_pre_hooks) is {e[2]} and ('forward' in {x}.__dict__) is {e[3]}"),
-    GuardKind.GRAD_MODE: lambda x, enabled, const: f"(___tls.exclude & {AUTOGRAD_BIT} == 0) is {enabled}",
-    GuardKind.DISPATCH_TLS: lambda x, e, const: f"___tls.include == {e[0]} and ___tls.exclude == {e[1]}",
-    GuardKind.OBJECT_ALIASING: lambda x, other, const: f"{x} is {other.expr()}",
-    GuardKind.NO_TENSOR_ALIASING: lambda x, srcs, const: (
-        f"{srcs[0].expr()} is not {srcs[1].expr()}" if len(srcs) == 2 else
-        f"len({{{', '.join(f'id({s.expr()})' for s in srcs)}}}) == {len(srcs)}"),
-}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -207,44 +166,106 @@ def tensor_mismatch(name: str, e: TensorExpectation, t) -> str | None:
     return None
 
 
-def _describe(guard: Guard, short: str) -> str:
-    """The printed form of a guard (what a failed guard reports), with the value's short name."""
-    kind, e = guard.kind, guard.expected
-    if kind is GuardKind.TYPE_MATCH:
-        return f"___check_type_id({short}, {id(e)}), type={e!r}"
-    if kind in (GuardKind.ID_MATCH, GuardKind.FUNCTION_MATCH):
-        return f"___check_obj_id({short}, {id(e)})"
-    if kind in (GuardKind.EQUALS_MATCH, GuardKind.CONSTANT_MATCH):
-        return f"{short} == {e!r}"
-    if kind is GuardKind.LENGTH_CHECK:
-        return f"len({short}) == {e}"
-    if kind is GuardKind.DICT_KEYS:
-        return f"list({short}.keys()) == {list(e)!r}"
-    if kind is GuardKind.NN_MODULE:
-        return f"___check_obj_id({short}, {id(e[0])}) and {short}.training == {e[1]}"
-    if kind is GuardKind.GRAD_MODE:
+# ------------------------------------------------------------------------------------------------
+# The table of guard kinds: one row per kind. `order` places its conditions in the generated check
+# (the thread's global state first, then identity and type checks that make the later ones safe to
+# evaluate, tensors, values, and aliasing last); `capture` takes the expectation from the value when
+# the guard is installed; `expr(x, expected, const)` is the condition compiled into the check (`x`
+# the value's expression, `const(v)` a name or literal for v); `describe(expected, short)` the text
+# a failed guard reports.
+
+@dataclasses.dataclass(frozen=True)
+class GuardKindRow:
+    kind: GuardKind
+    order: int
+    capture: object
+    expr: object
+    describe: object
+    meaning: str
+
+
+def _describe_tls(e, short):
+    if (tls.exclude ^ e[1]) & AUTOGRAD_BIT:
         return "GLOBAL_STATE changed: grad_mode "
-    if kind is GuardKind.DISPATCH_TLS:
-        if (tls.exclude ^ e[1]) & AUTOGRAD_BIT:
-            return "GLOBAL_STATE changed: grad_mode "
-        return (f"GLOBAL_STATE changed: dispatch key set (thread-local include {[k.name for k in keys_of(e[0])]},"
-                f" exclude {[k.name for k in keys_of(e[1])]} at capture)")
-    if kind is GuardKind.OBJECT_ALIASING:
-        return f"{short} is {e.short_name()}"
-    if kind is GuardKind.NO_TENSOR_ALIASING:
-        return f"Duplicate tensors found: {', '.join(s.short_name() for s in e)}"
-    return f"{kind} {short}"
+    return (f"GLOBAL_STATE changed: dispatch key set (thread-local include {[k.name for k in keys_of(e[0])]},"
+            f" exclude {[k.name for k in keys_of(e[1])]} at capture)")
+
+
+def _is_expr(x, v, const):
+    return f"{x} is {const(v)}"
+
+
+def _function_expr(x, v, const):
+    # the body was inlined: a function given another __code__ after capture is another function
+    code = f" and {x}.__code__ is {const(v.__code__)}" if isinstance(v, types.FunctionType) else ""
+    return f"{x} is {const(v)}" + code
+
+
+def _module_expr(x, e, const):
+    return (f"{x} is {const(e[0])} and {x}.training is {e[1]}"
+            f" and bool({x}._forward_hooks or {x}._forward_pre_hooks) is {e[2]} and ('forward' in {x}.__dict__) is {e[3]}")
+
+
+def _no_aliasing_expr(x, srcs, const):
+    if len(srcs) == 2:
+        return f"{srcs[0].expr()} is not {srcs[1].expr()}"
+    return f"len({{{', '.join(f'id({s.expr()})' for s in srcs)}}}) == {len(srcs)}"
+
+
+def _same(v):
+    return v
+
+
+_ROWS = (
+    GuardKindRow(GuardKind.DISPATCH_TLS, 0, lambda v: (tls.include, tls.exclude),
+                 lambda x, e, const: f"___tls.include == {e[0]} and ___tls.exclude == {e[1]}", _describe_tls,
+                 "the thread's dispatch include/exclude key sets are those at capture (added with tensors)"),
+    GuardKindRow(GuardKind.GRAD_MODE, 1, lambda v: (tls.exclude & AUTOGRAD_BIT) == 0,
+                 lambda x, enabled, const: f"(___tls.exclude & {AUTOGRAD_BIT} == 0) is {enabled}",
+                 lambda e, short: "GLOBAL_STATE changed: grad_mode ", "grad mode is as at capture (no source)"),
+    GuardKindRow(GuardKind.TYPE_MATCH, 2, type, lambda x, t, const: f"type({x}) is {const(t)}",
+                 lambda e, short: f"___check_type_id({short}, {id(e)}), type={e!r}", "the value's exact type"),
+    GuardKindRow(GuardKind.ID_MATCH, 3, _same, _is_expr, lambda e, short: f"___check_obj_id({short}, {id(e)})",
+                 "the very object seen at capture"),
+    GuardKindRow(GuardKind.NN_MODULE, 4, _capture_training, _module_expr,
+                 lambda e, short: f"___check_obj_id({short}, {id(e[0])}) and {short}.training == {e[1]}",
+                 "the same module object, training flag, hooks present or not, no instance-level forward"),
+    GuardKindRow(GuardKind.FUNCTION_MATCH, 5, _same, _function_expr,
+                 lambda e, short: f"___check_obj_id({short}, {id(e)})",
+                 "the same function object with the same __code__ (its body may have been inlined)"),
+    GuardKindRow(GuardKind.LENGTH_CHECK, 6, len, lambda x, n, const: f"len({x}) == {n}",
+                 lambda e, short: f"len({short}) == {e}", "a container's length"),
+    GuardKindRow(GuardKind.DICT_KEYS, 7, lambda v: tuple(v.keys()),
+                 lambda x, keys, const: f"tuple({x}.keys()) == {const(keys)}",
+                 lambda e, short: f"list({short}.keys()) == {list(e)!r}", "a dict's keys, in order"),
+    GuardKindRow(GuardKind.TENSOR_MATCH, 8, _capture_tensor, _tensor_expr, lambda e, short: f"TENSOR_MATCH {short}",
+                 "a tensor's type, dispatch keys, dtype, shape and strides (failures: tensor_mismatch)"),
+    GuardKindRow(GuardKind.EQUALS_MATCH, 9, _same, _constant_expr, lambda e, short: f"{short} == {e!r}",
+                 "a value of the same type, equal to the one at capture"),
+    GuardKindRow(GuardKind.CONSTANT_MATCH, 10, _same, _constant_expr, lambda e, short: f"{short} == {e!r}",
+                 "a constant (None, bool, int, float, str) of the same type and value"),
+    GuardKindRow(GuardKind.OBJECT_ALIASING, 11, _same, lambda x, other, const: f"{x} is {other.expr()}",
+                 lambda e, short: f"{short} is {e.short_name()}", "this source holds the same object as another"),
+    GuardKindRow(GuardKind.NO_TENSOR_ALIASING, 12, tuple, _no_aliasing_expr,
+                 lambda e, short: f"Duplicate tensors found: {', '.join(s.short_name() for s in e)}",
+                 "the guarded tensors are distinct objects"),
+)
+GUARD_KINDS = {row.kind: row for row in _ROWS}
+if set(GUARD_KINDS) != set(GuardKind):   # a kind without a row would have no check: fail at import
+    raise RuntimeError(f"guard kinds without a GUARD_KINDS row: {sorted(map(str, set(GuardKind) - set(GUARD_KINDS)))}")
+
+
+def guard_kind(kind) -> GuardKindRow:
+    """The row of `kind` (a GuardKind or its name); an unknown kind is a KeyError naming the known ones."""
+    row = GUARD_KINDS.get(kind) if isinstance(kind, GuardKind) else GUARD_KINDS.get(GuardKind.__members__.get(kind))
+    if row is None:
+        raise KeyError(f"unknown guard kind {kind!r}; GUARD_KINDS (ember/_dynamo/guards.py) has "
+                       f"{', '.join(k.value for k in GUARD_KINDS)}")
+    return row
 
 
 # ------------------------------------------------------------------------------------------------
 # The generated check function
-
-_KIND_ORDER = {k: i for i, k in enumerate((GuardKind.DISPATCH_TLS, GuardKind.GRAD_MODE, GuardKind.TYPE_MATCH, GuardKind.ID_MATCH,
-                                           GuardKind.NN_MODULE, GuardKind.FUNCTION_MATCH, GuardKind.LENGTH_CHECK,
-                                           GuardKind.DICT_KEYS, GuardKind.TENSOR_MATCH, GuardKind.EQUALS_MATCH,
-                                           GuardKind.CONSTANT_MATCH, GuardKind.OBJECT_ALIASING,
-                                           GuardKind.NO_TENSOR_ALIASING))}
-
 
 def _depth(source) -> int:
     depth = 0
@@ -340,7 +361,7 @@ class CheckFn:
                         return f"{short}: forward hooks or an instance-level forward changed"
                 except Exception:   # noqa: BLE001
                     pass
-            return _describe(guard, short)
+            return GUARD_KINDS[guard.kind].describe(guard.expected, short)
         return None
 
     def __str__(self):
@@ -369,7 +390,7 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
         check(a, b) -> True / False
     """
     names = argnames(code)
-    rows = sorted(set(guards), key=lambda g: (_KIND_ORDER.get(g.kind, 99), _depth(g.source),
+    rows = sorted(set(guards), key=lambda g: (GUARD_KINDS[g.kind].order, _depth(g.source),
                                               source_sort_key(g.source, names)))
     rows = _add_dispatch_state_and_aliasing(rows)
     env = {"G": f_globals, "___tls": tls, "___tensor_spec": spec_of, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
@@ -388,7 +409,7 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
     parts = []
     for guard in rows:
         x = guard.source.expr() if guard.source is not None else ""
-        parts.append(_EXPR[guard.kind](x, guard.expected, const))
+        parts.append(GUARD_KINDS[guard.kind].expr(x, guard.expected, const))
     for cname, value in constants.values():
         env[cname] = value
     for guard in rows:   # globals of other modules (functions inlined from there) read as ___G<id>
@@ -455,7 +476,7 @@ def format_guards(guards) -> str:
     # (not one of torch's guards: hidden from its listing)
     rows = [g for g in guards if g.source is not None
             and not isinstance(g.source, (GlobalShadowsBuiltinSource, GlobalStateSource))]
-    rows.sort(key=lambda g: (source_sort_key(g.source), _KIND_ORDER.get(g.kind, 99)))
+    rows.sort(key=lambda g: (source_sort_key(g.source), GUARD_KINDS[g.kind].order))
     lines = ["GUARDS:"]
     for g in rows:
         scope = "global" if isinstance(g.source.root(), (GlobalSource, ModuleGlobalSource)) else "local"
@@ -467,5 +488,5 @@ def format_guards(guards) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["GuardKind", "Guard", "TensorExpectation", "install_guard", "CheckFn", "build_check_fn",
+__all__ = ["GuardKind", "GUARD_KINDS", "guard_kind", "Guard", "TensorExpectation", "install_guard", "CheckFn", "build_check_fn",
            "format_guards", "tensor_mismatch", "ClosureCellSource"]

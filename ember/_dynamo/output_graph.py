@@ -60,10 +60,7 @@ class OutputGraph:
     # ------------------------------------------------------------------ guards
     def guard(self, source, kind_name, value):
         from . import guards
-        kind = getattr(guards.GuardKind, kind_name, None)
-        if kind is None:
-            kind = guards.GuardKind.ID_MATCH if kind_name != "EQUALS_MATCH" else guards.GuardKind.CONSTANT_MATCH
-        guards.install_guard(self.guards, source, kind, value)
+        guards.install_guard(self.guards, source, kind_name, value)   # an unknown kind is a KeyError
 
     # ------------------------------------------------------------------ graph construction
     def create_node(self, tx, op, target, args, kwargs):

@@ -151,7 +151,7 @@ class InstructionTranslatorBase:
         module = str(fn_vt.get_globals().get("__name__", "")).split(".")[0]
         if module in _NEVER_INLINED:
             unimplemented(f"a call into {module} (run as it is, never inlined)")
-        from .eval_frame import DISABLED_WRAPPER_CODE
+        from .markers import DISABLED_WRAPPER_CODE
         if code is DISABLED_WRAPPER_CODE:   # (by code: reading fn_vt.fn could add an identity guard)
             unimplemented("Skip calling a function wrapped by ember.compiler.disable()")
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):

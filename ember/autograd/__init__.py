@@ -11,7 +11,7 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
 from .engine import backward, grad  # noqa: F401
 from .function import Function, FunctionCtx, BackwardCFunction, once_differentiable  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
-from .graph import Node, meta_of as _meta_of  # noqa: F401
+from .graph import Node  # noqa: F401
 from . import graph  # noqa: F401
 
 

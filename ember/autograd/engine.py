@@ -21,6 +21,11 @@ from .._core.dispatch import tls, DispatchKey
 
 _PROFILER_BIT = 1 << DispatchKey.Profiler
 
+# Hooks that run a node instead of ``node.apply(grads)`` while the Profiler key is included: the
+# profiler appends its range-recording evaluator at its import, so autograd never imports it. The
+# last one appended wins; the check costs one bit test per node when no profiler records.
+node_evaluators: list = []
+
 
 def _sum(a, b):
     if a is None:
@@ -120,9 +125,8 @@ def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=Fals
             if run:
                 if not any(g is not None for g in grads):
                     outs = [None] * len(node.next_functions)
-                elif tls.include & _PROFILER_BIT:  # a profiler records: the node runs inside its ranges
-                    from ..profiler.profiler import _evaluate_node
-                    outs = _evaluate_node(node, grads)
+                elif tls.include & _PROFILER_BIT and node_evaluators:  # a profiler records: in its ranges
+                    outs = node_evaluators[-1](node, grads)
                 else:
                     outs = node.apply(grads)
                 if node.hooks:

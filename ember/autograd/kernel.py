@@ -377,6 +377,13 @@ def install(operators: dict, formulas: dict, nondifferentiable) -> None:
     """Register the Autograd kernels: a formula kernel per op in `formulas` (and for its
     derived in-place overload), the pass-through kernel for `nondifferentiable` ops, and the
     global fallback for the rest."""
+    # a formula or a nondifferentiable entry must name an operator (a typo or a renamed op would
+    # otherwise leave the op on the fallback silently); its in-place and out= variants may not exist
+    for kind, names in (("derivative formula", formulas), ("NONDIFFERENTIABLE entry", nondifferentiable)):
+        unknown = sorted(n for n in names if "aten::" + n not in operators)
+        if unknown:
+            raise KeyError(f"{kind} for {', '.join(unknown)} names no operator in the op table "
+                           "(ember/ops/derivatives/: fix the name or remove the entry)")
     register_fallback(DispatchKey.Autograd, _fallback)
     for name, fn in formulas.items():
         formula = Formula(fn)

@@ -33,6 +33,7 @@ import warnings
 from .._core import dispatch as _dispatch
 from .._core.dispatch import DispatchKey, register_fallback, tls
 from .._core.tensor import Tensor
+from ..autograd import engine as _engine
 from .table import EventList, FunctionEvent, export_chrome_trace
 
 PROFILER_BIT = 1 << DispatchKey.Profiler
@@ -204,6 +205,9 @@ def _evaluate_node(node, grads):
             _end(inner)
     finally:
         _end(outer)
+
+
+_engine.node_evaluators.append(_evaluate_node)   # the engine runs nodes through it while the key is on
 
 
 # ---------------------------------------------------------------------------------------

@@ -15,6 +15,10 @@ from ..exc import Unsupported, unimplemented
 class VariableTracker:
     """Base class; subclasses override what their kind of value supports."""
 
+    # a mutable Python object (list, dict, set, user object): two sources holding one such object
+    # are guarded as aliases, since mutating through one changes what the other reads
+    is_mutable_object = False
+
     def __init__(self, source=None):
         self.source = source
 

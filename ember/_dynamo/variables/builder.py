@@ -18,6 +18,41 @@ def _sources():
     return source
 
 
+# Which tracker models a value, by its class: each tracker module registers its wrappers with
+# @tracks(cls, ...), so this module imports none of them (variables/__init__ imports them all).
+# A value's class is looked up along its MRO, most derived first, keyed by id() so that no
+# metaclass __hash__/__eq__ of user code runs; a wrapper returns None to decline a subclass it
+# does not model, and the next class of the MRO is tried.
+#   FROM_FRAME: wrapper(tx, value, source, guard) for values read from the frame (guards installed)
+#   MADE_IN_CAPTURE: wrapper(tx, value) for values computed during capture (no source, no guard)
+FROM_FRAME: dict = {}
+MADE_IN_CAPTURE: dict = {}
+_mro_of = type.__dict__["__mro__"].__get__   # (not type(value).__mro__: a metaclass could override it)
+
+
+def tracks(*classes, made_in_capture=False):
+    """Register the decorated wrapper as the tracker of values of `classes` (and their subclasses)."""
+    table = MADE_IN_CAPTURE if made_in_capture else FROM_FRAME
+
+    def register(wrapper):
+        for cls in classes:
+            if id(cls) in table:
+                raise KeyError(f"{cls.__name__} already has a tracker ({table[id(cls)][1].__qualname__})")
+            table[id(cls)] = (cls, wrapper)
+        return wrapper
+    return register
+
+
+def _from_table(table, value, *args):
+    for cls in _mro_of(type(value)):
+        entry = table.get(id(cls))
+        if entry is not None and entry[0] is cls:
+            vt = entry[1](*args)
+            if vt is not None:
+                return vt
+    return None
+
+
 def _is_ember_function(value) -> bool:
     from .tensor_functions import is_ember_function
     return is_ember_function(value)
@@ -35,7 +70,7 @@ def wrap(tx, value, source, *, guard: bool = True) -> VariableTracker:
     cached = out.variable_cache.get(id(value))
     if cached is not None and cached[0] is value:   # one tracker per mutable object: aliasing is kept
         first = cached[1].source
-        if guard and source is not None and first is not None and first != source and _is_mutable(cached[1]):
+        if guard and source is not None and first is not None and first != source and cached[1].is_mutable_object:
             out.guard(source, "OBJECT_ALIASING", first)   # f(l, l): a later f(l, m) must not reuse this
         return cached[1]
     if opaque:
@@ -46,7 +81,7 @@ def wrap(tx, value, source, *, guard: bool = True) -> VariableTracker:
     else:
         vt = _wrap_object(tx, value, source, guard)
     out.variable_cache[id(value)] = (value, vt)
-    if guard and source is not None and _is_mutable(vt):
+    if guard and source is not None and vt.is_mutable_object:
         out.mutable_sources.append(source)   # f(l, m) captured: a later f(l, l) must not reuse this
     return vt
 
@@ -63,16 +98,6 @@ def runs_user_code_on_isinstance(value) -> bool:
 _OBJECT_CLASS_SLOT = vars(object)["__class__"]
 
 
-def _is_mutable(vt) -> bool:
-    """Trackers of mutable Python objects whose aliasing changes what mutating code does."""
-    from .dicts import ConstDictVariable
-    from .lists import ListVariable
-    from .misc import UserDefinedObjectVariable
-    from .sets import SetVariable
-    return isinstance(vt, (ListVariable, ConstDictVariable, UserDefinedObjectVariable)) or (
-        isinstance(vt, SetVariable) and not vt.frozen)
-
-
 def _wrap_constant(out, value, source, guard):
     if guard and source is not None:
         kind = "CONSTANT_MATCH" if isinstance(value, (int, float, bool, str, type(None))) else "EQUALS_MATCH"
@@ -81,35 +106,8 @@ def _wrap_constant(out, value, source, guard):
 
 
 def _wrap_object(tx, value, source, guard):
-    import ember
-    out = tx.output
-    src = _sources()
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple) or _is_namedtuple(value):
-        from .lists import ListVariable, TupleVariable
-        if guard:
-            out.guard(source, "TYPE_MATCH", value)
-            out.guard(source, "LENGTH_CHECK", value)
-        items = [wrap(tx, v, src.GetItemSource(source, i), guard=guard) for i, v in enumerate(value)]
-        if isinstance(value, list):
-            return out.side_effects.track(ListVariable(items, source))
-        return TupleVariable(items, source, tuple_cls=type(value))
-    if type(value) is dict or (isinstance(value, dict) and type(value).__module__ == "collections"):
-        from .dicts import ConstDictVariable
-        if guard:
-            out.guard(source, "TYPE_MATCH", value)
-            out.guard(source, "DICT_KEYS", value)
-        items = {k: wrap(tx, v, src.GetItemSource(source, k), guard=guard) for k, v in value.items()}
-        return out.side_effects.track(ConstDictVariable(items, source, user_cls=type(value)))
-    if isinstance(value, ember.nn.Module):
-        from .nn_module import NNModuleVariable
-        if guard:
-            out.guard(source, "NN_MODULE", value)
-        return NNModuleVariable(value, source)
-    return wrap_python_object(tx, value, source, guard=guard)
-
-
-def _is_namedtuple(value):
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+    vt = _from_table(FROM_FRAME, value, tx, value, source, guard)
+    return vt if vt is not None else wrap_python_object(tx, value, source, guard=guard)
 
 
 def wrap_python_object(tx, value, source, *, guard=True):
@@ -179,16 +177,9 @@ def wrap_new(tx, value) -> VariableTracker:
     import ember
     if is_constant_value(value):
         return ConstantVariable(value)
-    if isinstance(value, (list, tuple)):
-        from .lists import ListVariable, TupleVariable
-        items = [wrap_new(tx, v) for v in value]
-        return ListVariable(items) if isinstance(value, list) else TupleVariable(items, tuple_cls=type(value))
-    if isinstance(value, dict):
-        from .dicts import ConstDictVariable
-        return ConstDictVariable({k: wrap_new(tx, v) for k, v in value.items()})
-    if type(value) in (set, frozenset):
-        from .sets import SetVariable
-        return SetVariable([wrap_new(tx, v) for v in value], frozen=type(value) is frozenset)
+    vt = _from_table(MADE_IN_CAPTURE, value, tx, value)
+    if vt is not None:
+        return vt
     if isinstance(value, ember.Tensor):
         from ..exc import unimplemented
         unimplemented("a tensor created outside the graph during capture")

@@ -8,10 +8,13 @@ from __future__ import annotations
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .builder import tracks, wrap, wrap_new
+from .. import source as _src
 
 
 class ConstDictVariable(VariableTracker):
     """``items`` maps Python constant keys to trackers; insertion order is kept like dict's."""
+    is_mutable_object = True
 
     def __init__(self, items, source=None, user_cls=dict):
         super().__init__(source)
@@ -157,3 +160,20 @@ class DictViewVariable(VariableTracker):
         cg.reconstruct(self.dict_vt)
         cg.load_attr(self.kind)
         cg.call(0, push_null=True)
+
+
+@tracks(dict)
+def _wrap_dict(tx, value, source, guard):
+    """A dict (or OrderedDict, defaultdict, Counter) read from the frame; other subclasses: user objects."""
+    if type(value) is not dict and type(value).__module__ != "collections":
+        return None
+    if guard:
+        tx.output.guard(source, "TYPE_MATCH", value)
+        tx.output.guard(source, "DICT_KEYS", value)
+    items = {k: wrap(tx, v, _src.GetItemSource(source, k), guard=guard) for k, v in value.items()}
+    return tx.output.side_effects.track(ConstDictVariable(items, source, user_cls=type(value)))
+
+
+@tracks(dict, made_in_capture=True)
+def _new_dict(tx, value):
+    return ConstDictVariable({k: wrap_new(tx, v) for k, v in value.items()})

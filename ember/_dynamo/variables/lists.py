@@ -8,6 +8,8 @@ from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .iterators import IteratorVariable
+from .builder import tracks, wrap, wrap_new
+from .. import source as _src
 
 
 class BaseListVariable(VariableTracker):
@@ -111,6 +113,8 @@ class TupleVariable(BaseListVariable):
 
 
 class ListVariable(BaseListVariable):
+    is_mutable_object = True
+
     def python_type(self):
         return list
 
@@ -217,3 +221,23 @@ class ListIteratorVariable(IteratorVariable):
             cg.reconstruct(item)
         cg.build("BUILD_TUPLE", len(self.items) - self.index)
         cg.call(1)
+
+
+@tracks(list, tuple)
+def _wrap_sequence(tx, value, source, guard):
+    """A list, tuple or namedtuple read from the frame (other subclasses: user objects)."""
+    if type(value) not in (list, tuple) and not hasattr(type(value), "_fields"):
+        return None
+    if guard:
+        tx.output.guard(source, "TYPE_MATCH", value)
+        tx.output.guard(source, "LENGTH_CHECK", value)
+    items = [wrap(tx, v, _src.GetItemSource(source, i), guard=guard) for i, v in enumerate(value)]
+    if isinstance(value, list):
+        return tx.output.side_effects.track(ListVariable(items, source))
+    return TupleVariable(items, source, tuple_cls=type(value))
+
+
+@tracks(list, tuple, made_in_capture=True)
+def _new_sequence(tx, value):
+    items = [wrap_new(tx, v) for v in value]
+    return ListVariable(items) if isinstance(value, list) else TupleVariable(items, tuple_cls=type(value))

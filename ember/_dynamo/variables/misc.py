@@ -149,6 +149,7 @@ def _descriptor_kind(attr) -> str:
 
 class UserDefinedObjectVariable(VariableTracker):
     """An instance of a user class: attributes are read from the real object (guarded); methods are inlined."""
+    is_mutable_object = True
 
     def __init__(self, value, source=None):
         super().__init__(source)

@@ -13,6 +13,8 @@ import types
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .builder import tracks
+from ...nn import Module
 
 
 _TREE_METHODS = ("parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
@@ -249,3 +251,10 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__})"
+
+
+@tracks(Module)
+def _wrap_module(tx, value, source, guard):
+    if guard:
+        tx.output.guard(source, "NN_MODULE", value)
+    return NNModuleVariable(value, source)

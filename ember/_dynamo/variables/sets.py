@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..exc import unimplemented
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .builder import tracks, wrap_new
 
 
 class _IdKey:
@@ -161,6 +162,10 @@ class SetVariable(VariableTracker):
             pairs.setdefault(key, vt)
             keys.append(key)
         return ("seq", tuple(keys)), pairs
+
+    @property
+    def is_mutable_object(self):
+        return not self.frozen
 
     def copy(self, frozen):
         """``set(s)`` / ``frozenset(s)`` / ``s.copy()``: CPython merges s's table (not one add per member)."""
@@ -311,3 +316,10 @@ _IN_PLACE = {"add": "add", "discard": "discard", "remove": "remove", "update": "
              "symmetric_difference_update": "symmetric_difference_update", "__ior__": "update",
              "__iand__": "intersection_update", "__isub__": "difference_update",
              "__ixor__": "symmetric_difference_update"}
+
+
+@tracks(set, frozenset, made_in_capture=True)
+def _new_set(tx, value):
+    if type(value) not in (set, frozenset):
+        return None
+    return SetVariable([wrap_new(tx, v) for v in value], frozen=type(value) is frozenset)

@@ -7,7 +7,6 @@ parses arguments before calling operators (``ember.manual_seed``, ``Tensor.__get
 """
 from __future__ import annotations
 
-import os
 from importlib import import_module
 
 FAMILIES = ("conversion", "pointwise", "activation", "comparison", "reduction", "shape", "indexing",
@@ -19,13 +18,7 @@ def register_all() -> None:
     from ..registry import register, export, METHODS
     modules = []
     for family in FAMILIES:
-        try:
-            modules.append(import_module(f"{__name__}.{family}"))
-        except Exception:  # only while several people edit families at once
-            if not os.environ.get("EMBER_TOLERATE_BROKEN_FAMILIES"):
-                raise
-            import traceback
-            traceback.print_exc()
+        modules.append(import_module(f"{__name__}.{family}"))   # a family that fails to import fails ember's
     for module in modules:
         for entry in module.OPS:
             register(entry)
