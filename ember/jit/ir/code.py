@@ -22,10 +22,13 @@ from __future__ import annotations
 import builtins
 import operator
 
+from ember._core.dtype import ALL_DTYPES
 from ember.fx.node import Node
 
 from . import prim
 from .types import (DictType, ListType, ModuleType, OptionalType, ScriptType, TupleType)
+
+_C10_NAMES = frozenset(d.c10_name for d in ALL_DTYPES)  # a tensor type prints as Float(2, 3)
 
 _BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
            operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.lt: "<",
@@ -48,7 +51,7 @@ def annotation(t) -> str:
         return f"Dict[{annotation(t.key)}, {annotation(t.value)}]"
     if isinstance(t, ScriptType):
         text = str(t)
-        return "Tensor" if text.split("(")[0] in ("Float", "Double", "Long", "Int", "Bool", "Half") else text
+        return "Tensor" if text.split("(")[0] in _C10_NAMES else text
     return "Tensor"
 
 

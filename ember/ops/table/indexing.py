@@ -360,11 +360,6 @@ def _getitem_general(self, index):
 
 # ---------------------------------------------------------------------------------------
 # __setitem__
-# ---------------------------------------------------------------------------------------
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor", "complex64": "ComplexFloatTensor",
-               "complex128": "ComplexDoubleTensor"}
 _NUMBERS = (int, float, bool, complex, np.number, np.bool_)
 
 
@@ -373,7 +368,7 @@ def _value_tensor(self, value):
     if isinstance(value, Tensor):
         return value
     if not isinstance(value, _NUMBERS):
-        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{_TYPE_NAMES[self.dtype.name]}")
+        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{self.dtype.c10_name}Tensor")
     if isinstance(value, (np.number, np.bool_)):
         value = value.item()
     v = meta.checked_scalar(value, self.dtype)
