@@ -13,17 +13,17 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # package (a folder under ember/, or "<top>" for the modules directly in ember/) -> cap
 BUDGET = {
-    "ops": 13300,
+    "ops": 13100,
     "jit": 8200,
     "_dynamo": 7100,
     "fx": 3700,
-    "nn": 2600,
+    "nn": 2950,
     "_core": 1450,
     "autograd": 1300,
     "optim": 1100,
     "utils": 650,
     "profiler": 600,
-    "<top>": 900,
+    "<top>": 905,
 }
 
 
