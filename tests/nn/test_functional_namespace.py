@@ -62,3 +62,18 @@ def test_the_table_families_hold_no_nn_functional_wrappers():
     for family in table.FAMILIES:
         module = importlib.import_module(f"ember.ops.table.{family}")
         assert "nn.functional" not in getattr(module, "PYTHON_FUNCTIONS", {}) or family == "reduction", family
+
+
+def test_tensor_indexing_is_written_outside_the_table():
+    """``Tensor.__getitem__`` / ``__setitem__`` / ``ember.nonzero`` live in ember/ops/tensor_indexing.py;
+    the indexing family holds rows only."""
+    from ember.ops.table import indexing as rows
+    for fn in (ember.Tensor.__getitem__, ember.Tensor.__setitem__, ember.nonzero, ember.Tensor.nonzero):
+        assert inspect.getmodule(fn).__name__ == "ember.ops.tensor_indexing"
+    assert not hasattr(rows, "PYTHON_METHODS") and not hasattr(rows, "PYTHON_FUNCTIONS")
+    assert registry.public_name(ember.nonzero) == "ember.nonzero"
+    t = ember.arange(6).reshape(2, 3)
+    tt = torch.arange(6).reshape(2, 3)
+    assert t[1, 1:].tolist() == tt[1, 1:].tolist()
+    ours, theirs = ember.nonzero(t > 2, as_tuple=True), torch.nonzero(tt > 2, as_tuple=True)
+    assert [x.tolist() for x in ours] == [x.tolist() for x in theirs]

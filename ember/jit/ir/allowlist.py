@@ -75,7 +75,8 @@ _methods: frozenset | None = None
 _names_by_id: dict | None = None
 
 
-_PYTHON_API_MODULES = ("ember.nn.functional", "ember.nn.functional_loss")  # the op table's Python wrappers
+_PYTHON_API_MODULES = ("ember.nn.functional", "ember.nn.functional_loss",  # the op table's Python wrappers
+                       "ember.ops.tensor_indexing")
 
 
 def _is_table_api(fn) -> bool:
