@@ -160,7 +160,8 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     if overlap_check:
         body.append(f"_overlap_check({call_args})  # memory overlap of the written tensors")
     if direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
-        body.append(f"_r = {fast_call_source('_ks', call_args)}  # direct binding")
+        first, second = fast_call_source("_ks", call_args).splitlines()
+        body += [first + "  # direct binding", second]
     else:
         body.append(f"_r = _op.call(_ks, {call_args})  # through the dispatcher")
     for a, n in zip(args, names):
