@@ -22,6 +22,9 @@ from .ops.registry import FUNCTIONS as _FUNCTIONS  # noqa: E402
 
 globals().update(_FUNCTIONS.get("", {}))
 from . import linalg, special, nn  # noqa: E402,F401
+# again: ember.nn.functional exported a few torch-namespace functions written with F's on import
+# (ember.rrelu, ember.kl_div, ember.binary_cross_entropy_with_logits)
+globals().update(_FUNCTIONS[""])
 from . import return_types  # noqa: E402,F401
 from . import library  # noqa: E402,F401
 from . import autograd  # noqa: E402

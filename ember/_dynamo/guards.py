@@ -24,7 +24,7 @@ import math
 import types
 
 from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, keys_of, tls
-from .._core.dtype import _default as _default_dtype_box
+from .._core.dtype import _default as _default_dtype_box, ALL_DTYPES as _ALL_DTYPES
 from .._core.dtype import get_default_dtype
 from .._core.tensor_spec import spec_of, spec_strides
 from .source import (KEYS, ClosureCellSource, GlobalShadowsBuiltinSource, GlobalSource, GlobalStateSource,
@@ -122,11 +122,7 @@ def _constant_expr(x, v, const):
 # ------------------------------------------------------------------------------------------------
 # Failure texts (PyTorch 2.13's recompile reasons)
 
-_TORCH_DTYPE_NAMES = {
-    "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-    "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-}
+_TORCH_DTYPE_NAMES = {d.name: d.c10_name for d in _ALL_DTYPES}
 
 
 def _dtype_name(dtype) -> str:

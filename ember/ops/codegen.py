@@ -9,8 +9,8 @@ save only that). The function
      factory functions: PyTorch's BackendSelect),
   3. calls the dispatcher, ``op.call(key_set, *args)``; or, for ops whose table row says
      ``direct_binding=True`` (a handful of hot ops, ``registry.direct_ops()`` lists them), first
-     takes the fast path — the CPU kernel straight from the op's table — when that set is just
-     {CPU} and no thread-local key is included (nothing else needs to see the call: no autograd,
+     takes the fast path (``dispatch.fast_call_source``, inlined) — the CPU kernel straight from the
+     op's table — when that set is just {CPU} and no thread-local key is included (nothing else needs to see the call: no autograd,
      profiler, tracer or Python mode), which saves the dispatcher's cost (bench/dispatch_overhead.py),
   4. bumps the version counter of every argument the schema marks as written (``Tensor(a!)``),
      whose memory overlap with the inputs is checked before step 3 (ops/overlap.py).
@@ -22,7 +22,7 @@ from __future__ import annotations
 import keyword
 import time
 
-from .._core.dispatch import tls, CPU_BIT, META_BIT, CUDA_BIT, BACKEND_MASK
+from .._core.dispatch import tls, fast_call_source, CPU_BIT, META_BIT, CUDA_BIT, BACKEND_MASK
 from .._core import dtype as _dt
 from .._core.schema import FunctionSchema
 from .._core.tensor import Tensor
@@ -160,8 +160,8 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     if overlap_check:
         body.append(f"_overlap_check({call_args})  # memory overlap of the written tensors")
     if direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
-        body.append(f"if _ks == {CPU_BIT} and not _tls.include: _r = _table[0]({call_args})  # direct binding")
-        body.append(f"else: _r = _op.call(_ks, {call_args})")
+        first, second = fast_call_source("_ks", call_args).splitlines()
+        body += [first + "  # direct binding", second]
     else:
         body.append(f"_r = _op.call(_ks, {call_args})  # through the dispatcher")
     for a, n in zip(args, names):

@@ -39,12 +39,6 @@ POLICIES = {
     **dict.fromkeys(("cat", "stack"), CAT),
 }
 
-# C++ type names in PyTorch's "Expected out tensor to have dtype ..." messages
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
-              "int32": "int", "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "float32": "float", "float64": "double", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>"}
-
 
 def policy(name: str) -> str:
     return POLICIES.get(name, CAST)
@@ -54,8 +48,8 @@ def compute_dtype(op: str, dtype, out, inputs) -> object:
     """COMPUTE ops: the dtype to run in (out's; a given ``dtype=`` must be out's)."""
     _nan_reduction(op, out, inputs)
     if dtype is not None and dtype is not out.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES[dtype.name]}, but got "
-                           f"{_CPP_NAMES[out.dtype.name]} instead")
+        raise RuntimeError(f"Expected out tensor to have dtype {dtype.cpp_type}, but got "
+                           f"{out.dtype.cpp_type} instead")
     if out.dtype is _dt.bool_ and op in ("cumsum", "cumprod"):
         raise NotImplementedError(f"\"{op}_out_cpu\" not implemented for 'Bool'")
     return out.dtype
@@ -65,7 +59,7 @@ def _nan_reduction(op, out, inputs):
     """nansum / nanmean of a floating input into a non-floating out: PyTorch's nansum kernel runs
     in out's dtype and has no integer or complex version."""
     if op in ("nansum", "nanmean") and inputs[0].dtype.category == _dt.FLOAT and out.dtype.category != _dt.FLOAT:
-        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{_c10(out.dtype)}'")
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for '{out.dtype.c10_name}'")
 
 
 def check(op: str, kind: str, result_dtype, out, inputs) -> None:
@@ -78,24 +72,21 @@ def check(op: str, kind: str, result_dtype, out, inputs) -> None:
         elif d.category == _dt.COMPLEX:
             kind, result_dtype = EXACT, inputs[0].dtype
     if kind == EXACT and d is not result_dtype:
-        raise RuntimeError(f"{op}(): Found dtype {_c10(d)} but expected {_c10(result_dtype)}")
+        raise RuntimeError(f"{op}(): Found dtype {d.c10_name} but expected {result_dtype.c10_name}")
     if kind == EXPECTED and d is not result_dtype:
-        raise RuntimeError(f"{op}(): Expected out tensor to have dtype {_CPP_NAMES[result_dtype.name]}, but got "
-                           f"{_CPP_NAMES[d.name]} instead")
+        raise RuntimeError(f"{op}(): Expected out tensor to have dtype {result_dtype.cpp_type}, but got "
+                           f"{d.cpp_type} instead")
     if kind == AS_INPUT and d is not inputs[0].dtype:
-        raise RuntimeError(f"{op}(): Expected the dtype for input and out to match, but got {_c10(inputs[0].dtype)} "
-                           f"for input's dtype and {_c10(d)} for out's dtype.")
+        raise RuntimeError(f"{op}(): Expected the dtype for input and out to match, but got {inputs[0].dtype.c10_name} "
+                           f"for input's dtype and {d.c10_name} for out's dtype.")
     if kind == BOOL and d is not _dt.bool_:
         raise RuntimeError(f"{op} does not support non-boolean outputs.")
     if kind == FLOATING and d.category not in (_dt.FLOAT, _dt.COMPLEX):
-        raise RuntimeError(f"{op}(): Expected floating point type for result tensor, but got: {_c10(d)}")
+        raise RuntimeError(f"{op}(): Expected floating point type for result tensor, but got: {d.c10_name}")
     if not _dt.can_cast(result_dtype, d):
-        message = f"result type {_c10(result_dtype)} can't be cast to the desired output type {_c10(d)}"
+        message = f"result type {result_dtype.c10_name} can't be cast to the desired output type {d.c10_name}"
         if kind == CAT:
-            raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {_c10(d)}")
+            raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {d.c10_name}")
         raise RuntimeError(f"{op}(): {message}")
 
 
-def _c10(d) -> str:
-    from .rules import c10_name
-    return c10_name(d)

@@ -471,8 +471,8 @@ def _resolver(name, overloads, key=None):
 def _copy_result(op: str, dst: Tensor, result: Tensor, *, resize: bool, check_internal=False,
                  check_dtype=True) -> None:
     if check_dtype and not _dt.can_cast(result.dtype, dst.dtype):
-        raise RuntimeError(f"{op}(): result type {_c10_name(result.dtype)} can't be cast to the desired output "
-                           f"type {_c10_name(dst.dtype)}")
+        raise RuntimeError(f"{op}(): result type {result.dtype.c10_name} can't be cast to the desired output "
+                           f"type {dst.dtype.c10_name}")
     if dst.shape != result.shape:
         if not resize:
             raise RuntimeError(f"{op}(): output with shape {list(dst.shape)} doesn't match the broadcast shape "
@@ -520,15 +520,6 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
     elif d.__class__.__module__.startswith("cupy"):
         import cupy
         cupy.copyto(d, cupy.asarray(src._data), casting="unsafe")
-
-
-_C10_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-              "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-              "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
-def _c10_name(d) -> str:
-    return _C10_NAMES[d.name]
 
 
 def _inplace_of(kernel, op, late_check=None):

@@ -90,12 +90,6 @@ def reduction_dims(dim, ndim: int, op: str = "") -> tuple:
     return wrap_dims(dim, ndim, op)
 
 
-def c10_name(d: _dt.dtype) -> str:
-    """The name c10 prints in messages: Float, Long, Bool..."""
-    from .registry import _c10_name
-    return _c10_name(d)
-
-
 def check_same_device(op: str, *tensors) -> None:
     devices = {t.device.type for t in tensors if isinstance(t, Tensor)}
     if len(devices) > 1:

@@ -230,3 +230,44 @@ def test_grad_fn_names_of_direct_ops():
     for op in (lambda v: v + 1, lambda v: v * 2, lambda v: v / 2, lambda v: -v, lambda v: v.exp(),
                lambda v: v.relu(), lambda v: v.sum(), lambda v: v.mean()):
         assert type(op(x).grad_fn).__name__ == type(op(tx).grad_fn).__name__
+
+
+# ---------------------------------------------------------------------------------------
+# dispatch.fast_call: the same rule as a function, for Python callers
+# ---------------------------------------------------------------------------------------
+def test_generated_fast_path_is_the_dispatch_template():
+    """The bindings inline ``dispatch.fast_call_source`` word for word (one definition of the rule)."""
+    src = registry.binding_source("aten::add.Tensor")
+    for line in dispatch.fast_call_source("_ks", "input, other, alpha").splitlines():
+        assert line in src
+
+
+@pytest.mark.parametrize("case", range(len(_direct_cases())))
+def test_fast_call_matches_the_dispatcher(case):
+    name, _user, args, kwargs = _direct_cases()[case]
+    op = registry.OPERATORS[name]
+    full = [*args] + [kwargs.get(a.name, a.default) for a in op.schema.arguments[len(args):]]
+    keys = 0
+    for a in full:
+        keys |= getattr(a, "_keys", 0)
+    _same(dispatch.fast_call(op, keys, *full), op.call(keys, *full))
+
+
+def test_fast_call_leaves_the_fast_path_for_any_other_key():
+    a = _t(3)
+    g = _t(3, seed=1).requires_grad_(True)
+    out = dispatch.fast_call(aten.mul.Tensor, g._keys, g, a)
+    assert out.grad_fn is not None          # Autograd key: through the dispatcher
+    out.sum().backward()
+    np.testing.assert_array_equal(g.grad.numpy(), a.numpy())
+
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Record():                          # a key included in TLS: the mode sees the call
+        dispatch.fast_call(aten.mul.Tensor, a._keys, a, a)
+    assert seen == [aten.mul.Tensor]

@@ -80,16 +80,21 @@ _methods: frozenset | None = None
 _names_by_id: dict | None = None
 
 
+_PYTHON_API_MODULES = ("ember.nn.functional", "ember.nn.functional_loss",  # the op table's Python wrappers
+                       "ember.ops.tensor_indexing")
+
+
 def _is_table_api(fn) -> bool:
     """True for the op table's own Python API: a generated binding, an overload resolver, or an
-    argument parser defined in an ``ember.ops.table`` module."""
+    argument parser defined in an ``ember.ops.table`` module or in ``ember.nn.functional``'s files."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return False
     if code.co_filename.startswith("<ember binding"):
         return True
     module = getattr(fn, "__module__", None) or ""
-    return module.startswith("ember.ops.table.") or (module == "ember.ops.registry" and hasattr(fn, "overloads"))
+    return (module.startswith("ember.ops.table.") or module in _PYTHON_API_MODULES
+            or (module == "ember.ops.registry" and hasattr(fn, "overloads")))
 
 
 def _ember_functions() -> dict:

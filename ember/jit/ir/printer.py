@@ -57,9 +57,7 @@ from .types import ModuleType, TensorType
 # ---------------------------------------------------------------------------------------------
 # values as text
 # ---------------------------------------------------------------------------------------------
-_DTYPE_NAMES = {_dt.float32: "Float", _dt.float64: "Double", _dt.float16: "Half", _dt.bfloat16: "BFloat16",
-                _dt.int64: "Long", _dt.int32: "Int", _dt.int16: "Short", _dt.int8: "Char", _dt.uint8: "Byte",
-                _dt.bool_: "Bool", _dt.complex64: "ComplexFloat", _dt.complex128: "ComplexDouble"}
+_DTYPE_NAMES = {d: d.c10_name for d in _dt.ALL_DTYPES}
 _SCALAR_TYPE_CODE = {_dt.uint8: 0, _dt.int8: 1, _dt.int16: 2, _dt.int32: 3, _dt.int64: 4, _dt.float16: 5,
                      _dt.float32: 6, _dt.float64: 7, _dt.complex64: 9, _dt.complex128: 10, _dt.bool_: 11,
                      _dt.bfloat16: 15}

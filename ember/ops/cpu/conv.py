@@ -28,7 +28,7 @@ def _cdt(d):
 def not_implemented(x, kernel, allowed):
     """PyTorch's NotImplementedError for a dtype its CPU kernel does not dispatch on."""
     if x.dtype not in allowed:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{plan.rules.c10_name(x.dtype)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{x.dtype.c10_name}'")
 
 
 _FLOATS = (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)

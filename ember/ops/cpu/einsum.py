@@ -43,7 +43,7 @@ def parse(equation: str, tensors):
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         if t.dtype is not dtype:
-            raise RuntimeError(f"expected scalar type {rules.c10_name(dtype)} but found {rules.c10_name(t.dtype)}")
+            raise RuntimeError(f"expected scalar type {dtype.c10_name} but found {t.dtype.c10_name}")
     used = set(lhs) | set(rhs)
     spare = [c for c in _LETTERS if c not in used]
     sizes, ell_shape, np_terms, counts = {}, (), [], {}

@@ -80,7 +80,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
         raise RuntimeError("embedding_renorm_(): 'self' must be 2-D")
     if indices.dtype not in (_dt.int64, _dt.int32):
         raise RuntimeError("Expected tensor for argument #2 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got torch.{meta.c10(indices.dtype)}Tensor instead (while checking "
+                           f"Long, Int; but got torch.{indices.dtype.c10_name}Tensor instead (while checking "
                            "arguments for embedding_renorm_)")
     W = weight._data
     rows = np.unique(indices._data.reshape(-1))
@@ -302,7 +302,7 @@ def normalize(x, p, dim, eps):
     """x / max(norm_p(x, dim), eps)  (the body of F.normalize)."""
     if x.dtype.category not in (_dt.FLOAT, _dt.COMPLEX):
         raise RuntimeError(f"normalize(): linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {meta.c10(x.dtype)}")
+                           f"input. Got {x.dtype.c10_name}")
     d = rules.wrap_dim(dim, x.ndim, "normalize")
     X = acc(x._data)
     n = vector_norm(X, p, d if X.ndim else None, True)

@@ -27,14 +27,11 @@ _F32 = np.dtype(np.float32)
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
 np.seterr(all="ignore")  # PyTorch does not warn on 1/0, log(0), overflow ...
 
-_C10 = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-        "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-        "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def not_implemented(kernel: str, d: _dt.dtype) -> NotImplementedError:
     """PyTorch's error for a dtype its CPU kernel is not compiled for."""
-    return NotImplementedError(f'"{kernel}" not implemented for \'{_C10[d.name]}\'')
+    return NotImplementedError(f'"{kernel}" not implemented for \'{d.c10_name}\'')
 
 
 def data(x, np_dtype=None):

@@ -12,7 +12,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap
 from .. import rules
-from .pointwise import _HALF, compute, data, finish, not_implemented, _C10
+from .pointwise import _HALF, compute, data, finish, not_implemented
 
 _F64 = np.dtype(np.float64)
 
@@ -325,8 +325,8 @@ def float_power_scalar(a, exponent):
 def check_float_power_(self, exponent):
     out_dt = float_power_dtype(self, exponent)
     if self.dtype is not out_dt:
-        raise RuntimeError(f"the base given to float_power_ has dtype {_C10[self.dtype.name]} but the operation's "
-                           f"result requires dtype {_C10[out_dt.name]}")
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.c10_name} but the operation's "
+                           f"result requires dtype {out_dt.c10_name}")
 
 
 def float_power_(self, exponent):
@@ -339,14 +339,10 @@ def float_power_(self, exponent):
 # ---------------------------------------------------------------------------------------
 # ternary: lerp, addcmul, addcdiv
 # ---------------------------------------------------------------------------------------
-_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-               "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
-
-
 def check_lerp(self, end, weight):
     """dtype rules of lerp (shared with Meta): end (and a non-0-d weight) have self's dtype."""
     def name(d):
-        return _TYPE_NAMES.get(d.name, d.name)
+        return d.cpp_type
     if end.dtype is not self.dtype:
         raise RuntimeError(f"expected dtype {name(self.dtype)} for `end` but got dtype {name(end.dtype)}")
     if isinstance(weight, Tensor):
@@ -383,19 +379,16 @@ def check_addcdiv(tensor1, tensor2):
         raise RuntimeError(_ADDCDIV_INT)
 
 
-_C_TYPES = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-            "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-            "float64": "double"}
 
 
 def _check_value(common, value):
     """`value` must fit the common dtype (PyTorch's checked Scalar conversion)."""
     if isinstance(value, complex) and common.category != _dt.COMPLEX:
-        raise RuntimeError(f"value cannot be converted to type {_C_TYPES[common.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {common.c_type} without overflow")
     if common.category == _dt.INT and not isinstance(value, bool):
         info = np.iinfo(common.np)
         if not info.min <= value <= info.max:
-            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[common.name]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {common.c_type} without overflow")
 
 
 def addcmul(self, tensor1, tensor2, value=1):

@@ -79,7 +79,7 @@ def _check_float(dt, kernel):
 def _check_real_float(dt, what):
     if dt.category != _dt.FLOAT:
         name = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-                "uint8": "unsigned char", "bool": "bool"}.get(dt.name, rules.c10_name(dt))
+                "uint8": "unsigned char", "bool": "bool"}.get(dt.name, dt.c10_name)
         raise RuntimeError(f"{what} distribution is a continuous probability distribution. dtype must be a "
                            f"floating point but you specified {name}")
 
@@ -131,7 +131,7 @@ def _check_in_range(low, top, dt):
     lo, hi = (0, 1) if dt is _dt.bool_ else (int(np.iinfo(dt.np).min), int(np.iinfo(dt.np).max))
     for v, name in ((low, "from"), (top, "to - 1")):
         if not lo <= v <= hi:
-            raise RuntimeError(f"{name} is out of bounds for {rules._BOUNDS_C_TYPE[dt.name]}")
+            raise RuntimeError(f"{name} is out of bounds for {dt.cpp_type}")
 
 
 def _integers(gen, low, high_inclusive, shape):
@@ -168,9 +168,9 @@ def randperm(n, generator=None, dtype=None, layout=None, device=None, pin_memory
     if dt is _dt.float16:
         limit = (1 << _DIGITS[dt.name]) + 1
         if n > limit:
-            raise RuntimeError(f"n cannot be greater than {limit} for {rules.c10_name(dt)} type.")
+            raise RuntimeError(f"n cannot be greater than {limit} for {dt.c10_name} type.")
     elif dt.category == _dt.INT and n - 1 > np.iinfo(dt.np).max:
-        raise RuntimeError(f"value cannot be converted to type {rules._C_TYPE[dt.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {dt.c_type} without overflow")
     return _new((n,), dt, device, sample=lambda s: rng(generator).permutation(n))
 
 
@@ -307,9 +307,9 @@ def uniform_(self, from_=0.0, to=1.0, generator=None):
     limit = float(_dt.finfo(dt).max)
     for v, name in ((from_, "from"), (to, "to")):
         if not -limit <= v <= limit:
-            raise RuntimeError(f"{name} is out of bounds for {rules._BOUNDS_C_TYPE.get(_real(dt).name)}")
+            raise RuntimeError(f"{name} is out of bounds for {_real(dt).cpp_type}")
     if to - from_ > limit:
-        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{rules._BOUNDS_C_TYPE.get(_real(dt).name)}>"
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{_real(dt).cpp_type}>"
                            f"::max(), but found to={to} and from={from_} which result in to-from to exceed the limit")
     if isinstance(self._data, MetaArray):
         return self
@@ -475,7 +475,7 @@ def multinomial(self, num_samples, replacement=False, generator=None):
     `num_samples` of p / Exp(1) noise); with replacement: inverse-CDF sampling."""
     dt = self.dtype
     if dt.category != _dt.FLOAT:
-        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {rules.c10_name(dt)}")
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {dt.c10_name}")
     if self.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     n_cat = self.shape[-1]

@@ -275,7 +275,7 @@ def tensor_split_tensor(self, tensor_indices_or_sections, dim=0):
                            f"{t.device}")
     if t.dtype is not _dt.int64:
         raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                           f"{rules.c10_name(t.dtype)}")
+                           f"{t.dtype.c10_name}")
     if t.ndim > 1:
         raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
                            f"one-dimensional tensor, but got a tensor with {t.ndim} dims")

@@ -149,7 +149,7 @@ def view_dtype(self, dtype):
     if old == new:
         sizes, new_strides, new_offset = shape, strides, offset
     else:
-        name = f"{rules.c10_name(self.dtype)} to {rules.c10_name(dtype)}"
+        name = f"{self.dtype.c10_name} to {dtype.c10_name}"
         if not shape:
             raise RuntimeError(f"self.dim() cannot be 0 to view {name} (different element sizes)")
         if strides[-1] != 1:

@@ -66,15 +66,15 @@ def check_softshrink(x, lambd) -> None:
     check_float(x, "softshrink_check")
     hi = _dt.finfo(x.dtype).max
     if not 0 <= lambd <= hi:
-        raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype {rules.c10_name(x.dtype)}, but "
+        raise RuntimeError(f"lambda must be in range [0, {hi:g}] for input dtype {x.dtype.c10_name}, but "
                            f"found {lambd:g}")
 
 
 def prelu_weight_shape(x, weight) -> tuple:
     """The shape `weight` is viewed as to broadcast over x's channel dim (dim 1)."""
     if x.dtype is not weight.dtype:
-        raise RuntimeError(f"prelu: Type promoting not supported. Got {rules.c10_name(x.dtype)} and "
-                           f"{rules.c10_name(weight.dtype)}")
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {x.dtype.c10_name} and "
+                           f"{weight.dtype.c10_name}")
     n = weight.numel()
     if n != 1:
         if x.ndim == 0:

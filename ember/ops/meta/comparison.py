@@ -22,7 +22,7 @@ def _shape(x):
 
 def not_implemented(kernel: str, d: _dt.dtype) -> NotImplementedError:
     """PyTorch's dispatch-macro error: '"lt_cpu" not implemented for 'ComplexFloat''."""
-    return NotImplementedError(f'"{kernel}" not implemented for \'{rules.c10_name(d)}\'')
+    return NotImplementedError(f'"{kernel}" not implemented for \'{d.c10_name}\'')
 
 
 # ---------------------------------------------------------------------------------------
@@ -58,13 +58,11 @@ def where_dtype(condition, a, b) -> tuple:
                       "in a future version of PyTorch. Use a boolean condition instead.", UserWarning)
     elif cd is not _dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{rules.c10_name(cd)}")
+                           f"{cd.c10_name}")
     shape = rules.broadcast_shapes(condition.shape, _shape(a), _shape(b), op="where")
     return shape, rules.common_dtype(a, b)
 
 
-_C_TYPE = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-           "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
 
 
 def check_scalar_fits(v, d: _dt.dtype) -> None:
@@ -86,7 +84,7 @@ def check_scalar_fits(v, d: _dt.dtype) -> None:
     else:
         return
     if not ok:
-        raise RuntimeError(f"value cannot be converted to type {_C_TYPE[d.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {d.c_type} without overflow")
 
 
 def clamp_dtype(x, lo, hi, name: str = "clamp") -> _dt.dtype:
@@ -121,7 +119,7 @@ def clamp_dtype(x, lo, hi, name: str = "clamp") -> _dt.dtype:
 
 def isclose_check(a, b, rtol: float, atol: float) -> None:
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"{rules.c10_name(a.dtype)} did not match {rules.c10_name(b.dtype)}")
+        raise RuntimeError(f"{a.dtype.c10_name} did not match {b.dtype.c10_name}")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:

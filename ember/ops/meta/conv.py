@@ -73,7 +73,7 @@ def conv_plan(x, w, bias, stride, padding, dilation, groups, nd, op, transposed=
         raise RuntimeError("kernel size should be greater than zero, but got " + " ".join(
             f"kernel_{n}: {k}" for n, k in zip(("depth", "height", "width")[-len(sizes):], sizes)))
     if x.dtype is not w.dtype:
-        raise RuntimeError(f"expected scalar type {rules.c10_name(x.dtype)} but found {rules.c10_name(w.dtype)}")
+        raise RuntimeError(f"expected scalar type {x.dtype.c10_name} but found {w.dtype.c10_name}")
     if transposed:
         if xs[1] != w.shape[0]:
             raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected input{list(xs)} to have "
@@ -116,13 +116,10 @@ def conv_plan(x, w, bias, stride, padding, dilation, groups, nd, op, transposed=
     return pads, stride, dilation, shape if batched else shape[1:]
 
 
-_LOWER = {"Float": "float", "Double": "double", "Half": "c10::Half", "BFloat16": "c10::BFloat16",
-          "Long": "long int", "ComplexFloat": "c10::complex<float>", "ComplexDouble": "c10::complex<double>"}
 
 
 def _lower(d):
-    n = rules.c10_name(d)
-    return _LOWER.get(n, n.lower())
+    return d.cpp_type
 
 
 # ---------------------------------------------------------------------------------------

@@ -11,25 +11,9 @@ from ..._core.storage import contiguous_strides, is_non_overlapping_and_dense, M
 from ..._core.tensor import Tensor, wrap_meta
 from ..rules import infer_dense_strides
 
-_C_TYPE = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-           "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-           "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
-_C10 = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-        "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-        "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-_BOUNDS_C_TYPE = {  # the names random_'s bound checks print
-    "bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
-    "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-    "float64": "double"}
-
-
-def c10_name(d: _dt.dtype) -> str:
-    """PyTorch's ScalarType name of a dtype ('Long' for int64), as its error messages print."""
-    return _C10[d.name]
-
 
 def not_implemented_for(kernel: str, d: _dt.dtype):
-    return NotImplementedError(f'"{kernel}" not implemented for \'{c10_name(d)}\'')
+    return NotImplementedError(f'"{kernel}" not implemented for \'{d.c10_name}\'')
 
 
 # ---------------------------------------------------------------------------------------
@@ -206,7 +190,7 @@ def scalar_value(value, dt: _dt.dtype):
 
 
 def _overflow(dt):
-    return RuntimeError(f"value cannot be converted to type {_C_TYPE[dt.name]} without overflow")
+    return RuntimeError(f"value cannot be converted to type {dt.c_type} without overflow")
 
 
 def complex_dtype(real, imag, op="complex"):
@@ -214,14 +198,13 @@ def complex_dtype(real, imag, op="complex"):
     for t in (real, imag):
         if t.dtype not in (_dt.float16, _dt.float32, _dt.float64):
             raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                               f"{c10_name(real.dtype)} and {c10_name(imag.dtype)}")
+                               f"{real.dtype.c10_name} and {imag.dtype.c10_name}")
     if real.dtype is not imag.dtype:
-        raise RuntimeError(f"Expected object of scalar type {c10_name(real.dtype)} but got scalar type "
-                           f"{c10_name(imag.dtype)} for second argument")
+        raise RuntimeError(f"Expected object of scalar type {real.dtype.c10_name} but got scalar type "
+                           f"{imag.dtype.c10_name} for second argument")
     if real.dtype is _dt.float16:
         raise NotImplementedError(f"{op}: complex32 (ComplexHalf) is not supported")
     return real.dtype.to_complex()
-
 
 
 # ---------------------------------------------------------------------------------------

@@ -12,19 +12,9 @@ from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap_meta
 from .. import rules
 
-_C10 = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-        "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
-        "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-_CPP = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-        "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-        "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 _INDEX_DTYPES = (_dt.int64, _dt.int32)
 _F32_MAX = 3.4028234663852886e38
 _MASK_DTYPES = (_dt.bool_, _dt.uint8)
-
-
-def c10(d) -> str:
-    return _C10[d.name]
 
 
 # ---------------------------------------------------------------------------------------
@@ -66,7 +56,7 @@ def checked_scalar(value, d: _dt.dtype):
 
 
 def _overflow(d):
-    return RuntimeError(f"value cannot be converted to type {_CPP[d.name]} without overflow")
+    return RuntimeError(f"value cannot be converted to type {d.c_type} without overflow")
 
 
 def fill_value(value, self_dtype, op):
@@ -150,8 +140,8 @@ def index(self, indices):
 
 def check_index_put_values(self, values, result_shape):
     if values.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {c10(self.dtype)} for "
-                           f"the destination and {c10(values.dtype)} for the source.")
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got {self.dtype.c10_name} for "
+                           f"the destination and {values.dtype.c10_name} for the source.")
     try:
         b = rules.broadcast_shapes(values.shape, result_shape)
     except RuntimeError:
@@ -273,7 +263,7 @@ def scatter_reduce_dtype_check(self, reduce):
     if (reduce in ("amax", "amin") and self.dtype.category == _dt.COMPLEX) or (
             reduce == "mean" and self.dtype is _dt.bool_):
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not implemented for '
-                                  f"'{c10(self.dtype)}'")
+                                  f"'{self.dtype.c10_name}'")
 
 
 def scatter_reduce(self, dim, index, src, reduce, include_self=True):
@@ -296,10 +286,10 @@ def index_op_check(op, self, dim, index, source=None, *, index_dtypes=_INDEX_DTY
         if index.ndim > 1:
             raise IndexError("index_copy_(): Index should have dimension 1 or 0 (got 2)")
         if index.dtype is not _dt.int64:
-            raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {c10(index.dtype)}")
+            raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {index.dtype.c10_name}")
         if source.dtype is not self.dtype:
             raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
-                               f"{c10(self.dtype)} and (source) {c10(source.dtype)}")
+                               f"{self.dtype.c10_name} and (source) {source.dtype.c10_name}")
         n = source.shape[dim] if source.ndim else 1
         if index.numel() != n:
             raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
@@ -309,11 +299,11 @@ def index_op_check(op, self, dim, index, source=None, *, index_dtypes=_INDEX_DTY
     # index_add_
     if index.ndim > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {index.ndim} with type: "
-                         f"{c10(index.dtype)} and size: {list(index.shape)}")
+                         f"{index.dtype.c10_name} and size: {list(index.shape)}")
     if index.dtype not in index_dtypes:
-        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {c10(index.dtype)}")
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {index.dtype.c10_name}")
     if source.dtype is not self.dtype:
-        raise RuntimeError(f"index_add_(): self ({c10(self.dtype)}) and source ({c10(source.dtype)}) must have the "
+        raise RuntimeError(f"index_add_(): self ({self.dtype.c10_name}) and source ({source.dtype.c10_name}) must have the "
                            f"same scalar type")
     n = source.shape[dim] if source.ndim else 1
     if self.ndim > 0 and index.numel() != n:
@@ -383,10 +373,10 @@ def masked_select(self, mask):
 def masked_scatter_check(self, mask, source, inplace=False):
     op = "masked_scatter_" if inplace else "masked_scatter"
     if mask.dtype is not _dt.bool_:
-        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {c10(mask.dtype)}")
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype.c10_name}")
     if source.dtype is not self.dtype:
-        raise RuntimeError(f"{op}: expected self and source to have same dtypes but got{c10(self.dtype)} and "
-                           f"{c10(source.dtype)}")
+        raise RuntimeError(f"{op}: expected self and source to have same dtypes but got{self.dtype.c10_name} and "
+                           f"{source.dtype.c10_name}")
     shape = rules.broadcast_shapes(self.shape, mask.shape, op=op)
     if inplace and shape != tuple(self.shape):
         raise RuntimeError(f"expand(CPUBoolType{{{list(mask.shape)}}}, size={list(self.shape)}): the number of sizes "
@@ -406,7 +396,7 @@ def masked_scatter_(self, mask, source):
 
 def take_check(self, index):
     if index.dtype is not _dt.int64:
-        raise RuntimeError(f"take(): Expected a long tensor for index, but got {c10(index.dtype)}")
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype.c10_name}")
     if self.numel() == 0 and index.numel():
         raise IndexError("take(): tried to take from an empty tensor")
 
@@ -423,7 +413,7 @@ def take_along_dim_shapes(self, indices, dim):
             raise RuntimeError("gather(): Expected dtype int32/int64 for index")
         return None, (self.numel(),), (indices.numel(),)
     if indices.dtype is not _dt.int64:
-        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {c10(indices.dtype)}")
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {indices.dtype.c10_name}")
     dim = rules.wrap_dim(dim, self.ndim, "take_along_dim")
     if self.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
@@ -444,10 +434,10 @@ def take_along_dim(self, indices, dim=None):
 
 def put_check(self, index, source):
     if index.dtype is not _dt.int64:
-        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {c10(index.dtype)}")
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {index.dtype.c10_name}")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
-                           f"{c10(self.dtype)} and source.dtype = {c10(source.dtype)}")
+                           f"{self.dtype.c10_name} and source.dtype = {source.dtype.c10_name}")
     if source.numel() != index.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                          f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")

@@ -16,7 +16,6 @@ from ...return_types import structseq
 from .. import rules
 
 
-
 def _result(name, fields):
     """A constructor of ember.return_types.<name> taking the fields positionally."""
     cls = structseq(name, fields)
@@ -30,15 +29,6 @@ SVDResult = _result("linalg_svd", ("U", "S", "Vh"))
 OldSVDResult = _result("svd", ("U", "S", "V"))
 EighResult = _result("linalg_eigh", ("eigenvalues", "eigenvectors"))
 
-def _name(d) -> str:
-    return rules.c10_name(d)
-
-
-_LOWER = {"Float": "float", "Double": "double", "Long": "long int", "Int": "int", "Short": "short int",
-          "Char": "signed char", "Byte": "unsigned char", "Bool": "bool", "Half": "c10::Half",
-          "BFloat16": "c10::BFloat16", "ComplexFloat": "c10::complex<float>",
-          "ComplexDouble": "c10::complex<double>"}
-
 
 # ---------------------------------------------------------------------------------------
 # products
@@ -50,8 +40,8 @@ def _mm_dims(sa, sb):
 
 def _same_dtype_mm(a, b):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_LOWER[_name(a.dtype)]} != "
-                           f"{_LOWER[_name(b.dtype)]}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.cpp_type} != "
+                           f"{b.dtype.cpp_type}")
 
 
 def _mv_dims(n_in, sm, n_vec):
@@ -61,7 +51,7 @@ def _mv_dims(n_in, sm, n_vec):
 
 def _same_dtype_mv(*ts):
     if any(t.dtype is not ts[0].dtype for t in ts):
-        names = [_name(t.dtype) for t in ts]
+        names = [t.dtype.c10_name for t in ts]
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {', '.join(names[:-1])}, and "
                            f"{names[-1]}")
 
@@ -74,8 +64,8 @@ def _dot_checks(a, b, op="dot"):
                            f"have the same number of elements, but got {a.shape[0]} and {b.shape[0]} elements "
                            "respectively")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found {_name(a.dtype)} and "
-                           f"{_name(b.dtype)}")
+        raise RuntimeError(f"{op} : expected both vectors to have same dtype, but found {a.dtype.c10_name} and "
+                           f"{b.dtype.c10_name}")
 
 
 def _bmm_dims(sa, sb):
@@ -86,7 +76,7 @@ def _bmm_dims(sa, sb):
 
 def _same_dtype_scalar(a, b):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_name(a.dtype)} but found {_name(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {a.dtype.c10_name} but found {b.dtype.c10_name}")
 
 
 def matmul_shape(a, b) -> tuple:
@@ -183,7 +173,7 @@ def addmm_shape(self, m1, m2) -> tuple:
     if m1.dtype is not m2.dtype or self.dtype is not m2.dtype:
         bad = m1 if m1.dtype is not m2.dtype else self
         raise RuntimeError(f"{'self' if bad is self else 'mat1'} and mat2 must have the same dtype, but got "
-                           f"{_name(bad.dtype)} and {_name(m2.dtype)}")
+                           f"{bad.dtype.c10_name} and {m2.dtype.c10_name}")
     return out
 
 
@@ -198,7 +188,7 @@ def baddbmm_shape(self, b1, b2, *, reduce_batch=False) -> tuple:
     for bad in (b1, self):
         if bad.dtype is not b2.dtype:
             raise RuntimeError(f"{'self' if bad is self else 'batch1'} and {'mat2' if reduce_batch else 'batch2'} "
-                               f"must have the same dtype, but got {_name(bad.dtype)} and {_name(b2.dtype)}")
+                               f"must have the same dtype, but got {bad.dtype.c10_name} and {b2.dtype.c10_name}")
     return out
 
 
@@ -253,7 +243,7 @@ def cross_dim(a, b, dim, op="linalg.cross") -> tuple:
         raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
     shape = rules.broadcast_shapes(a.shape, b.shape)
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_name(a.dtype)} but found {_name(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {a.dtype.c10_name} but found {b.dtype.c10_name}")
     if dim is None:
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:

@@ -20,13 +20,13 @@ def check_float(x, op, low_ok=False, low=None, kernel=None) -> None:
     that raises NotImplementedError for half types, `kernel` the one that does for every type."""
     d = x.dtype
     if kernel is not None and (d.category < _dt.FLOAT or d in _LOW):
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{rules.c10_name(d)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{d.c10_name}'")
     if d.category < _dt.FLOAT:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {rules.c10_name(d)}")
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {d.c10_name}")
     if not low_ok and d in _LOW:
         if low is not None:
-            raise NotImplementedError(f"\"{low}\" not implemented for '{rules.c10_name(d)}'")
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {rules.c10_name(d)}")
+            raise NotImplementedError(f"\"{low}\" not implemented for '{d.c10_name}'")
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {d.c10_name}")
 
 
 def check_matrix(x, op) -> None:
@@ -51,7 +51,7 @@ def solve_plan(A, B, left=True):
     square_float(A, "linalg.solve", low="lu_cpu")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
-                           f"{rules.c10_name(A.dtype)} and B of type {rules.c10_name(B.dtype)} instead")
+                           f"{A.dtype.c10_name} and B of type {B.dtype.c10_name} instead")
     vector = B.ndim == 1 or (left and B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     n = A.shape[-1]
     if vector:
@@ -121,10 +121,10 @@ def norm_dtypes(x, dtype, op):
     check_float(x, op, low_ok=True)
     if dtype is not None:
         if dtype.category < _dt.FLOAT:
-            raise RuntimeError(f"{op}: dtype should be floating point or complex. Got {rules.c10_name(dtype)}")
+            raise RuntimeError(f"{op}: dtype should be floating point or complex. Got {dtype.c10_name}")
         if _dt.promote_types(x.dtype, dtype) is not dtype:
-            raise RuntimeError(f"{op}: the dtype of the input ({rules.c10_name(x.dtype)}) should be convertible "
-                               f"without narrowing to the specified dtype ({rules.c10_name(dtype)})")
+            raise RuntimeError(f"{op}: the dtype of the input ({x.dtype.c10_name}) should be convertible "
+                               f"without narrowing to the specified dtype ({dtype.c10_name})")
         return dtype, dtype.to_real()
     return x.dtype, x.dtype.to_real()
 
@@ -164,7 +164,7 @@ def matrix_norm_plan(x, ord, dim, keepdim, dtype):
     if ord not in MATRIX_ORDS or isinstance(ord, bool):
         raise RuntimeError(f"linalg.matrix_norm: Order {_fmt(ord)} not supported.")
     if ord in ("nuc", 2, -2) and x.dtype in _LOW:
-        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {rules.c10_name(x.dtype)}")
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {x.dtype.c10_name}")
     if ord in (-1, -2, -_INF):  # PyTorch reduces with amin, which refuses an empty reduced dim
         empty = {-1: (dims[1],), -_INF: (dims[0],), -2: dims}[ord]
         if any(x.shape[d] == 0 for d in empty):
@@ -282,7 +282,7 @@ def linalg_eigvalsh(A, UPLO="L"):
 
 def pinv_checks(A):
     if A.ndim < 2 or A.dtype.category < _dt.FLOAT or A.dtype in _LOW:
-        raise RuntimeError(f"linalg.pinv({rules.c10_name(A.dtype)}{{{list(A.shape)}}}): expected a tensor with 2 or "
+        raise RuntimeError(f"linalg.pinv({A.dtype.c10_name}{{{list(A.shape)}}}): expected a tensor with 2 or "
                            "more dimensions of float, double, cfloat or cdouble types")
     return tuple(A.shape[:-2]) + (A.shape[-1], A.shape[-2])
 

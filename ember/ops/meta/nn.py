@@ -16,13 +16,9 @@ _HALF_TYPES = (_dt.float16, _dt.bfloat16)
 REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
-def c10(d) -> str:
-    return rules.c10_name(d)
-
-
 def not_implemented(op: str, d) -> NotImplementedError:
     """ATen's dispatch error for a dtype a kernel was not compiled for."""
-    return NotImplementedError(f'"{op}" not implemented for \'{c10(d)}\'')
+    return NotImplementedError(f'"{op}" not implemented for \'{d.c10_name}\'')
 
 
 def require_float(op: str, *tensors) -> None:
@@ -38,8 +34,8 @@ def check_param_dtype(op: str, x: Tensor, *params) -> None:
             continue
         if x.dtype in _HALF_TYPES and p.dtype in (_dt.float32, x.dtype):
             continue
-        raise RuntimeError(f"{op}(): mixed dtype (CPU): expected parameter to be of dtype {c10(x.dtype)} or "
-                           f"Float, but got {c10(p.dtype)}")
+        raise RuntimeError(f"{op}(): mixed dtype (CPU): expected parameter to be of dtype {x.dtype.c10_name} or "
+                           f"Float, but got {p.dtype.c10_name}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -54,7 +50,7 @@ def linear_rule(x, w, b):
     for t, name in ((w, "weight"), (b, "bias")):
         if t is not None and t.dtype is not x.dtype:
             raise RuntimeError(f"linear(): expected input and {name} to have the same dtype, but got: "
-                               f"{c10(x.dtype)} != {c10(t.dtype)}")
+                               f"{x.dtype.c10_name} != {t.dtype.c10_name}")
     if x.dtype is _dt.bool_:
         raise not_implemented("addmm_impl_cpu_", x.dtype)
     in_features = w.shape[-1]
@@ -93,7 +89,7 @@ def bilinear_rule(x1, x2, w, b):
     dts = {t.dtype for t in (x1, x2, w, b) if t is not None}
     if len(dts) > 1:
         raise RuntimeError("bilinear(): expected all arguments to have the same dtype, but got "
-                           + ", ".join(sorted(c10(d) for d in dts)))
+                           + ", ".join(sorted(d.c10_name for d in dts)))
     if x1.dtype is _dt.bool_:
         raise not_implemented("addmm_impl_cpu_", x1.dtype)
     return tuple(x1.shape[:-1]) + (w.shape[0],), x1.dtype
@@ -110,7 +106,7 @@ def embedding_rule(weight, indices):
 
 
 def _tensor_type_name(d) -> str:
-    return f"torch.{c10(d)}Tensor"
+    return f"torch.{d.c10_name}Tensor"
 
 
 def linear(x, w, b=None):
@@ -139,7 +135,7 @@ def dropout_rule(op, x, p, train):
     if x.dtype.category == _dt.COMPLEX:
         raise not_implemented("bernoulli_tensor_cpu_p_", x.dtype)
     if x.dtype.category != _dt.FLOAT:
-        raise RuntimeError(f"{op}(): result type Float can't be cast to the desired output type {c10(x.dtype)}")
+        raise RuntimeError(f"{op}(): result type Float can't be cast to the desired output type {x.dtype.c10_name}")
     if op.startswith("feature") and x.ndim < 2:
         raise RuntimeError(f"{op}(): Feature dropout requires at least 2 dimensions in the input")
     return True
@@ -271,7 +267,7 @@ def cosine_similarity_rule(x1, x2, dim):
     common = rules.common_dtype(x1, x2)
     if common.category != _dt.FLOAT:
         raise RuntimeError(f"cosine_similarity(): expected common dtype to be floating point, yet common dtype "
-                           f"is {c10(common)}")
+                           f"is {common.c10_name}")
     shape = rules.broadcast_shapes(x1.shape, x2.shape, op="cosine_similarity")
     d = rules.wrap_dim(dim, len(shape), "cosine_similarity")
     return shape, d, tuple(s for i, s in enumerate(shape) if i != d), common
@@ -456,7 +452,7 @@ def sdpa_rule(q, k, v, mask, is_causal, enable_gqa):
         raise not_implemented("baddbmm_cpu", q.dtype)
     if q.dtype.category != _dt.FLOAT:
         raise RuntimeError(f"scaled_dot_product_attention(): expected query, key and value to be floating point, "
-                           f"but got {c10(q.dtype)}")
+                           f"but got {q.dtype.c10_name}")
     if is_causal and mask is not None:
         raise RuntimeError("scaled_dot_product_attention(): Explicit attn_mask should not be set when "
                            "is_causal=True")
@@ -513,7 +509,7 @@ def l1_loss_rule(x, y, reduction):
     if out.category == _dt.INT:
         if reduction == 1:
             raise RuntimeError(f"l1_loss(): mean(): could not infer output dtype. Input dtype must be either a "
-                               f"floating point or complex dtype. Got: {c10(out)}")
+                               f"floating point or complex dtype. Got: {out.c10_name}")
         if reduction == 2:
             out = _dt.int64
     return dt, out
@@ -522,7 +518,7 @@ def l1_loss_rule(x, y, reduction):
 def bce_rule(x, y, weight):
     require_float("binary_cross_entropy", x)
     if y.dtype is not x.dtype:
-        raise RuntimeError(f"binary_cross_entropy(): expected scalar type {c10(x.dtype)} but found {c10(y.dtype)}")
+        raise RuntimeError(f"binary_cross_entropy(): expected scalar type {x.dtype.c10_name} but found {y.dtype.c10_name}")
     if tuple(y.shape) != tuple(x.shape):
         raise RuntimeError(f"binary_cross_entropy(): target of shape {list(y.shape)} does not match input of "
                            f"shape {list(x.shape)}")
@@ -579,9 +575,9 @@ def nll_rule(op, x, target, weight):
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
     require_float("nll_loss_out_frame", x)
     if target.dtype not in (_dt.int64, _dt.uint8):
-        raise RuntimeError(f"{op}(): expected scalar type Long but found {c10(target.dtype)}")
+        raise RuntimeError(f"{op}(): expected scalar type Long but found {target.dtype.c10_name}")
     if weight is not None and weight.dtype is not x.dtype:
-        raise RuntimeError(f"{op}(): expected scalar type {c10(x.dtype)} but found {c10(weight.dtype)}")
+        raise RuntimeError(f"{op}(): expected scalar type {x.dtype.c10_name} but found {weight.dtype.c10_name}")
     return out
 
 
@@ -590,7 +586,7 @@ def cross_entropy_rule(x, target, weight, ignore_index, label_smoothing):
     if tuple(x.shape) == tuple(target.shape) and x.ndim > 0:
         if target.dtype.category != _dt.FLOAT:
             raise RuntimeError(f"cross_entropy(): Expected floating point type for target with class "
-                               f"probabilities, got {c10(target.dtype)}")
+                               f"probabilities, got {target.dtype.c10_name}")
         if ignore_index >= 0:
             raise RuntimeError("cross_entropy(): ignore_index is not supported for floating point target")
         if label_smoothing > 1.0 or label_smoothing < 0:
@@ -662,6 +658,6 @@ def cross_entropy_loss(x, target, weight=None, reduction=1, ignore_index=-100, l
 def normalize(x, p, dim, eps):
     if x.dtype.category not in (_dt.FLOAT, _dt.COMPLEX):
         raise RuntimeError(f"normalize(): linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {c10(x.dtype)}")
+                           f"input. Got {x.dtype.c10_name}")
     rules.wrap_dim(dim, x.ndim, "normalize")
     return wrap_meta(x.shape, x.dtype)

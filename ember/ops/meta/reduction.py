@@ -16,13 +16,9 @@ I64 = _dt.int64
 BOOL, INT, FLOAT, COMPLEX = _dt.BOOL, _dt.INT, _dt.FLOAT, _dt.COMPLEX
 
 
-def c10(d) -> str:
-    return rules.c10_name(d)
-
-
 def not_implemented(kernel: str, d) -> NotImplementedError:
     """PyTorch's dtype-dispatch error: '"max_all" not implemented for 'ComplexFloat''."""
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{c10(d)}'")
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{d.c10_name}'")
 
 
 def sum_dtype(d, dtype):
@@ -69,10 +65,10 @@ def plan_mean(self, dim, keepdim, dtype, op="mean"):
     if dtype is None:
         if self.dtype.category < FLOAT:
             raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either a floating "
-                               f"point or complex dtype. Got: {c10(self.dtype)}")
+                               f"point or complex dtype. Got: {self.dtype.c10_name}")
     elif dtype.category < FLOAT:
         raise RuntimeError(f"{op}(): could not infer output dtype. Optional dtype must be either a floating "
-                           f"point or complex dtype. Got: {c10(dtype)}")
+                           f"point or complex dtype. Got: {dtype.c10_name}")
     dims = rules.reduction_dims(dim, self.ndim, op)
     return dims, rules.reduced_shape(self.shape, dims, keepdim), dtype or self.dtype
 
@@ -80,7 +76,7 @@ def plan_mean(self, dim, keepdim, dtype, op="mean"):
 def plan_nanmean(self, dim, keepdim, dtype):
     if self.dtype.category < FLOAT:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{c10(self.dtype)}")
+                           f"{self.dtype.c10_name}")
     if self.dtype.category == COMPLEX:
         raise RuntimeError("nansum on CPU does not support complex inputs")
     return plan_mean(self, dim, keepdim, dtype, "nanmean")
@@ -166,20 +162,20 @@ def plan_norm(self, p, dim, keepdim, dtype, op="linalg.vector_norm"):
     """aten::norm's checks (those of linalg.vector_norm, plus its `dtype` quirks)."""
     d = self.dtype
     if d.category < FLOAT:
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {c10(d)}")
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {d.c10_name}")
     if dtype is not None:
         if dtype.category < FLOAT:
             raise RuntimeError(f"norm(): the desired output dtype should be either floating point or complex. "
-                               f"Got {c10(dtype)} instead.")
+                               f"Got {dtype.c10_name} instead.")
         if (d.category == COMPLEX) != (dtype.category == COMPLEX):
             kind = "complex" if d.category == COMPLEX else "real"
-            raise RuntimeError(f"{op}: dtype should be {kind} for {kind} inputs, but got {c10(dtype)}")
+            raise RuntimeError(f"{op}: dtype should be {kind} for {kind} inputs, but got {dtype.c10_name}")
         if d.category == COMPLEX:  # aten::norm writes a real result into a `dtype` (complex) output
             raise RuntimeError(f"Expected out tensor to have dtype {dtype.to_real().np}, but got "
                                f"c10::complex<{dtype.to_real().np}> instead")
         if _dt.promote_types(d, dtype) is not dtype:
-            raise RuntimeError(f"{op}: the dtype of the input ({c10(d)}) should be convertible without "
-                               f"narrowing to the specified dtype ({c10(dtype)})")
+            raise RuntimeError(f"{op}: the dtype of the input ({d.c10_name}) should be convertible without "
+                               f"narrowing to the specified dtype ({dtype.c10_name})")
     dims = rules.reduction_dims(dim, self.ndim, op)
     if self.numel() == 0 and (p < 0 or p == float("inf")):
         if dim is None or len(dim) == 0:

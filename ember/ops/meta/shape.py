@@ -101,7 +101,7 @@ def repeat_interleave_rule(self, repeats, dim, output_size):
         if repeats.ndim > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
         if repeats.dtype not in (_dt.int64, _dt.int32):
-            raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{rules.c10_name(repeats.dtype)}'")
+            raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{repeats.dtype.c10_name}'")
         reps = None if repeats.is_meta else [int(v) for v in repeats.reshape(-1).tolist()]
     shape = tuple(self.shape)
     if dim is not None and not shape:

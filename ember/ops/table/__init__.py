@@ -31,3 +31,5 @@ def register_all() -> None:
             setattr(Tensor, name, fn)
     from .dunders import install
     install(Tensor, METHODS)
+    from .. import tensor_indexing  # Tensor.__getitem__ / __setitem__, ember.nonzero
+    tensor_indexing.install()

@@ -1,13 +1,11 @@
-"""Convolution and pooling operators (table rows), and torch.nn.functional's wrappers of them.
+"""Convolution and pooling operators (table rows).
 
 PyTorch exposes most of these both as ``torch.<name>`` and ``torch.nn.functional.<name>`` (the
-same builtin): such rows live in the torch namespace and `_Alias` lists them in nn.functional
-too. F-only Python functions (``return_indices=``, ``F.unfold``, None in ``output_size``...)
-parse their arguments and call the operators.
+same builtin): such rows live in the torch namespace and ember/nn/functional.py names them in
+nn.functional too. F-only Python functions (``return_indices=``, ``F.unfold``, None in
+``output_size``...) are there as well: they parse their arguments and call these operators.
 """
-from collections.abc import Mapping
-
-from ..registry import Op, OPERATORS, FUNCTIONS
+from ..registry import Op
 from ..cpu import conv as cpu, pool as cpu_pool
 from ..meta import conv as meta
 
@@ -71,110 +69,3 @@ OPS = [
     Op("pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor", cpu=cpu.pixel_unshuffle,
        meta=meta.pixel_unshuffle, **F),
 ]
-
-
-def _op(name, *args):
-    return OPERATORS[name].entry(*args)
-
-
-def _stride(stride):
-    return () if stride is None else stride
-
-
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """F.max_pool1d (return_indices=True gives (values, flat indices))."""
-    name = "aten::max_pool1d_with_indices" if return_indices else "aten::max_pool1d"
-    return _op(name, input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """F.max_pool2d (return_indices=True gives (values, flat indices into each H*W plane))."""
-    name = "aten::max_pool2d_with_indices" if return_indices else "aten::max_pool2d"
-    return _op(name, input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
-
-
-def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                            return_indices=False):
-    return _op("aten::max_pool1d_with_indices", input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
-
-
-def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-                            return_indices=False):
-    return _op("aten::max_pool2d_with_indices", input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
-
-
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    return _op("aten::avg_pool1d", input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad)
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
-    return _op("aten::avg_pool2d", input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad,
-               divisor_override)
-
-
-def _output_size(output_size, input, nd):
-    """None entries of an adaptive output_size keep the input's size."""
-    if isinstance(output_size, int):
-        return output_size
-    sizes = tuple(output_size)
-    return tuple(input.shape[-nd + i] if s is None else s for i, s in enumerate(sizes))
-
-
-def adaptive_avg_pool2d(input, output_size):
-    return _op("aten::adaptive_avg_pool2d", input, _output_size(output_size, input, 2))
-
-
-def adaptive_max_pool1d(input, output_size, return_indices=False):
-    out = _op("aten::adaptive_max_pool1d", input, output_size)
-    return out if return_indices else out[0]
-
-
-def adaptive_max_pool2d(input, output_size, return_indices=False):
-    out = _op("aten::adaptive_max_pool2d", input, _output_size(output_size, input, 2))
-    return out if return_indices else out[0]
-
-
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """F.unfold: sliding local blocks as columns (im2col)."""
-    if input.ndim < 3:  # PyTorch reads input.shape[-3]... through a dim check
-        n = max(input.ndim, 1)
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got 2)")
-    if input.ndim > 4:
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
-    return _op("aten::im2col", input, kernel_size, dilation, padding, stride)
-
-
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """F.fold: columns summed back into an image (col2im)."""
-    if input.ndim not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
-                                  f"(got {input.ndim}D)")
-    return _op("aten::col2im", input, output_size, kernel_size, dilation, padding, stride)
-
-
-class _NNFunctional(Mapping):
-    """nn.functional's Python functions, plus the torch-namespace bindings that F exposes too
-    (torch.conv2d is F.conv2d). The aliases are looked up when register_all merges
-    PYTHON_FUNCTIONS, i.e. after the rows above are registered."""
-
-    def __init__(self, functions, aliases):
-        self._functions, self._aliases = functions, aliases
-
-    def __getitem__(self, name):
-        return self._functions[name] if name in self._functions else FUNCTIONS[""][name]
-
-    def __iter__(self):
-        return iter(self._aliases + tuple(self._functions))
-
-    def __len__(self):
-        return len(self._aliases) + len(self._functions)
-
-
-PYTHON_FUNCTIONS = {"nn.functional": _NNFunctional(
-    {"max_pool1d": max_pool1d, "max_pool2d": max_pool2d, "avg_pool1d": avg_pool1d, "avg_pool2d": avg_pool2d,
-     "max_pool1d_with_indices": max_pool1d_with_indices, "max_pool2d_with_indices": max_pool2d_with_indices,
-     "adaptive_avg_pool2d": adaptive_avg_pool2d, "adaptive_max_pool1d": adaptive_max_pool1d,
-     "adaptive_max_pool2d": adaptive_max_pool2d, "unfold": unfold, "fold": fold},
-    ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "adaptive_avg_pool1d", "pixel_shuffle",
-     "pixel_unshuffle"))}

@@ -63,17 +63,13 @@ def _typed(d):
     return convert
 
 
-_TYPE_NAMES = {'float32': 'Float', 'float64': 'Double', 'int64': 'Long', 'int32': 'Int', 'bool': 'Bool',
-               'uint8': 'Byte', 'int8': 'Char', 'int16': 'Short', 'float16': 'Half', 'bfloat16': 'BFloat16',
-               'complex64': 'ComplexFloat', 'complex128': 'ComplexDouble'}
-_BY_TYPE_NAME = {f"{prefix}.{name}Tensor": _dt._BY_NAME[d] for d, name in _TYPE_NAMES.items()
-                 for prefix in ("ember", "torch")}
+_BY_TYPE_NAME = {f"{prefix}.{d.c10_name}Tensor": d for d in _dt.ALL_DTYPES for prefix in ("ember", "torch")}
 
 
 def _type(self, dtype=None, non_blocking=False):
     """``t.type()``: the type name (``ember.FloatTensor``); ``t.type(dtype or name)``: converted."""
     if dtype is None:
-        return f"ember.{_TYPE_NAMES[self.dtype.name]}Tensor"
+        return f"ember.{self.dtype.c10_name}Tensor"
     if isinstance(dtype, str) and dtype in _BY_TYPE_NAME:
         dtype = _BY_TYPE_NAME[dtype]
     if not isinstance(dtype, _dt.dtype):  # PyTorch takes no Python type here (t.type(float) is an error)

@@ -153,8 +153,8 @@ def _float_power(input, exponent, *, out=None):
     if out is not None:
         need = cpub.float_power_dtype(input, exponent)
         if out.dtype is not need:
-            raise RuntimeError(f"the output given to float_power has dtype {cpu._C10[out.dtype.name]} but the "
-                               f"operation's result requires dtype {cpu._C10[need.name]}")
+            raise RuntimeError(f"the output given to float_power has dtype {out.dtype.c10_name} but the "
+                               f"operation's result requires dtype {need.c10_name}")
     return _resolver("float_power", _OVERLOADS_BY_NAME[("", "float_power")])(input, exponent, out=out)
 
 
