@@ -27,7 +27,7 @@ BOOL, INT, FLOAT, COMPLEX = 0, 1, 2, 3  # promotion categories
 class dtype:
     """A tensor element type, e.g. ``ember.float32``."""
 
-    __slots__ = ("name", "itemsize", "category", "is_signed", "np", "_rank", "c10_name", "cpp_type", "c_type")
+    __slots__ = ("name", "itemsize", "category", "is_signed", "np", "_rank", "scalar_type_code", "c10_name", "cpp_type", "c_type")
 
     def __init__(self, name, np_dtype, category, itemsize, is_signed, rank):
         self.name = name
@@ -81,26 +81,28 @@ ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float3
               complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 
-# The three spellings of a dtype in PyTorch's messages, one row per dtype:
+# A dtype's number and its three spellings in PyTorch's messages, one row per dtype:
+#   code      c10::ScalarType's enum value (a schema default `dtype=4` is long; TorchScript prints it)
 #   c10_name  c10::ScalarType's name ("expected scalar type Float", "FloatTensor", JIT's "Float(2, 3)")
 #   cpp_type  the demangled C++ type ("Expected out tensor to have dtype long int", "out of bounds for short int")
 #   c_type    the type as ATen's source spells it ("value cannot be converted to type int64_t without overflow")
 _SPELLINGS = (
-    (bool_, "Bool", "bool", "bool"),
-    (uint8, "Byte", "unsigned char", "uint8_t"),
-    (int8, "Char", "signed char", "int8_t"),
-    (int16, "Short", "short int", "int16_t"),
-    (int32, "Int", "int", "int"),
-    (int64, "Long", "long int", "int64_t"),
-    (float16, "Half", "c10::Half", "c10::Half"),
-    (bfloat16, "BFloat16", "c10::BFloat16", "c10::BFloat16"),
-    (float32, "Float", "float", "float"),
-    (float64, "Double", "double", "double"),
-    (complex64, "ComplexFloat", "c10::complex<float>", "c10::complex<float>"),
-    (complex128, "ComplexDouble", "c10::complex<double>", "c10::complex<double>"),
+    (bool_, 11, "Bool", "bool", "bool"),
+    (uint8, 0, "Byte", "unsigned char", "uint8_t"),
+    (int8, 1, "Char", "signed char", "int8_t"),
+    (int16, 2, "Short", "short int", "int16_t"),
+    (int32, 3, "Int", "int", "int"),
+    (int64, 4, "Long", "long int", "int64_t"),
+    (float16, 5, "Half", "c10::Half", "c10::Half"),
+    (bfloat16, 15, "BFloat16", "c10::BFloat16", "c10::BFloat16"),
+    (float32, 6, "Float", "float", "float"),
+    (float64, 7, "Double", "double", "double"),
+    (complex64, 9, "ComplexFloat", "c10::complex<float>", "c10::complex<float>"),
+    (complex128, 10, "ComplexDouble", "c10::complex<double>", "c10::complex<double>"),
 )
-for _d, _c10, _cpp, _c in _SPELLINGS:
-    _d.c10_name, _d.cpp_type, _d.c_type = _c10, _cpp, _c
+for _d, _code, _c10, _cpp, _c in _SPELLINGS:
+    _d.scalar_type_code, _d.c10_name, _d.cpp_type, _d.c_type = _code, _c10, _cpp, _c
+BY_SCALAR_TYPE_CODE = {d.scalar_type_code: d for d in ALL_DTYPES}
 ALIASES = {"bool": bool_, "half": float16, "float": float32, "double": float64, "short": int16,
            "int": int32, "long": int64, "cfloat": complex64, "cdouble": complex128,
            "complex32": None}

@@ -39,9 +39,7 @@ _CONVERTERS = {  # schema base type -> (fast class test, converter name)
     "MemoryFormat": ("{v}.__class__ is not str", "to_memory_format"),
 }
 _LIST_CONVERTERS = {"int": "to_int_list", "float": "to_float_list"}
-_SCALAR_TYPE_CODES = {0: _dt.uint8, 1: _dt.int8, 2: _dt.int16, 3: _dt.int32, 4: _dt.int64, 5: _dt.float16,
-                      6: _dt.float32, 7: _dt.float64, 9: _dt.complex64, 10: _dt.complex128, 11: _dt.bool_,
-                      15: _dt.bfloat16}
+_SCALAR_TYPE_CODES = _dt.BY_SCALAR_TYPE_CODE
 _NO_VA = type("NoVarargs", (), {"__repr__": lambda self: "<no size given>"})()  # f(size=...) not used
 
 

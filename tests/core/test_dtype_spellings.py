@@ -51,3 +51,13 @@ def test_c_type_in_scalar_overflow_message(name):
         x = L.ones(2, dtype=getattr(L, name))
         return L.addcmul(x, x, x, value=2 ** 40)
     assert _message(ember, fn) == _message(torch, fn)
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_scalar_type_code_is_the_one_torch_records(name):
+    """A traced ``x.to(dtype)`` records c10::ScalarType's enum value as a constant."""
+    traced = torch.jit.trace(lambda x: x.to(DTYPES[name]), torch.zeros(2), check_trace=False)
+    codes = {int(n.output().toIValue()) for n in traced.graph.nodes()
+             if n.kind() == "prim::Constant" and n.output().type().kind() == "IntType"}
+    assert _dt._BY_NAME[name].scalar_type_code in codes
+    assert _dt.BY_SCALAR_TYPE_CODE[_dt._BY_NAME[name].scalar_type_code] is _dt._BY_NAME[name]

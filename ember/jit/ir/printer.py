@@ -58,9 +58,6 @@ from .types import ModuleType, TensorType
 # values as text
 # ---------------------------------------------------------------------------------------------
 _DTYPE_NAMES = {d: d.c10_name for d in _dt.ALL_DTYPES}
-_SCALAR_TYPE_CODE = {_dt.uint8: 0, _dt.int8: 1, _dt.int16: 2, _dt.int32: 3, _dt.int64: 4, _dt.float16: 5,
-                     _dt.float32: 6, _dt.float64: 7, _dt.complex64: 9, _dt.complex128: 10, _dt.bool_: 11,
-                     _dt.bfloat16: 15}
 # Ops whose Python binding in PyTorch turns a number into a 0-dim "wrapped number" tensor (their
 # Scalar overloads are not exposed to Python); elsewhere a number passed for a Tensor argument
 # selects the Scalar overload and prints as a plain constant (``aten::gt(%x, %2)``, %2 : int).
@@ -114,7 +111,7 @@ def format_constant_value(value) -> str | None:
     if isinstance(value, str):
         return _quote(value)
     if isinstance(value, _dt.dtype):
-        return str(_SCALAR_TYPE_CODE.get(value, -1))
+        return str(value.scalar_type_code)
     if isinstance(value, _device_cls):
         return _quote(str(value))
     if isinstance(value, Tensor):
