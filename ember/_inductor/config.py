@@ -1,0 +1,18 @@
+"""ember._inductor.config: the fuser's settings (torch._inductor.config).
+
+    import ember._inductor.config as config
+    config.cache_dir          # on-disk kernel cache ($EMBER_CACHE_DIR, default ~/.cache/ember)
+    config.cc, config.cflags  # the C compiler and its flags (part of every cache key)
+"""
+import os
+
+cache_dir = os.environ.get("EMBER_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ember")
+cc = os.environ.get("CC", "cc")
+# -O3 -march=native: the kernels are built for this machine (the ISA is part of the cache key);
+# -fopenmp: `#pragma omp parallel for` / `simd`; -ffp-contract=off: no FMA contraction, so results
+# match eager's rounding.
+cflags = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fPIC", "-shared")
+ldflags = ("-lm",)
+threads = 1              # OpenMP threads of generated kernels (ember.set_num_threads sets it)
+strict = False           # True: a fallback to eager (no compiler, compile error) raises instead
+debug = False            # keep sources and print compiler command lines
