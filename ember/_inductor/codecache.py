@@ -2,21 +2,45 @@
 
     lib = load_c(source)                  # compiled with config.cc/cflags, or fetched from the cache
     libs = load_many([src0, src1])        # several at once (compiler subprocesses in parallel)
+    lib = load_cached(key)                # by key only, never compiles (None when not on disk)
+    fn = kernel_pointer(lib, "cpp_fused_add_0")   # the address launch.launcher() calls
+    graph_cache_put(key, {...}); graph_cache_get(key)   # JSON payloads of whole compiled graphs
+    counters["compile"], ["disk_hit"], ["memory_hit"], ...   # what each load cost
 
-A library is keyed by a hash of (source, compiler, flags); the in-memory table makes a second
-`load_c` of the same source free. On disk: `<config.cache_dir>/kernels/<key>.so`.
+A library is keyed by a hash of (source, compiler binary + `cc --version`, flags, -march=native's
+meaning, the CPU's SIMD flags); the machine facts come from machine.probe(), run once per machine.
+Two tables:
+
+- in memory (`_loaded`, the kernel spec cache): key -> loaded library. Thread-safe: lookups of a
+  new key serialise on the key's file lock, so two threads loading one new source compile once.
+- on disk (`<config.cache_dir>/kernels/`): `<key>.so`, `<key>.so.sha256` (digest of the .so's
+  bytes), `<key>.c` (the source, kept for bug reports). Built under an fcntl lock, published by
+  os.replace; before dlopen the .so is read, must be ours and not writable by group/others
+  (diskstore.open_trusted) and must match its digest, otherwise it is rebuilt, never loaded.
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import logging
 import os
+import re
 import subprocess
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import config
+from . import config, diskstore, machine
+from .machine import isa, vector_math_prelude  # noqa: F401  (the codegen's entry points)
+
+log = logging.getLogger("ember._inductor.codecache")
+
+COUNTER_NAMES = ("compile", "disk_hit", "memory_hit", "rejected", "graph_hit", "graph_miss", "graph_rejected")
+counters = dict.fromkeys(COUNTER_NAMES, 0)
+_counter_lock = threading.Lock()
+_loaded: dict = {}            # key -> ctypes.CDLL
+_lock = threading.Lock()
+_KERNEL_NAME = re.compile(r"^(?!static)[\w \t\*]*?\b(\w+)\s*\([^;{]*\)\s*\{", re.M)
 
 
 class CompilerUnavailable(RuntimeError):
@@ -26,66 +50,213 @@ class CompilerUnavailable(RuntimeError):
 class CCompileError(RuntimeError):
     """The C compiler rejected a generated kernel; `.source_path` keeps the source for a bug report."""
 
-    def __init__(self, message, source_path):
+    def __init__(self, message, source_path, kernel_name=None, stderr=""):
         super().__init__(message)
         self.source_path = source_path
+        self.kernel_name = kernel_name
+        self.stderr = stderr
 
 
-_loaded: dict = {}            # key -> ctypes.CDLL
-_lock = threading.Lock()
+def _count(name: str) -> None:
+    with _counter_lock:
+        counters[name] += 1
+
+
+def reset_counters() -> None:
+    with _counter_lock:
+        for name in COUNTER_NAMES:
+            counters[name] = 0
+
+
+def clear_memory_cache() -> None:
+    """Forget the libraries loaded in this process (the next load_c goes to disk); for tests."""
+    with _lock:
+        _loaded.clear()
+    machine.forget()
+    diskstore.forget_roots()
+
+
+def compiler_available() -> bool:
+    """Whether config.cc is a working C compiler (probed once per machine, memoised per process)."""
+    return machine.probe() is not None
+
+
+def link_flags() -> tuple:
+    facts = machine.probe()
+    mvec = ("-lmvec",) if facts and facts["libmvec"] and config.use_libmvec else ()
+    return (*config.ldflags, *mvec)
+
+
+def _toolchain() -> dict:
+    facts = machine.probe()
+    if facts is None:
+        raise CompilerUnavailable(
+            f"ember._inductor: no working C compiler: config.cc={config.cc!r} was not found or does not run "
+            f"(set $CC or ember._inductor.config.cc)")
+    return facts
+
+
+def _toolchain_id(facts) -> str:
+    return "\0".join((facts["cc_path"], facts["cc_version"], str(facts["march"]), *facts["isa"]["flags"]))
 
 
 def cache_key(source: str) -> str:
-    text = "\0".join((source, config.cc, *config.cflags, *config.ldflags))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    """The kernel's cache key: source + compiler identity and version + flags + ISA."""
+    facts = _toolchain()
+    text = "\0".join(("ember-kernel-1", source, _toolchain_id(facts), *config.cflags, "\1", *link_flags()))
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
-def _kernel_dir() -> str:
-    path = os.path.join(config.cache_dir, "kernels")
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    return path
+def kernel_name_of(source: str) -> str | None:
+    """The first non-static function defined in `source` (names the kernel in errors)."""
+    match = _KERNEL_NAME.search(source)
+    return match.group(1) if match else None
 
 
-def _build(source: str, key: str) -> str:
-    directory = _kernel_dir()
+def _paths(key: str) -> tuple:
+    directory = diskstore.subdir("kernels")
     so_path = os.path.join(directory, key + ".so")
-    if os.path.exists(so_path):
-        return so_path
-    c_path = os.path.join(directory, key + ".c")
-    with open(c_path, "w") as f:
-        f.write(source)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
+    return so_path, so_path + ".sha256", os.path.join(directory, key + ".c")
+
+
+def _load_verified(so_path: str, digest_path: str):
+    """dlopen the entry if it is trusted and matches its digest; None when missing or rejected."""
+    fd = diskstore.open_trusted(so_path)
+    if fd is None:
+        if os.path.lexists(so_path):
+            _count("rejected")
+        return None
+    try:
+        data = diskstore.read_fd(fd)
+    finally:
+        os.close(fd)
+    digest = diskstore.read_trusted(digest_path)
+    if digest is None or digest.decode("ascii", "replace").strip() != diskstore.sha256_hex(data):
+        log.warning("ember cache: %s is corrupt or truncated (digest mismatch); rebuilding it", so_path)
+        _count("rejected")
+        return None
+    # Only we can write this 0700 folder, so the file dlopen maps is the one just verified.
+    return ctypes.CDLL(so_path)
+
+
+def _compile(source: str, key: str, name: str, so_path: str, digest_path: str, c_path: str):
+    facts = _toolchain()
+    diskstore.write_atomic(c_path, source.encode("utf-8"))
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so_path), prefix=".tmp-", suffix=".so")
     os.close(fd)
-    cmd = [config.cc, *config.cflags, c_path, "-o", tmp, *config.ldflags]
+    cmd = [facts["cc_path"], *config.cflags, c_path, "-o", tmp, *link_flags()]
+    if config.debug:
+        log.warning("ember cache: %s", " ".join(cmd))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
-    except FileNotFoundError as e:
+    except FileNotFoundError as e:       # the compiler went away since the probe
         os.unlink(tmp)
-        raise CompilerUnavailable(f"ember._inductor: C compiler {config.cc!r} not found") from e
+        raise CompilerUnavailable(f"ember._inductor: C compiler {facts['cc_path']!r} not found") from e
     if proc.returncode != 0:
         os.unlink(tmp)
-        raise CCompileError(f"ember._inductor: compiling {c_path} failed:\n{proc.stderr}", c_path)
-    os.replace(tmp, so_path)        # atomic: another process never sees a half-written library
-    return so_path
-
-
-def load_c(source: str) -> ctypes.CDLL:
-    """The loaded library compiled from `source` (compiled once per machine, loaded once per process)."""
-    key = cache_key(source)
-    lib = _loaded.get(key)
+        message = (f"ember._inductor: the C compiler rejected kernel {name}; its source is kept at {c_path}\n"
+                   f"{' '.join(cmd)}\n{proc.stderr}")
+        log.error("%s", message)
+        raise CCompileError(message, c_path, name, proc.stderr)
+    _count("compile")
+    with open(tmp, "rb") as f:
+        digest = diskstore.sha256_hex(f.read())
+    # The digest goes first: a reader between the two replaces sees a mismatch and rebuilds
+    # (under the lock), never an unverified library.
+    diskstore.write_atomic(digest_path, digest.encode("ascii"))
+    diskstore.replace_into(tmp, so_path, 0o700)
+    lib = _load_verified(so_path, digest_path)
     if lib is None:
-        path = _build(source, key)
-        with _lock:
-            lib = _loaded.get(key)
-            if lib is None:
-                lib = _loaded[key] = ctypes.CDLL(path)
+        raise OSError(f"ember._inductor: {so_path} changed while it was being published")
     return lib
 
 
-def load_many(sources) -> list:
-    """`load_c` of each source, compiling the missing ones in parallel."""
+def load_c(source: str, name: str | None = None) -> ctypes.CDLL:
+    """The loaded library compiled from `source` (compiled once per machine, loaded once per process).
+
+    Raises CompilerUnavailable when there is no C compiler, CCompileError (naming the kernel and the
+    kept source file) when it rejects the source."""
+    key = cache_key(source)
+    lib = _loaded.get(key)
+    if lib is not None:
+        _count("memory_hit")
+        return lib
+    so_path, digest_path, c_path = _paths(key)
+    with diskstore.locked(so_path):      # also serialises this process's threads on the key
+        lib = _loaded.get(key)
+        if lib is not None:
+            _count("memory_hit")
+            return lib
+        lib = _load_verified(so_path, digest_path)
+        if lib is not None:
+            _count("disk_hit")
+        else:
+            lib = _compile(source, key, name or kernel_name_of(source) or key, so_path, digest_path, c_path)
+        with _lock:
+            _loaded[key] = lib
+    return lib
+
+
+def load_cached(key: str):
+    """The library stored under `key` (from a graph payload), or None; never runs the compiler."""
+    lib = _loaded.get(key)
+    if lib is not None:
+        _count("memory_hit")
+        return lib
+    if not re.fullmatch(r"[0-9a-f]{40}", key):
+        raise ValueError(f"load_cached: expected a 40-hex-digit kernel key, got {key!r}")
+    so_path, digest_path, _ = _paths(key)
+    with diskstore.locked(so_path):
+        lib = _loaded.get(key) or _load_verified(so_path, digest_path)
+        if lib is not None:
+            _count("disk_hit")
+            with _lock:
+                _loaded[key] = lib
+    return lib
+
+
+def load_many(sources, names=None) -> list:
+    """`load_c` of each source, compiling the missing ones in parallel (a thread per compiler subprocess)."""
     sources = list(sources)
+    names = list(names) if names is not None else [None] * len(sources)
     if len(sources) <= 1:
-        return [load_c(s) for s in sources]
-    with ThreadPoolExecutor(max_workers=min(len(sources), os.cpu_count() or 1)) as pool:
-        return list(pool.map(load_c, sources))
+        return [load_c(s, n) for s, n in zip(sources, names)]
+    workers = min(len(sources), config.compile_workers or os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(load_c, sources, names))
+
+
+def kernel_pointer(lib: ctypes.CDLL, name: str) -> int:
+    """The address of function `name` in `lib` (what launch.launcher()(fnptr, ...) calls)."""
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+
+# -- the graph-level cache: a warm process skips lowering and the C compiler ------------------
+
+def _graph_path(key: str) -> str:
+    facts = machine.probe()
+    toolchain = _toolchain_id(facts) if facts else "no-compiler"
+    name = hashlib.sha256(f"ember-graph-1\0{key}\0{toolchain}".encode()).hexdigest()[:40]
+    return os.path.join(diskstore.subdir("graphs"), name + ".json")
+
+
+def graph_cache_get(key: str):
+    """The payload stored under `key` for this machine's toolchain, or None (missing, tampered,
+    not ours). The stored text is parsed with json.loads only: loading it never runs code."""
+    path = _graph_path(key)
+    exists = os.path.lexists(path)
+    payload = diskstore.read_json(path) if exists else None
+    if payload is None or not isinstance(payload, dict):
+        _count("graph_rejected" if exists else "graph_miss")
+        return None
+    _count("graph_hit")
+    return payload
+
+
+def graph_cache_put(key: str, payload: dict) -> None:
+    """Store a JSON-able dict (str/int/float/bool/None, lists, dicts) under `key`, atomically."""
+    if not isinstance(payload, dict):
+        raise TypeError(f"graph_cache_put: payload must be a dict, got {type(payload).__name__}")
+    path = _graph_path(key)
+    with diskstore.locked(path):
+        diskstore.write_json(path, payload)

@@ -3,6 +3,9 @@
     import ember._inductor.config as config
     config.cache_dir          # on-disk kernel cache ($EMBER_CACHE_DIR, default ~/.cache/ember)
     config.cc, config.cflags  # the C compiler and its flags (part of every cache key)
+
+The cache layer reads these at each cache miss, so setting them at run time takes effect
+(a test points `cache_dir` at a tmp_path, `cc` at a missing path).
 """
 import os
 
@@ -13,6 +16,10 @@ cc = os.environ.get("CC", "cc")
 # match eager's rounding.
 cflags = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fPIC", "-shared")
 ldflags = ("-lm",)
+# Link glibc's libmvec when the machine probe finds it usable, so kernels that prepend
+# codecache.vector_math_prelude() get vectorised expf/logf/tanhf/... (appended after ldflags).
+use_libmvec = True
 threads = 1              # OpenMP threads of generated kernels (ember.set_num_threads sets it)
-strict = False           # True: a fallback to eager (no compiler, compile error) raises instead
+strict = False           # True: a fallback (no compiler, compile error, unsafe cache dir) raises instead
 debug = False            # keep sources and print compiler command lines
+compile_workers = None   # compiler subprocesses load_many runs at once (None: os.cpu_count())
