@@ -56,6 +56,17 @@ def numel(t) -> _builtins.int:
     return t.numel()
 
 
+def set_num_threads(n) -> None:
+    """OpenMP threads of compiled (ember.compile) kernels; eager ops are NumPy's."""
+    from ._inductor.launch import set_num_threads as set_threads
+    set_threads(n)
+
+
+def get_num_threads() -> _builtins.int:
+    from ._inductor import config
+    return config.threads
+
+
 _LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "compiler", "_logging")
 
 

@@ -100,10 +100,11 @@ def _toolchain_id(facts) -> str:
     return "\0".join((facts["cc_path"], facts["cc_version"], str(facts["march"]), *facts["isa"]["flags"]))
 
 
-def cache_key(source: str) -> str:
+def cache_key(source: str, extra_flags=()) -> str:
     """The kernel's cache key: source + compiler identity and version + flags + ISA."""
     facts = _toolchain()
-    text = "\0".join(("ember-kernel-1", source, _toolchain_id(facts), *config.cflags, "\1", *link_flags()))
+    text = "\0".join(("ember-kernel-1", source, _toolchain_id(facts), *config.cflags, *extra_flags,
+                      "\1", *link_flags()))
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
@@ -139,12 +140,12 @@ def _load_verified(so_path: str, digest_path: str):
     return ctypes.CDLL(so_path)
 
 
-def _compile(source: str, key: str, name: str, so_path: str, digest_path: str, c_path: str):
+def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str, c_path: str):
     facts = _toolchain()
     diskstore.write_atomic(c_path, source.encode("utf-8"))
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so_path), prefix=".tmp-", suffix=".so")
     os.close(fd)
-    cmd = [facts["cc_path"], *config.cflags, c_path, "-o", tmp, *link_flags()]
+    cmd = [facts["cc_path"], *config.cflags, *extra_flags, c_path, "-o", tmp, *link_flags()]
     if config.debug:
         log.warning("ember cache: %s", " ".join(cmd))
     try:
@@ -171,12 +172,12 @@ def _compile(source: str, key: str, name: str, so_path: str, digest_path: str, c
     return lib
 
 
-def load_c(source: str, name: str | None = None) -> ctypes.CDLL:
+def load_c(source: str, name: str | None = None, extra_flags=()) -> ctypes.CDLL:
     """The loaded library compiled from `source` (compiled once per machine, loaded once per process).
 
-    Raises CompilerUnavailable when there is no C compiler, CCompileError (naming the kernel and the
-    kept source file) when it rejects the source."""
-    key = cache_key(source)
+    `extra_flags` go after config.cflags (and into the key). Raises CompilerUnavailable when there is
+    no C compiler, CCompileError (naming the kernel and the kept source file) when it rejects the source."""
+    key = cache_key(source, extra_flags)
     lib = _loaded.get(key)
     if lib is not None:
         _count("memory_hit")
@@ -191,7 +192,7 @@ def load_c(source: str, name: str | None = None) -> ctypes.CDLL:
         if lib is not None:
             _count("disk_hit")
         else:
-            lib = _compile(source, key, name or kernel_name_of(source) or key, so_path, digest_path, c_path)
+            lib = _compile(source, name or kernel_name_of(source) or key, extra_flags, so_path, digest_path, c_path)
         with _lock:
             _loaded[key] = lib
     return lib
