@@ -72,7 +72,6 @@ def clear_memory_cache() -> None:
     """Forget the libraries loaded in this process (the next load_c goes to disk); for tests."""
     with _lock:
         _loaded.clear()
-    machine.forget()
     diskstore.forget_roots()
 
 

@@ -26,7 +26,7 @@ import threading
 from . import config, diskstore
 
 _SIMD_FLAG = re.compile(r"^(sse\w*|ssse3|avx\w*|fma4?|f16c|bmi\d|amx\w*|asimd\w*|sve\w*|neon)$")
-_probes: dict = {}            # config.cc -> probe dict (None: no usable compiler)
+_probes: dict = {}            # (config.cc, cache dir) and config.cc -> probe dict (None: no usable compiler)
 _probe_lock = threading.Lock()
 counters = {"probe": 0}       # subprocess probes run in this process (0 on a warm machine)
 
@@ -154,31 +154,39 @@ def _run_probe(cc: str, cc_path: str, flags) -> dict:
 
 def probe() -> dict | None:
     """This machine's compiler + CPU facts for config.cc (None: no usable C compiler)."""
-    cc = config.cc
-    if cc in _probes:
-        return _probes[cc]
+    memo_key = (config.cc, config.cache_dir)
+    if memo_key in _probes:
+        return _probes[memo_key]
     with _probe_lock:
-        if cc in _probes:
-            return _probes[cc]
-        identity = _compiler_identity(cc)
-        if identity is None:
-            result = None
-        else:
-            flags = cpu_flags()
-            path = os.path.join(diskstore.root(), f"machine-{_fingerprint(identity[1], flags)}.json")
-            result = diskstore.read_json(path)
-            if result is None:
-                with diskstore.locked(path):
-                    result = diskstore.read_json(path)
-                    if result is None:
-                        try:
-                            result = _run_probe(cc, identity[0], flags)
-                        except (OSError, subprocess.CalledProcessError):
-                            result = None      # present but not runnable: no compiler
-                        else:
-                            diskstore.write_json(path, result)
-        _probes[cc] = result
+        if memo_key not in _probes:
+            _probes[memo_key] = _probe_into_cache(config.cc, _probes.get(config.cc))
+            _probes.setdefault(config.cc, _probes[memo_key])
+        return _probes[memo_key]
+
+
+def _probe_into_cache(cc: str, known: dict | None) -> dict | None:
+    """Read the facts from this cache dir; else reuse `known` (probed for another cache dir by
+    this process) or run the probe, and store them there so the next process reads them."""
+    identity = _compiler_identity(cc)
+    if identity is None:
+        return None
+    flags = cpu_flags()
+    path = os.path.join(diskstore.root(), f"machine-{_fingerprint(identity[1], flags)}.json")
+    result = diskstore.read_json(path)
+    if result is not None:
         return result
+    with diskstore.locked(path):
+        result = diskstore.read_json(path)
+        if result is None:
+            if known is not None and known["cc_path"] == identity[0]:
+                result = known
+            else:
+                try:
+                    result = _run_probe(cc, identity[0], flags)
+                except (OSError, subprocess.CalledProcessError):
+                    return None      # present but not runnable: no compiler
+            diskstore.write_json(path, result)
+    return result
 
 
 def forget() -> None:
