@@ -208,6 +208,8 @@ def ctypes_launch(fnptr: int, *args) -> None:
         if isinstance(a, np.ndarray):
             bufs.append(a.ctypes.data)
         elif isinstance(a, (int, np.integer, np.bool_)):
+            if not -2**63 <= a < 2**63:        # ctypes would wrap it silently
+                raise OverflowError(f"launch: argument {i} ({a}) does not fit in int64")
             ints.append(int(a))
         elif isinstance(a, (float, np.floating)):
             floats.append(float(a))
@@ -247,6 +249,8 @@ def set_num_threads(n) -> None:
         raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
     if n <= 0:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
+    if n >= 2**31:
+        raise ValueError(f"set_num_threads: {n} threads overflows the C int OpenMP takes")
     config.threads = n
     if _extension is not None:
         _extension.set_num_threads(n)
