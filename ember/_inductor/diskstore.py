@@ -186,7 +186,7 @@ def replace_into(tmp: str, path: str, mode: int = 0o600) -> None:
 @contextlib.contextmanager
 def locked(path: str):
     """An exclusive inter-process lock for building `path` (released when the block ends)."""
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -24,7 +24,7 @@ compiled once per machine through the kernel cache (same key, lock and digest ru
 Threads: the kernels' OpenMP thread count is config.threads, set with set_num_threads(n)
 (= ember.set_num_threads). The extension applies it in each calling thread before a launch
 (omp_set_num_threads is per-thread state in libgomp); the ctypes path does the same through
-libgomp's omp_set_num_threads.
+libgomp's omp_set_num_threads (apply_num_threads(), also for code calling kernels via ctypes).
 """
 from __future__ import annotations
 
@@ -78,6 +78,10 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (nargs < 1 || nargs - 1 > MAX_ARGS) {
         PyErr_Format(PyExc_TypeError, "launch: expected a kernel pointer and at most %%d arguments, got %%zd",
                      MAX_ARGS, nargs);
+        return NULL;
+    }
+    if (ndarray_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "launch: ember_launcher.init() was not called");
         return NULL;
     }
     void *fn = PyLong_AsVoidPtr(args[0]);
@@ -185,7 +189,9 @@ _KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c
 _ctypes_kernels: dict = {}    # fnptr -> ctypes function object
 
 
-def _apply_threads_here() -> None:
+def apply_num_threads() -> None:
+    """Make config.threads the OpenMP thread count of the calling thread (libgomp keeps it per
+    thread); for code that calls kernels through ctypes itself. Cheap when already applied."""
     global _gomp_set
     if getattr(_applied, "threads", None) == config.threads:
         return
@@ -217,7 +223,7 @@ def ctypes_launch(fnptr: int, *args) -> None:
             bufs.append(ctypes.addressof(ctypes.c_char.from_buffer(a)))
         else:
             raise TypeError(f"launch: argument {i} must be an array, int or float, not {type(a).__name__}")
-    _apply_threads_here()
+    apply_num_threads()
     fn((ctypes.c_void_p * len(bufs))(*bufs), (ctypes.c_int64 * len(ints))(*ints),
        (ctypes.c_double * len(floats))(*floats))
 
@@ -254,6 +260,7 @@ def set_num_threads(n) -> None:
     config.threads = n
     if _extension is not None:
         _extension.set_num_threads(n)
+    apply_num_threads()           # this thread at once, for kernels called through ctypes directly
 
 
 def get_num_threads() -> int:

@@ -175,3 +175,13 @@ def test_set_num_threads_rejects_what_torch_rejects(restore_threads, bad):
     with pytest.raises(type(theirs.value)):
         ember.set_num_threads(bad)
     assert ember.get_num_threads() == config.threads
+
+
+def test_set_num_threads_reaches_kernels_called_through_ctypes_directly(private_cache, restore_threads):
+    lib = codecache.load_c(THREADS)
+    for n in (3, 1):
+        ember.set_num_threads(n)
+        out = np.zeros(2, np.int64)
+        import ctypes
+        lib.report_threads((ctypes.c_void_p * 1)(out.ctypes.data), None, None)
+        assert out.tolist() == [n, n]
