@@ -164,6 +164,22 @@ def probe() -> dict | None:
         return _probes[memo_key]
 
 
+_FACT_TYPES = {"cc": str, "cc_path": str, "cc_version": str, "march": (str, type(None)), "isa": dict,
+               "libmvec": bool, "libmvec_functions": list}
+
+
+def _valid_facts(facts, cc_path: str):
+    """`facts` if it has every field with its type and names the compiler found on PATH, else None
+    (the compiler path in it is what gets executed: never one the file alone chose)."""
+    if not isinstance(facts, dict) or facts.get("cc_path") != cc_path:
+        return None
+    if not all(isinstance(facts.get(k), t) for k, t in _FACT_TYPES.items()):
+        return None
+    if not all(isinstance(f, str) and f.isidentifier() for f in facts["libmvec_functions"]):
+        return None
+    return facts
+
+
 def _probe_into_cache(cc: str, known: dict | None) -> dict | None:
     """Read the facts from this cache dir; else reuse `known` (probed for another cache dir by
     this process) or run the probe, and store them there so the next process reads them."""
@@ -172,11 +188,11 @@ def _probe_into_cache(cc: str, known: dict | None) -> dict | None:
         return None
     flags = cpu_flags()
     path = os.path.join(diskstore.root(), f"machine-{_fingerprint(identity[1], flags)}.json")
-    result = diskstore.read_json(path)
+    result = _valid_facts(diskstore.read_json(path), identity[0])
     if result is not None:
         return result
     with diskstore.locked(path):
-        result = diskstore.read_json(path)
+        result = _valid_facts(diskstore.read_json(path), identity[0])
         if result is None:
             if known is not None and known["cc_path"] == identity[0]:
                 result = known

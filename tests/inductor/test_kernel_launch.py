@@ -185,3 +185,22 @@ def test_set_num_threads_reaches_kernels_called_through_ctypes_directly(private_
         import ctypes
         lib.report_threads((ctypes.c_void_p * 1)(out.ctypes.data), None, None)
         assert out.tolist() == [n, n]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_launcher_falls_back_to_ctypes_when_the_extension_does_not_build(private_cache, monkeypatch, strict):
+    import sysconfig
+    monkeypatch.setattr(launch, "_launcher", None)
+    monkeypatch.setattr(launch, "_extension", None)
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": "/nonexistent/include"})
+    monkeypatch.setattr(config, "strict", strict)
+    if strict:
+        with pytest.raises(codecache.CCompileError, match="ember_launcher"):
+            launch.launcher()
+        return
+    with pytest.warns(RuntimeWarning, match="launched through ctypes"):
+        fn = launch.launcher()
+    assert fn is launch.ctypes_launch
+    out = np.zeros(3, np.float32)
+    fn(kernel(STRIDED, "gather_strided"), out, np.arange(3, dtype=np.float32), 3, 1)
+    np.testing.assert_array_equal(out, [0, 1, 2])

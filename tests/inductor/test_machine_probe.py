@@ -120,3 +120,27 @@ def test_prelude_is_empty_when_libmvec_is_off(private_cache, monkeypatch):
     assert codecache.vector_math_prelude() == ""
     assert "-lmvec" not in codecache.link_flags()
     assert codecache.isa()["libmvec"] is False
+
+
+@pytest.mark.parametrize("edit", ["other-compiler", "missing-field", "bad-function-name"])
+def test_probe_file_naming_another_compiler_is_not_trusted(private_cache, edit):
+    # even with a matching digest (written by this user), the file cannot choose what gets executed
+    from ember._inductor import diskstore
+    (path,) = machine_files(private_cache)
+    facts = diskstore.read_json(path)
+    if edit == "other-compiler":
+        facts["cc_path"] = "/bin/sh"
+    elif edit == "missing-field":
+        del facts["cc_version"]
+    else:
+        facts["libmvec_functions"] = ["expf(float); system"]
+    diskstore.write_json(path, facts)
+    code = """
+import json
+from ember._inductor import machine
+facts = machine.probe()
+print(json.dumps({"probe": machine.counters["probe"], "cc_path": facts["cc_path"],
+                  "prelude_ok": "system" not in machine.vector_math_prelude()}))
+"""
+    got = run_child(code, private_cache)
+    assert got == {"probe": 1, "cc_path": machine.probe()["cc_path"], "prelude_ok": True}
