@@ -25,10 +25,7 @@ import hashlib
 import logging
 import os
 import re
-import subprocess
-import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from . import config, diskstore, machine
 from .machine import isa, vector_math_prelude  # noqa: F401  (the codegen's entry points)
@@ -142,8 +139,8 @@ def _load_verified(so_path: str, digest_path: str):
 def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str, c_path: str):
     facts = _toolchain()
     diskstore.write_atomic(c_path, source.encode("utf-8"))
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(so_path), prefix=".tmp-", suffix=".so")
-    os.close(fd)
+    import subprocess                    # imported here: a warm process never compiles
+    tmp = diskstore.new_temp_file(os.path.dirname(so_path), ".so")
     cmd = [facts["cc_path"], *config.cflags, *extra_flags, c_path, "-o", tmp, *link_flags()]
     if config.debug:
         log.warning("ember cache: %s", " ".join(cmd))
@@ -221,6 +218,7 @@ def load_many(sources, names=None) -> list:
     names = list(names) if names is not None else [None] * len(sources)
     if len(sources) <= 1:
         return [load_c(s, n) for s, n in zip(sources, names)]
+    from concurrent.futures import ThreadPoolExecutor
     workers = min(len(sources), config.compile_workers or os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(load_c, sources, names))

@@ -18,16 +18,13 @@ probe) goes through here, so the safety rules live in one place:
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import fcntl
 import hashlib
 import json
 import logging
 import os
-import shutil
 import stat
-import tempfile
 import threading
 import warnings
 
@@ -79,6 +76,9 @@ def _make_private(path: str) -> str | None:
 def _fallback_root() -> str:
     global _private_root
     if _private_root is None:
+        import atexit
+        import shutil
+        import tempfile
         _private_root = tempfile.mkdtemp(prefix="ember-cache-")   # mkdtemp makes it 0700
         atexit.register(shutil.rmtree, _private_root, True)
         problem = _make_private(_private_root)
@@ -164,11 +164,23 @@ def read_trusted(path: str) -> bytes | None:
         os.close(fd)
 
 
+def new_temp_file(directory: str, suffix: str = "") -> str:
+    """A new empty file `.tmp-*` in `directory` (0600, created exclusively); the caller replaces
+    or unlinks it. (tempfile.mkstemp's job, without importing tempfile on the warm path.)"""
+    while True:
+        path = os.path.join(directory, f".tmp-{os.getpid()}-{os.urandom(6).hex()}{suffix}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+            return path
+        except FileExistsError:
+            continue
+
+
 def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
     """`path` holds `data` or its previous content, never a mix (temp file + os.replace)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    tmp = new_temp_file(os.path.dirname(path))
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             f.write(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)

@@ -18,9 +18,6 @@ import math
 import os
 import platform
 import re
-import shutil
-import subprocess
-import tempfile
 import threading
 
 from . import config, diskstore
@@ -61,9 +58,18 @@ def isa_from_flags(flags) -> dict:
             "neon": bool(flags & {"asimd", "neon"}), "vector_bits": bits}
 
 
+def _which(cc: str) -> str | None:
+    """The executable `cc` names: itself when it has a slash, else the first on $PATH."""
+    candidates = [cc] if os.sep in cc else [os.path.join(d, cc) for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    for path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def _compiler_identity(cc: str):
     """(resolved path, stat fingerprint) of the compiler binary, or None when it is not there."""
-    path = shutil.which(cc)
+    path = _which(cc)
     if path is None:
         return None
     real = os.path.realpath(path)
@@ -121,6 +127,8 @@ void ember_mvec_check(float *restrict out, const float *restrict in, int64_t n) 
 
 def _libmvec_usable(cc_path: str, functions) -> bool:
     """Does a kernel calling expf/tanhf/logf through the prelude link, load and compute right?"""
+    import subprocess
+    import tempfile
     if not {"expf", "tanhf", "logf"} <= set(functions):
         return False
     with tempfile.TemporaryDirectory(prefix="ember-probe-") as tmp:
@@ -141,6 +149,7 @@ def _libmvec_usable(cc_path: str, functions) -> bool:
 
 
 def _run_probe(cc: str, cc_path: str, flags) -> dict:
+    import subprocess                   # only the once-per-machine probe runs programs
     counters["probe"] += 1
     version = subprocess.run([cc_path, "--version"], capture_output=True, text=True, check=True).stdout
     target = subprocess.run([cc_path, "-march=native", "-Q", "--help=target"], capture_output=True, text=True)
@@ -197,9 +206,10 @@ def _probe_into_cache(cc: str, known: dict | None) -> dict | None:
             if known is not None and known["cc_path"] == identity[0]:
                 result = known
             else:
+                from subprocess import CalledProcessError
                 try:
                     result = _run_probe(cc, identity[0], flags)
-                except (OSError, subprocess.CalledProcessError):
+                except (OSError, CalledProcessError):
                     return None      # present but not runnable: no compiler
             diskstore.write_json(path, result)
     return result
