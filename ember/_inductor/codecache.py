@@ -140,6 +140,7 @@ def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str
     facts = _toolchain()
     diskstore.write_atomic(c_path, source.encode("utf-8"))
     import subprocess                    # imported here: a warm process never compiles
+    diskstore.sweep_stale_temps(os.path.dirname(so_path))
     tmp = diskstore.new_temp_file(os.path.dirname(so_path), ".so")
     cmd = [facts["cc_path"], *config.cflags, *extra_flags, c_path, "-o", tmp, *link_flags()]
     if config.debug:

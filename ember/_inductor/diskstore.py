@@ -176,6 +176,20 @@ def new_temp_file(directory: str, suffix: str = "") -> str:
             continue
 
 
+def sweep_stale_temps(directory: str, max_age_s: float = 3600.0) -> int:
+    """Remove `.tmp-*` files older than `max_age_s` (left by a process killed mid-build: a live
+    build replaces or removes its temp file within seconds). Returns how many went."""
+    import time
+    removed, cutoff = 0, time.time() - max_age_s
+    for entry in os.scandir(directory):
+        if entry.name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):
+            if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                with contextlib.suppress(FileNotFoundError):   # another process swept it first
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
+
+
 def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
     """`path` holds `data` or its previous content, never a mix (temp file + os.replace)."""
     tmp = new_temp_file(os.path.dirname(path))

@@ -355,3 +355,13 @@ def test_no_compiler_raises_compiler_unavailable(private_cache, tmp_path, monkey
 def test_kernel_name_of():
     assert codecache.kernel_name_of("static int h(int x) { return x; }\nvoid cpp_k(float *a) { }") == "cpp_k"
     assert codecache.kernel_name_of("int only_decl(int);") is None
+
+
+def test_stale_temp_files_of_killed_builds_are_swept(private_cache):
+    kernels = private_cache / "kernels"
+    stale, fresh = kernels / ".tmp-999999-dead.so", kernels / ".tmp-999999-live.so"
+    stale.write_bytes(b"half a library")
+    fresh.write_bytes(b"being written")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    codecache.load_c(add_kernel_source("sweep"))
+    assert not stale.exists() and fresh.exists()
