@@ -116,8 +116,9 @@ def _paths(key: str) -> tuple:
     return so_path, so_path + ".sha256", os.path.join(directory, key + ".c")
 
 
-def _load_verified(so_path: str, digest_path: str):
-    """dlopen the entry if it is trusted and matches its digest; None when missing or rejected."""
+def _load_verified(so_path: str, digest_path: str, name: str):
+    """dlopen the entry if it is trusted and matches its digest; None when missing or rejected.
+    A verified library the loader refuses (an undefined symbol) is a CCompileError for `name`."""
     fd = diskstore.open_trusted(so_path)
     if fd is None:
         if os.path.lexists(so_path):
@@ -133,7 +134,13 @@ def _load_verified(so_path: str, digest_path: str):
         _count("rejected")
         return None
     # Only we can write this 0700 folder, so the file dlopen maps is the one just verified.
-    return ctypes.CDLL(so_path)
+    try:
+        return ctypes.CDLL(so_path)
+    except OSError as e:
+        c_path = so_path[:-len(".so")] + ".c"
+        message = f"ember._inductor: kernel {name} compiled but does not load ({e}); its source is at {c_path}"
+        log.error("%s", message)
+        raise CCompileError(message, c_path, name, str(e)) from e
 
 
 def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str, c_path: str):
@@ -163,7 +170,7 @@ def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str
     # (under the lock), never an unverified library.
     diskstore.write_atomic(digest_path, digest.encode("ascii"))
     diskstore.replace_into(tmp, so_path, 0o700)
-    lib = _load_verified(so_path, digest_path)
+    lib = _load_verified(so_path, digest_path, name)
     if lib is None:
         raise OSError(f"ember._inductor: {so_path} changed while it was being published")
     return lib
@@ -185,11 +192,12 @@ def load_c(source: str, name: str | None = None, extra_flags=()) -> ctypes.CDLL:
         if lib is not None:
             _count("memory_hit")
             return lib
-        lib = _load_verified(so_path, digest_path)
+        name = name or kernel_name_of(source) or key
+        lib = _load_verified(so_path, digest_path, name)
         if lib is not None:
             _count("disk_hit")
         else:
-            lib = _compile(source, name or kernel_name_of(source) or key, extra_flags, so_path, digest_path, c_path)
+            lib = _compile(source, name, extra_flags, so_path, digest_path, c_path)
         with _lock:
             _loaded[key] = lib
     return lib
@@ -205,7 +213,7 @@ def load_cached(key: str):
         raise ValueError(f"load_cached: expected a 40-hex-digit kernel key, got {key!r}")
     so_path, digest_path, _ = _paths(key)
     with diskstore.locked(so_path):
-        lib = _loaded.get(key) or _load_verified(so_path, digest_path)
+        lib = _loaded.get(key) or _load_verified(so_path, digest_path, key)
         if lib is not None:
             _count("disk_hit")
             with _lock:

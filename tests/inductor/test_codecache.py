@@ -365,3 +365,14 @@ def test_stale_temp_files_of_killed_builds_are_swept(private_cache):
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
     codecache.load_c(add_kernel_source("sweep"))
     assert not stale.exists() and fresh.exists()
+
+
+def test_kernel_that_compiles_but_does_not_load_is_a_compile_error(private_cache):
+    src = "extern void ember_no_such_function(void);\nvoid cpp_unlinkable_3(void) { ember_no_such_function(); }\n"
+    for _ in range(2):          # also when the (verified) entry comes from the disk
+        with pytest.raises(codecache.CCompileError, match="kernel cpp_unlinkable_3 compiled but does not load") as info:
+            codecache.load_c(src)
+        assert "ember_no_such_function" in str(info.value)
+        with open(info.value.source_path) as f:
+            assert f.read() == src
+    assert codecache.counters["compile"] == 1
