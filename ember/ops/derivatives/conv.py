@@ -28,9 +28,14 @@ def numpy_backward(name, fn, *tensors):
     gradient itself is being built (create_graph=True), the results get a node whose backward
     raises NotImplementedError, never a silently missing second derivative."""
     from ... import from_numpy
+    from ..._core.dispatch import DispatchKey, tls
     from ...autograd.function import Function
     from ...autograd.grad_mode import is_grad_enabled
 
+    if tls.include & (1 << DispatchKey.Tracer):
+        # a trace (make_fx, AOT autograd's joint graph) would record the result as a constant
+        raise NotImplementedError(f"{name}: its backward is computed in NumPy, outside the dispatcher, so a "
+                                  f"trace cannot record it")
     arrays = [None if t is None else t.detach().numpy() for t in tensors]
     outs = tuple(None if o is None else from_numpy(np.ascontiguousarray(o)) for o in fn(*arrays))
     live = [t for t in tensors if t is not None and t.requires_grad]

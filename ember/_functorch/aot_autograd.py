@@ -1,0 +1,392 @@
+"""AOT autograd: trace a program and its backward ahead of time, split them, compile both.
+
+    f = aot_function(fn, fw_compiler=comp, bw_compiler=comp, partition_fn=default_partition)
+    f(x, w).sum().backward()       # forward and backward run the compiled graphs
+    m = aot_module(model, fw_compiler=comp)             # parameters and buffers become graph inputs
+    run = aot_module_simplified(gm, example_inputs, fw_compiler=comp)     # dynamo's backends call this
+
+PyTorch's torch._functorch.aot_autograd, on ember's own pieces:
+
+1. **The joint graph.** The program runs once under make_fx's Tracer (make_fx.py) with its tensor
+   inputs as *primals* (``primals_1 ...``); then ``ember.autograd.grad`` runs ember's own autograd on
+   the outputs that require grad, with one *tangent* (``tangents_1 ...``) per such output. The
+   derivative formulas are ember ops, so the backward records as ops too:
+   ``(*primals, *tangents) -> (*forward outputs, *gradients)``, each node tagged
+   ``meta["aot_stage"]`` "forward" or "backward" (what eager would run when).
+2. **The partition** (partitioners.py) splits it into a forward ``primals -> (outputs, saved)`` and
+   a backward ``(saved, tangents) -> gradients``.
+3. **The runtime**: an ``ember.autograd.Function`` whose forward calls ``fw_compiler(fw_gm)`` and
+   whose backward calls ``bw_compiler(bw_gm)``, compiled at the first ``.backward()``. When no
+   input requires grad (or grad mode is off) only the forward is traced: the *inference* graph.
+
+What a traced graph cannot show is handled here, never approximated:
+
+* **Random ops** run where eager runs them: the forward's in the forward graph, in program order and
+  once (partitioners never recompute them), the backward's in the backward graph. Tracing draws no
+  numbers: the generator state is restored after the trace.
+* **Outputs that alias inputs** (an input returned, or a view of one) are regenerated on the real
+  input after the call (the view replayed), so they alias as in eager.
+* **Input mutation** (an op the op-properties table says writes a graph input, e.g. ``x.add_(1)``,
+  BatchNorm's running stats): the graph runs eagerly instead -- functionalisation (issue 13 item 3,
+  ember/_functorch/functionalize.py) will turn such graphs into functional ones with a ``copy_``
+  epilogue; it plugs in at `_FUNCTIONALIZE_HERE`.
+* **Data-dependent Python** (``bool(t)``, ``t.item()`` on a traced tensor): the trace would bake this
+  run's value in, so the program runs eagerly.
+
+A program that falls back says why once, under the ``aot_graphs`` log (EMBER_LOGS=aot_graphs), and
+on the compiled callable's ``fallback_reason``.
+
+Tracing runs the program on clones of the real inputs (FakeTensorMode, issue 13 item 1, will let it
+run on fake tensors instead; see `_trace_inputs`). The graphs print with ``print_readable``
+(``f32[4, 4]`` annotations); EMBER_LOGS=aot_joint_graph,aot_graphs prints them as they are made.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+
+from .._core.dispatch import DispatchKey, OperatorHandle, _ExcludeDispatchKeyGuard
+from .._core.tensor import Tensor
+from .._core.tensor_spec import spec_of
+from .._logging import trace_log
+from . import data_dependence
+from .make_fx import Tracer, tracing
+from .partitioners import default_partition
+
+_graph_ids = itertools.count()
+
+
+class AOTFallback(Exception):
+    """The program cannot be compiled exactly: it runs eagerly (the message says why)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# tracing
+# ---------------------------------------------------------------------------------------------
+def _trace_inputs(args):
+    """The tensors the trace runs on: detached clones (so an in-place op during the trace leaves the
+    caller's tensors alone), requiring grad as the originals do. FakeTensorMode plugs in here."""
+    with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
+        out = []
+        for a in args:
+            c = a.detach().clone()
+            out.append(c.requires_grad_(True) if a.requires_grad else c)
+        return out
+
+
+def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
+    """The joint graph of ``fn(*args)`` (module docstring, step 1), or its forward alone when
+    `with_backward` is False or nothing requires grad. Returns ``(gm, info)``; info: ``num_fwd_outputs``,
+    ``tangent_outputs`` (which outputs get a tangent), ``out_kind`` (how fn returned: "single",
+    "tuple", "list")."""
+    import ember
+    tracer = Tracer(decompositions=decompositions)
+    traced = _trace_inputs(args)
+    for i, t in enumerate(traced):
+        tracer.add_input(f"primals_{i + 1}", t)
+    rng = ember.get_rng_state()
+    try:
+        with tracing(tracer), data_dependence.forbidden(tracer), ember.enable_grad():
+            result = fn(*traced)
+            outs, out_kind = _flat_outputs(result)
+            for node in tracer.graph.nodes:
+                node.meta["aot_stage"] = "forward"
+            aliased = {i for i, o in enumerate(outs) if _input_alias(tracer, o) is not None}
+            wants_grad = [t for t in traced if t.requires_grad]
+            tangent_outputs = [i for i, o in enumerate(outs) if with_backward and wants_grad and i not in aliased
+                               and isinstance(o, Tensor) and o.requires_grad and o.dtype.category >= 2]
+            grads = [None] * len(traced)
+            if tangent_outputs:
+                grads = _record_backward(ember, tracer, traced, [outs[i] for i in tangent_outputs])
+                for node in tracer.graph.nodes:
+                    node.meta.setdefault("aot_stage", "backward")
+            tracer.set_output(tuple(outs) + (tuple(grads) if tangent_outputs else ()))
+    finally:
+        ember.set_rng_state(rng)
+    info = {"num_fwd_outputs": len(outs), "tangent_outputs": tangent_outputs, "out_kind": out_kind}
+    return tracer.graph_module(), info
+
+
+def _record_backward(ember, tracer, traced, diff_outs):
+    """Add one tangent placeholder per differentiable output and record autograd.grad."""
+    with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
+        tangents = [ember.ones(tuple(o.shape), dtype=o.dtype) for o in diff_outs]
+    first_op = next(n for n in tracer.graph.nodes if n.op != "placeholder")
+    with tracer.graph.inserting_before(first_op):
+        for i, t in enumerate(tangents):
+            tracer.add_input(f"tangents_{i + 1}", t).meta["aot_stage"] = "backward"
+    wanted = [i for i, t in enumerate(traced) if t.requires_grad]
+    found = ember.autograd.grad(diff_outs, [traced[i] for i in wanted], tangents, allow_unused=True)
+    grads = [None] * len(traced)
+    for i, g in zip(wanted, found):
+        grads[i] = g
+    return grads
+
+
+def _flat_outputs(result):
+    if isinstance(result, tuple):
+        return list(result), "tuple"
+    if isinstance(result, list):
+        return list(result), "list"
+    return [result], "single"
+
+
+def _restructure(outs, out_kind):
+    return outs[0] if out_kind == "single" else (list(outs) if out_kind == "list" else tuple(outs))
+
+
+# ---------------------------------------------------------------------------------------------
+# what the trace cannot express: aliases of inputs, input mutation
+# ---------------------------------------------------------------------------------------------
+def _view_base(node):
+    """The node a view (or getitem of a multi-view op) reads its memory from, else None."""
+    from ..ops import properties
+    if node.op != "call_function":
+        return None
+    if node.target is operator.getitem or (isinstance(node.target, OperatorHandle)
+                                           and properties.of_op(node.target).aliases_args):
+        return next((a for a in node.args if hasattr(a, "op")), None)
+    return None
+
+
+def alias_chain(node):
+    """``(placeholder, [view nodes from it to node])`` if `node`'s value is (a view of) a graph
+    input, else None."""
+    chain = []
+    while node is not None and node.op != "placeholder":
+        chain.append(node)
+        node = _view_base(node)
+    return None if node is None else (node, chain[::-1])
+
+
+def _input_alias(tracer, value):
+    entry = tracer.values.get(id(value)) if isinstance(value, Tensor) else None
+    return alias_chain(entry[1]) if entry is not None and entry[0] is value else None
+
+
+def mutated_inputs(gm) -> list:
+    """``"<op> writes <input>"`` for every op of `gm` that writes a graph input or constant (through
+    views too), by the op-properties table."""
+    from ..ops import properties
+    found = []
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, OperatorHandle):
+            continue
+        written = properties.of_op(node.target).mutates
+        if not written:
+            continue
+        names = [a.name for a in node.target.schema.arguments]
+        for name in written:
+            pos = names.index(name)
+            arg = node.args[pos] if pos < len(node.args) else node.kwargs.get(name)
+            while hasattr(arg, "op") and arg.op not in ("placeholder", "get_attr"):
+                arg = _view_base(arg)
+            if hasattr(arg, "op"):
+                found.append(f"{node.target.name} writes {arg.name}")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# the runtime
+# ---------------------------------------------------------------------------------------------
+def _log_graph(artifact, title, gm):
+    trace_log(artifact, lambda: f"TRACED GRAPH\n ===== {title} =====\n" + gm.print_readable(print_output=False))
+
+
+class CompiledGraph:
+    """One traced program for one input spec: its compiled forward (and lazily its backward)."""
+
+    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions, with_backward):
+        self.graph_id = next(_graph_ids)
+        self.fn = fn
+        self.fallback_reason = None
+        try:
+            joint, info = trace_joint(fn, args, decompositions=decompositions, with_backward=with_backward)
+        except (data_dependence.DataDependentTrace, NotImplementedError) as e:
+            # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward)
+            self._fall_back(f"{type(e).__name__}: {e}")
+            return
+        self.info = info
+        self.out_kind = info["out_kind"]
+        self.num_fwd = info["num_fwd_outputs"]
+        outputs = list(joint.graph.nodes)[-1].args[0]
+        self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
+        self.aliases = {i: c for i, c in self.aliases.items() if c is not None}
+        mutations = mutated_inputs(joint)
+        if mutations:
+            # _FUNCTIONALIZE_HERE: functionalisation rewrites `joint` into a functional graph plus
+            # copy_ of the new values into the mutated inputs; until then the program runs eagerly.
+            self._fall_back("the graph mutates its inputs (" + "; ".join(mutations) + "): functionalisation "
+                            "is not integrated yet")
+            return
+        self.tangent_outputs = info["tangent_outputs"]
+        if not self.tangent_outputs:
+            _log_graph("aot_graphs", f"Forward graph {self.graph_id} (inference)", joint)
+            self.forward = fw_compiler(joint, list(args))
+            self.function = None
+            return
+        _log_graph("aot_joint_graph", f"Joint graph {self.graph_id}", joint)
+        fw_gm, self.bw_gm = partition_fn(joint, None, num_fwd_outputs=self.num_fwd)
+        _log_graph("aot_graphs", f"Forward graph {self.graph_id}", fw_gm)
+        self.forward = fw_compiler(fw_gm, list(args))
+        self.function = self._autograd_function(bw_compiler or fw_compiler)
+
+    def _fall_back(self, reason):
+        self.fallback_reason = reason
+        trace_log("aot_graphs", lambda: f"aot_autograd: graph {self.graph_id} runs eagerly: {reason}")
+
+    def _autograd_function(self, bw_compiler):
+        from ..autograd.function import Function
+        compiled = self
+        num_fwd, tangent_outputs = self.num_fwd, self.tangent_outputs
+        differentiable = set(tangent_outputs)
+
+        class CompiledFunction(Function):
+            @staticmethod
+            def forward(ctx, *primals):
+                results = compiled.forward(*primals)
+                outs = results[:num_fwd]
+                ctx.save_for_backward(*results[num_fwd:])
+                ctx.mark_non_differentiable(*[o for i, o in enumerate(outs)
+                                              if i not in differentiable and isinstance(o, Tensor)])
+                return tuple(outs)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                import ember
+                tangents = [grads[i].contiguous() for i in tangent_outputs]
+                saved = list(ctx.saved_tensors)
+                if compiled.backward is None:
+                    _log_graph("aot_graphs", f"Backward graph {compiled.graph_id}", compiled.bw_gm)
+                    compiled.backward = bw_compiler(compiled.bw_gm, saved + tangents)
+                with ember.no_grad():
+                    return tuple(compiled.backward(*saved, *tangents))
+        return CompiledFunction
+
+    backward = None
+
+    def __call__(self, args):
+        if self.fallback_reason is not None:
+            return self.fn(*args)
+        if self.function is None:
+            outs = list(self.forward(*args))
+        else:
+            outs = list(self.function.apply(*args))
+        for i, (placeholder, chain) in self.aliases.items():
+            outs[i] = _replay_views(args, placeholder, chain)
+        return _restructure(outs, self.out_kind)
+
+
+def _replay_views(args, placeholder, chain):
+    """Apply the recorded view ops to the real input, so the output aliases it as in eager."""
+    env = {placeholder: args[int(placeholder.name.rsplit("_", 1)[1]) - 1]}
+    for node in chain:
+        call_args = tuple(env.get(a, a) if hasattr(a, "op") else a for a in node.args)
+        env[node] = node.target(*call_args, **node.kwargs)
+    return env[chain[-1]] if chain else env[placeholder]
+
+
+class _Cached:
+    """A callable that traces and compiles once per input spec (shapes, strides, dtypes, devices,
+    requires_grad, grad mode), like PyTorch's aot_function."""
+
+    def __init__(self, fn, fw_compiler, bw_compiler, partition_fn, decompositions):
+        self.fn, self.fw_compiler, self.bw_compiler = fn, fw_compiler, bw_compiler
+        self.partition_fn, self.decompositions = partition_fn, decompositions
+        self.graphs: dict = {}
+
+    def key(self, args):
+        from ..autograd.grad_mode import is_grad_enabled
+        for i, a in enumerate(args):
+            if not isinstance(a, Tensor):
+                raise TypeError(f"aot_function: argument {i} is a {type(a).__name__}; compiled functions take "
+                                f"tensors (close over other values)")
+        return (is_grad_enabled(),) + tuple(spec_of(a) for a in args)
+
+    def compiled_for(self, args) -> CompiledGraph:
+        key = self.key(args)
+        graph = self.graphs.get(key)
+        if graph is None:
+            graph = self.graphs[key] = CompiledGraph(self.fn, args, self.fw_compiler, self.bw_compiler,
+                                                     self.partition_fn, self.decompositions, key[0])
+        return graph
+
+    def __call__(self, *args):
+        return self.compiled_for(args)(args)
+
+
+# ---------------------------------------------------------------------------------------------
+# the entry points
+# ---------------------------------------------------------------------------------------------
+def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partition, decompositions=None):
+    """`fn` compiled per input spec: ``fw_compiler(fw_gm, example_inputs) -> callable`` runs the
+    forward, ``bw_compiler`` (default: fw_compiler) the backward. `fn` takes tensors."""
+    if not callable(fn):
+        raise TypeError(f"aot_function: expected a callable, got {type(fn).__name__}")
+    return _Cached(fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+
+
+def functional_call(module, tensors: dict, args):
+    """``module(*args)`` with its parameters and buffers replaced by `tensors` ({qualified name: tensor})."""
+    saved = []
+    try:
+        for name, t in tensors.items():
+            owner_name, _, attr = name.rpartition(".")
+            owner = module.get_submodule(owner_name) if owner_name else module
+            table = owner._parameters if attr in owner._parameters else owner._buffers
+            saved.append((table, attr, table[attr]))
+            table[attr] = t
+        return module(*args)
+    finally:
+        for table, attr, t in reversed(saved):
+            table[attr] = t
+
+
+def _state_of(module):
+    named = dict(module.named_parameters())
+    named.update(module.named_buffers())
+    return named
+
+
+def aot_module(mod, fw_compiler, bw_compiler=None, partition_fn=default_partition, decompositions=None):
+    """An nn.Module running `mod` through aot_function, its parameters and buffers lifted to graph inputs."""
+    from ..nn import Module
+    names = list(_state_of(mod))
+
+    def flat_fn(*flat):
+        return functional_call(mod, dict(zip(names, flat[:len(names)])), flat[len(names):])
+
+    compiled = aot_function(flat_fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+
+    class AOTModule(Module):
+        def __init__(self):
+            super().__init__()
+            self.orig_module = mod
+
+        def forward(self, *args):
+            state = _state_of(mod)
+            return compiled(*[state[n] for n in names], *args)
+    return AOTModule()
+
+
+def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, partition_fn=default_partition,
+                          decompositions=None, **_ignored):
+    """Dynamo's entry: trace `mod` (a GraphModule) on `example_inputs` now and return the callable
+    ``run(*inputs)``; parameters and buffers the module holds are lifted to graph inputs."""
+    state = _state_of(mod)
+    names = list(state)
+
+    def flat_fn(*flat):
+        return functional_call(mod, dict(zip(names, flat[:len(names)])), flat[len(names):])
+
+    compiled = _Cached(flat_fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+    first = compiled.compiled_for([*state.values(), *example_inputs])
+
+    def run(*args):
+        flat = [*state.values(), *args]
+        graph = first if compiled.key(flat) == first_key else compiled.compiled_for(flat)
+        return graph(flat)
+    first_key = compiled.key([*state.values(), *example_inputs])
+    run.fallback_reason = first.fallback_reason
+    run.compiled = compiled
+    return run
