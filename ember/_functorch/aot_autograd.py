@@ -74,13 +74,38 @@ def _trace_inputs(args):
         return out
 
 
+def _dropout_through_a_mask(input, p, train):
+    """dropout of a tensor that requires grad: eager's Autograd kernel draws the mask in NumPy and
+    multiplies by it, so a trace would see only the op and a constant mask in the backward. Here the
+    mask is the op itself applied to ones (the same draws, from the same generator: one random node
+    the backward reads), then a recorded multiplication -- eager's values exactly."""
+    import ember
+    if not (isinstance(input, Tensor) and input.requires_grad):
+        return NotImplemented
+    return input * ember.ops.aten.dropout.default(ember.ones_like(input), p, train)
+
+
+def _feature_dropout_through_a_mask(input, p, train):
+    import ember
+    if not (isinstance(input, Tensor) and input.requires_grad):
+        return NotImplemented
+    return input * ember.ops.aten.feature_dropout.default(ember.ones_like(input), p, train)
+
+
+def joint_decompositions() -> dict:
+    """Decompositions every joint trace needs (the caller's decompositions= take precedence)."""
+    import ember
+    aten = ember.ops.aten
+    return {aten.dropout.default: _dropout_through_a_mask, aten.feature_dropout.default: _feature_dropout_through_a_mask}
+
+
 def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
     """The joint graph of ``fn(*args)`` (module docstring, step 1), or its forward alone when
     `with_backward` is False or nothing requires grad. Returns ``(gm, info)``; info: ``num_fwd_outputs``,
     ``tangent_outputs`` (which outputs get a tangent), ``out_kind`` (how fn returned: "single",
     "tuple", "list")."""
     import ember
-    tracer = Tracer(decompositions=decompositions)
+    tracer = Tracer(decompositions={**joint_decompositions(), **(decompositions or {})})
     traced = _trace_inputs(args)
     for i, t in enumerate(traced):
         tracer.add_input(f"primals_{i + 1}", t)
@@ -186,6 +211,21 @@ def mutated_inputs(gm) -> list:
     return found
 
 
+def leaked_constants(gm) -> str | None:
+    """Why `gm` cannot be trusted, if a tensor constant with data appeared during the backward: a
+    kernel computed a value outside the dispatcher (dropout's NumPy mask, say) that a derivative
+    formula then read, so the graph would replay this trace's value. (Formulas' literal scalars are
+    0-d constants; everything else they make goes through recorded factory ops.)"""
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and node.meta.get("aot_stage") == "backward":
+            val = node.meta.get("val")
+            if isinstance(val, Tensor) and val.numel() > 1:
+                users = ", ".join(str(getattr(u.target, "name", u.target)) for u in node.users)
+                return (f"the backward reads a tensor computed outside the dispatcher during the trace (a constant of "
+                        f"shape {list(val.shape)} used by {users}); the graph would replay this run's value")
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # the runtime
 # ---------------------------------------------------------------------------------------------
@@ -212,6 +252,10 @@ class CompiledGraph:
         outputs = list(joint.graph.nodes)[-1].args[0]
         self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
         self.aliases = {i: c for i, c in self.aliases.items() if c is not None}
+        leaked = leaked_constants(joint)
+        if leaked:
+            self._fall_back(leaked)
+            return
         mutations = mutated_inputs(joint)
         if mutations:
             # _FUNCTIONALIZE_HERE: functionalisation rewrites `joint` into a functional graph plus

@@ -282,7 +282,9 @@ def _tracer_fallback(op, keys, *args):
         return op.redispatch(keys, *args)
     decomposition = tracer.decomposition_of(op)
     if decomposition is not None:
-        return decomposition(*args)     # the Tracer key stays on: its ops are recorded
+        result = decomposition(*args)   # the Tracer key stays on: its ops are recorded
+        if result is not NotImplemented:    # NotImplemented: record the op itself (PyTorch's convention)
+            return result
     with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
         result = op.redispatch(keys, *args)
         # recorded untraced too: reading a shape while recording must not record anything
