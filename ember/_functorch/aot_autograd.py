@@ -121,6 +121,9 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
             tangent_outputs = [i for i, o in enumerate(outs) if with_backward and wants_grad and i not in aliased
                                and isinstance(o, Tensor) and o.requires_grad and o.dtype.category >= 2]
             grads = [None] * len(traced)
+            hidden = hidden_saved_value(tracer, [outs[i] for i in tangent_outputs])
+            if hidden:
+                raise AOTFallback(hidden)
             if tangent_outputs:
                 grads = _record_backward(ember, tracer, traced, [outs[i] for i in tangent_outputs])
                 for node in tracer.graph.nodes:
@@ -211,18 +214,26 @@ def mutated_inputs(gm) -> list:
     return found
 
 
-def leaked_constants(gm) -> str | None:
-    """Why `gm` cannot be trusted, if a tensor constant with data appeared during the backward: a
-    kernel computed a value outside the dispatcher (dropout's NumPy mask, say) that a derivative
-    formula then read, so the graph would replay this trace's value. (Formulas' literal scalars are
-    0-d constants; everything else they make goes through recorded factory ops.)"""
-    for node in gm.graph.nodes:
-        if node.op == "get_attr" and node.meta.get("aot_stage") == "backward":
-            val = node.meta.get("val")
-            if isinstance(val, Tensor) and val.numel() > 1:
-                users = ", ".join(str(getattr(u.target, "name", u.target)) for u in node.users)
-                return (f"the backward reads a tensor computed outside the dispatcher during the trace (a constant of "
-                        f"shape {list(val.shape)} used by {users}); the graph would replay this run's value")
+def hidden_saved_value(tracer, outputs):
+    """Why the backward cannot be traced, if autograd saved a tensor the trace never saw: a kernel
+    computed it outside the dispatcher (alpha dropout's NumPy noise, say) and a derivative formula
+    will read it, so the graph would replay this run's value as a constant. None when all is seen."""
+    from ..autograd.graph import SavedTensor
+    known = lambda t: (tracer.values.get(id(t), (None,))[0] is t or tracer.arrays.get(id(t._data), (None,))[0]  # noqa: E731
+                       is t._data or id(t) in tracer.attr_nodes)
+    seen, todo = set(), [o.grad_fn for o in outputs if isinstance(o, Tensor) and o.grad_fn is not None]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        saved = list(getattr(node, "saved", {}).values()) + list(getattr(node, "_saved", None) or ())
+        for item in saved:
+            for s in (item if isinstance(item, list) else [item]):
+                if isinstance(s, SavedTensor) and s.tensor is not None and not known(s.tensor):
+                    return (f"{node.name()} saved a tensor of shape {list(s.tensor.shape)} computed outside the "
+                            f"dispatcher, which the traced backward would replay as a constant")
+        todo.extend(fn for fn, _ in getattr(node, "next_functions", ()) if fn is not None)
     return None
 
 
@@ -242,7 +253,7 @@ class CompiledGraph:
         self.fallback_reason = None
         try:
             joint, info = trace_joint(fn, args, decompositions=decompositions, with_backward=with_backward)
-        except (data_dependence.DataDependentTrace, NotImplementedError) as e:
+        except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
             # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward)
             self._fall_back(f"{type(e).__name__}: {e}")
             return
@@ -252,10 +263,6 @@ class CompiledGraph:
         outputs = list(joint.graph.nodes)[-1].args[0]
         self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
         self.aliases = {i: c for i, c in self.aliases.items() if c is not None}
-        leaked = leaked_constants(joint)
-        if leaked:
-            self._fall_back(leaked)
-            return
         mutations = mutated_inputs(joint)
         if mutations:
             # _FUNCTIONALIZE_HERE: functionalisation rewrites `joint` into a functional graph plus
