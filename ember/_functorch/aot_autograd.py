@@ -49,6 +49,7 @@ from .._core.dispatch import DispatchKey, OperatorHandle, _ExcludeDispatchKeyGua
 from .._core.tensor import Tensor
 from .._core.tensor_spec import spec_of
 from .._logging import trace_log
+from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, no_grad, set_grad_enabled
 from . import data_dependence
 from .make_fx import Tracer, tracing
 from .partitioners import default_partition
@@ -110,9 +111,14 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
     for i, t in enumerate(traced):
         tracer.add_input(f"primals_{i + 1}", t)
     rng = ember.get_rng_state()
+    grad_mode = is_grad_enabled()
     try:
-        with tracing(tracer), data_dependence.forbidden(tracer), ember.enable_grad():
+        with tracing(tracer), data_dependence.forbidden(tracer):
             result = fn(*traced)
+            # a program may leave grad mode switched (dynamo's graphs end with the mode the code set);
+            # the graph records ops only, so the runtime sets it afterwards
+            grad_mode_after = is_grad_enabled()
+            _set_grad_enabled(grad_mode)
             outs, out_kind = _flat_outputs(result)
             for node in tracer.graph.nodes:
                 node.meta["aot_stage"] = "forward"
@@ -131,7 +137,9 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
             tracer.set_output(tuple(outs) + (tuple(grads) if tangent_outputs else ()))
     finally:
         ember.set_rng_state(rng)
-    info = {"num_fwd_outputs": len(outs), "tangent_outputs": tangent_outputs, "out_kind": out_kind}
+        _set_grad_enabled(grad_mode)
+    info = {"num_fwd_outputs": len(outs), "tangent_outputs": tangent_outputs, "out_kind": out_kind,
+            "grad_mode_after": grad_mode_after if grad_mode_after != grad_mode else None}
     return tracer.graph_module(), info
 
 
@@ -304,13 +312,12 @@ class CompiledGraph:
 
             @staticmethod
             def backward(ctx, *grads):
-                import ember
                 tangents = [grads[i].contiguous() for i in tangent_outputs]
                 saved = list(ctx.saved_tensors)
                 if compiled.backward is None:
                     _log_graph("aot_graphs", f"Backward graph {compiled.graph_id}", compiled.bw_gm)
                     compiled.backward = bw_compiler(compiled.bw_gm, saved + tangents)
-                with ember.no_grad():
+                with no_grad():
                     return tuple(compiled.backward(*saved, *tangents))
         return CompiledFunction
 
@@ -320,21 +327,31 @@ class CompiledGraph:
         if self.fallback_reason is not None:
             return self.fn(*args)
         if self.function is None:
-            outs = list(self.forward(*args))
+            with no_grad():      # no output is differentiable (grad-mode switches are not in the graph)
+                outs = list(self.forward(*args))
         else:
-            outs = list(self.function.apply(*args))
+            # the trace found differentiable outputs, so grad mode was on where they were computed
+            # (the program may switch it on itself: the switch is not in the graph)
+            with set_grad_enabled(True):
+                outs = list(self.function.apply(*args))
         for i, (placeholder, chain) in self.aliases.items():
             outs[i] = _replay_views(args, placeholder, chain)
+        if self.info["grad_mode_after"] is not None:
+            _set_grad_enabled(self.info["grad_mode_after"])
         return _restructure(outs, self.out_kind)
 
 
 def _replay_views(args, placeholder, chain):
-    """Apply the recorded view ops to the real input, so the output aliases it as in eager."""
+    """Apply the recorded view ops to the real input, so the output aliases it as in eager (with
+    history only if the traced output had it: a view taken under no_grad has none)."""
     env = {placeholder: args[int(placeholder.name.rsplit("_", 1)[1]) - 1]}
-    for node in chain:
-        call_args = tuple(env.get(a, a) if hasattr(a, "op") else a for a in node.args)
-        env[node] = node.target(*call_args, **node.kwargs)
-    return env[chain[-1]] if chain else env[placeholder]
+    if not chain:
+        return env[placeholder]
+    with set_grad_enabled(bool(getattr(chain[-1].meta.get("val"), "requires_grad", True))):
+        for node in chain:
+            call_args = tuple(env.get(a, a) if hasattr(a, "op") else a for a in node.args)
+            env[node] = node.target(*call_args, **node.kwargs)
+    return env[chain[-1]]
 
 
 class _Cached:
@@ -347,7 +364,6 @@ class _Cached:
         self.graphs: dict = {}
 
     def key(self, args):
-        from ..autograd.grad_mode import is_grad_enabled
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"aot_function: argument {i} is a {type(a).__name__}; compiled functions take "
@@ -359,7 +375,7 @@ class _Cached:
         graph = self.graphs.get(key)
         if graph is None:
             graph = self.graphs[key] = CompiledGraph(self.fn, args, self.fw_compiler, self.bw_compiler,
-                                                     self.partition_fn, self.decompositions, key[0])
+                                                     self.partition_fn, self.decompositions, True)
         return graph
 
     def __call__(self, *args):
