@@ -200,25 +200,17 @@ def _input_alias(tracer, value):
     return alias_chain(entry[1]) if entry is not None and entry[0] is value else None
 
 
-def mutated_inputs(gm) -> list:
+def written_graph_inputs(gm) -> list:
     """``"<op> writes <input>"`` for every op of `gm` that writes a graph input or constant (through
-    views too), by the op-properties table."""
-    from ..ops import properties
+    views too), by the op-properties table (ember.fx.passes.purity)."""
+    from ..fx.passes import purity
     found = []
     for node in gm.graph.nodes:
-        if node.op != "call_function" or not isinstance(node.target, OperatorHandle):
-            continue
-        written = properties.of_op(node.target).mutates
-        if not written:
-            continue
-        names = [a.name for a in node.target.schema.arguments]
-        for name in written:
-            pos = names.index(name)
-            arg = node.args[pos] if pos < len(node.args) else node.kwargs.get(name)
-            while hasattr(arg, "op") and arg.op not in ("placeholder", "get_attr"):
+        for arg in purity.mutated_inputs(node) if node.op == "call_function" else ():
+            while arg is not None and arg.op not in ("placeholder", "get_attr"):
                 arg = _view_base(arg)
-            if hasattr(arg, "op"):
-                found.append(f"{node.target.name} writes {arg.name}")
+            if arg is not None:
+                found.append(f"{getattr(node.target, 'name', node.target)} writes {arg.name}")
     return found
 
 
@@ -271,7 +263,7 @@ class CompiledGraph:
         outputs = list(joint.graph.nodes)[-1].args[0]
         self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
         self.aliases = {i: c for i, c in self.aliases.items() if c is not None}
-        mutations = mutated_inputs(joint)
+        mutations = written_graph_inputs(joint)
         if mutations:
             # _FUNCTIONALIZE_HERE: functionalisation rewrites `joint` into a functional graph plus
             # copy_ of the new values into the mutated inputs; until then the program runs eagerly.

@@ -53,12 +53,10 @@ def _op_name(node) -> str:
     return node.target.name.split(".", 1)[0] if isinstance(node.target, OperatorHandle) else ""
 
 
-def is_impure(node) -> bool:
-    """Acts by side effect: random, or writes one of its arguments."""
-    if node.op != "call_function":
-        return False
-    props = _props(node)
-    return props.is_random or bool(props.mutates)
+def acts_by_effect(node) -> bool:
+    """Random, or writes one of its arguments (ember.fx.passes.purity decides)."""
+    from ..fx.passes import purity
+    return node.op == "call_function" and (purity.is_random(node) or bool(purity.mutated_inputs(node)))
 
 
 def is_view(node) -> bool:
@@ -111,8 +109,8 @@ class _Joint:
         self.fw_outputs = outputs[:num_fwd_outputs]
         self.bw_outputs = outputs[num_fwd_outputs:]
         self.order = {n: i for i, n in enumerate(self.nodes)}
-        self.fw_impure = [n for n in self.nodes if n.meta.get("aot_stage") == "forward" and is_impure(n)]
-        self.bw_impure = [n for n in self.nodes if n.meta.get("aot_stage") == "backward" and is_impure(n)]
+        self.fw_effects = [n for n in self.nodes if n.meta.get("aot_stage") == "forward" and acts_by_effect(n)]
+        self.bw_effects = [n for n in self.nodes if n.meta.get("aot_stage") == "backward" and acts_by_effect(n)]
 
     def ancestors(self, roots, stop=frozenset()) -> set:
         """`roots` and every node they read, not walking past `stop` (which are included if reached)."""
@@ -159,23 +157,23 @@ def _extract(joint: _Joint, inputs: list, outputs: list, keep: set, name: str):
 
 def _split(joint: _Joint, saved: list):
     """The forward and backward GraphModules for one choice of saved values."""
-    fw_keep = set(joint.fw_impure)
+    fw_keep = set(joint.fw_effects)
     fw_gm = _extract(joint, joint.primals, joint.fw_outputs + saved, fw_keep, "GraphModule")
-    bw_gm = _extract(joint, saved + joint.tangents, joint.bw_outputs, set(joint.bw_impure), "GraphModule")
+    bw_gm = _extract(joint, saved + joint.tangents, joint.bw_outputs, set(joint.bw_effects), "GraphModule")
     fw_gm.meta["num_saved"] = bw_gm.meta["num_saved"] = len(saved)
     return fw_gm, bw_gm
 
 
 def _saved_for(joint: _Joint, forward_nodes: set) -> list:
     """The forward nodes that the rest of the graph (the backward) reads, in graph order."""
-    backward_roots = [o for o in joint.bw_outputs if o is not None] + joint.bw_impure
+    backward_roots = [o for o in joint.bw_outputs if o is not None] + joint.bw_effects
     backward = joint.ancestors(backward_roots, stop=forward_nodes)
     saved = [n for n in backward if n in forward_nodes and n.op != "get_attr"]
     return sorted(saved, key=joint.order.__getitem__)
 
 
 def _forward_nodes(joint: _Joint) -> set:
-    roots = [o for o in joint.fw_outputs if o is not None] + joint.fw_impure
+    roots = [o for o in joint.fw_outputs if o is not None] + joint.fw_effects
     return joint.ancestors(roots) | set(joint.primals)
 
 
@@ -191,7 +189,7 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
     """Save the fewest bytes: a minimum cut between the primals and what the backward needs (module
     docstring). Returns ``(fw_module, bw_module)``."""
     joint = _Joint(joint_module, num_fwd_outputs)
-    if any(_props(n).mutates for n in joint.fw_impure):
+    if any(_props(n).mutates for n in joint.fw_effects):
         return default_partition(joint_module, _joint_inputs, num_fwd_outputs=num_fwd_outputs)
     saved = _min_cut(joint)
     if saved is None:      # no finite cut (should not happen: primals can always be saved)
