@@ -304,6 +304,9 @@ class CompiledGraph:
 
             @staticmethod
             def backward(ctx, *grads):
+                if is_grad_enabled():     # create_graph=True: the compiled backward has no derivative
+                    raise RuntimeError("ember.compile with AOT autograd does not support double backward "
+                                       "(create_graph=True through a compiled graph)")
                 tangents = [grads[i].contiguous() for i in tangent_outputs]
                 saved = list(ctx.saved_tensors)
                 if compiled.backward is None:
@@ -434,6 +437,9 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, pa
     ``run(*inputs)``; parameters and buffers the module holds are lifted to graph inputs."""
     state = _state_of(mod)
     names = list(state)
+    if not all(isinstance(a, Tensor) for a in example_inputs):
+        trace_log("aot_graphs", "aot_autograd: a graph with non-tensor inputs runs as it is")
+        return mod.forward
 
     def flat_fn(*flat):
         return functional_call(mod, dict(zip(names, flat[:len(names)])), flat[len(names):])

@@ -321,6 +321,15 @@ def test_dropout_variants_match_eager_or_run_eagerly():
         assert (reason is not None) == (name == "alpha"), (name, reason)
 
 
+def test_double_backward_raises_instead_of_dropping_terms():
+    f = aot_function(lambda x: (x ** 3).sum(), _nop)
+    x = ember.randn(3, requires_grad=True)
+    (g,) = ember.autograd.grad(f(x), x)               # first order: fine
+    np.testing.assert_allclose(g.numpy(), 3 * x.detach().numpy() ** 2, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="double backward"):
+        ember.autograd.grad(f(x), x, create_graph=True)
+
+
 def test_bad_arguments():
     with pytest.raises(TypeError, match="callable"):
         aot_function(3, _nop)
