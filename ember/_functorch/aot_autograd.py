@@ -247,12 +247,12 @@ def _log_graph(artifact, title, gm):
 class CompiledGraph:
     """One traced program for one input spec: its compiled forward (and lazily its backward)."""
 
-    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions, with_backward):
+    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions):
         self.graph_id = next(_graph_ids)
         self.fn = fn
         self.fallback_reason = None
         try:
-            joint, info = trace_joint(fn, args, decompositions=decompositions, with_backward=with_backward)
+            joint, info = trace_joint(fn, args, decompositions=decompositions)
         except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
             # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward)
             self._fall_back(f"{type(e).__name__}: {e}")
@@ -370,7 +370,7 @@ class _Cached:
         graph = self.graphs.get(key)
         if graph is None:
             graph = self.graphs[key] = CompiledGraph(self.fn, args, self.fw_compiler, self.bw_compiler,
-                                                     self.partition_fn, self.decompositions, True)
+                                                     self.partition_fn, self.decompositions)
         return graph
 
     def __call__(self, *args):
