@@ -330,6 +330,36 @@ def test_double_backward_raises_instead_of_dropping_terms():
         ember.autograd.grad(f(x), x, create_graph=True)
 
 
+@pytest.mark.parametrize("partition_fn", [default_partition, min_cut_rematerialization_partition])
+def test_awkward_inputs_give_eagers_gradients(partition_fn):
+    """A transposed (non-contiguous) input, an empty one, the same tensor twice, integer indices,
+    float64, a Python number among the outputs."""
+    cases = [
+        (lambda t: (t.exp() * t).sum(), lambda: [ember.randn(4, 3).t().detach().requires_grad_()]),
+        (lambda t: (t * 2).sum(), lambda: [ember.randn(0, 3, requires_grad=True)]),
+        (lambda w, i: (w[i] * w[i]).sum(), lambda: [ember.randn(3, dtype=ember.float64, requires_grad=True),
+                                                    ember.tensor([1, 2, 0, 1])]),
+        (lambda a, b: ((a * b).sum(), 3), None),
+    ]
+    for fn, make in cases:
+        if make is None:                           # the same tensor passed twice
+            y = ember.randn(3, requires_grad=True)
+            out, three = aot_function(fn, _nop, partition_fn=partition_fn)(y, y)
+            assert three == 3
+            out.backward()
+            np.testing.assert_allclose(y.grad.numpy(), 2 * y.detach().numpy(), rtol=1e-6)
+            continue
+        args = make()
+        aot_function(fn, _nop, partition_fn=partition_fn)(*args).backward()
+        got = [a.grad.numpy().copy() for a in args if a.requires_grad]
+        for a in args:
+            a.grad = None
+        fn(*args).backward()
+        for g, a in zip(got, [a for a in args if a.requires_grad]):
+            assert g.shape == tuple(a.shape)
+            np.testing.assert_allclose(g, a.grad.numpy(), rtol=1e-6)
+
+
 def test_bad_arguments():
     with pytest.raises(TypeError, match="callable"):
         aot_function(3, _nop)
