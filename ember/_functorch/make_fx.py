@@ -138,6 +138,9 @@ class Tracer:
         from ..fx import Graph
         self.graph = Graph()
         self.values: dict = {}          # id(value) -> (value, node): traced tensors (and jit's traced ints)
+        # id(array) -> (array, node): another Tensor object over the very same array is the same value
+        # (autograd saves an op's outputs as such aliases; its formulas read them in the backward)
+        self.arrays: dict = {}
         self.attr_names = attr_names or {}
         self.attrs: dict = {}           # get_attr target -> tensor (the GraphModule's root)
         self.attr_nodes: dict = {}      # id(tensor) -> its get_attr node
@@ -164,6 +167,7 @@ class Tracer:
         node.meta["val"] = val_of(value)
         if isinstance(value, Tensor):
             self.values[id(value)] = (value, node)
+            self.arrays[id(value._data)] = (value._data, node)
         return node
 
     def set_output(self, result):
@@ -183,6 +187,10 @@ class Tracer:
             self.on_use(entry[1], value, frame)
             return entry[1]
         if isinstance(value, Tensor):
+            entry = self.arrays.get(id(value._data))
+            if entry is not None and entry[0] is value._data:
+                self.on_use(entry[1], value, frame)
+                return entry[1]
             return self._constant(value)
         if isinstance(value, (list, tuple)) and not isinstance(value, str):
             mapped = [self.graph_arg(v, frame, output) for v in value]
@@ -219,12 +227,14 @@ class Tracer:
         node.meta["val"] = val_of(result)
         if isinstance(result, Tensor):
             self.values[id(result)] = (result, node)
+            self.arrays[id(result._data)] = (result._data, node)
         elif isinstance(result, (tuple, list)) and result and all(isinstance(r, Tensor) for r in result):
             for i, r in enumerate(result):
                 item = self.graph.call_function(operator.getitem, (node, i))
                 item.meta["val"] = node.meta["val"][i]
                 item.meta["stack_trace"] = node.meta.get("stack_trace", "")
                 self.values[id(r)] = (r, item)
+                self.arrays[id(r._data)] = (r._data, item)
 
     def record(self, op, args, result, frame) -> None:
         """Append the node for one op call (its arguments split as the op's binding takes them:
@@ -272,7 +282,9 @@ def _tracer_fallback(op, keys, *args):
         return op.redispatch(keys, *args)
     decomposition = tracer.decomposition_of(op)
     if decomposition is not None:
-        return decomposition(*args)     # the Tracer key stays on: its ops are recorded
+        result = decomposition(*args)   # the Tracer key stays on: its ops are recorded
+        if result is not NotImplemented:    # NotImplemented: record the op itself (PyTorch's convention)
+            return result
     with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
         result = op.redispatch(keys, *args)
         # recorded untraced too: reading a shape while recording must not record anything

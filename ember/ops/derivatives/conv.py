@@ -28,9 +28,14 @@ def numpy_backward(name, fn, *tensors):
     gradient itself is being built (create_graph=True), the results get a node whose backward
     raises NotImplementedError, never a silently missing second derivative."""
     from ... import from_numpy
+    from ..._core.dispatch import DispatchKey, tls
     from ...autograd.function import Function
     from ...autograd.grad_mode import is_grad_enabled
 
+    if tls.include & (1 << DispatchKey.Tracer):
+        # a trace (make_fx, AOT autograd's joint graph) would record the result as a constant
+        raise NotImplementedError(f"{name}: its backward is computed in NumPy, outside the dispatcher, so a "
+                                  f"trace cannot record it")
     arrays = [None if t is None else t.detach().numpy() for t in tensors]
     outs = tuple(None if o is None else from_numpy(np.ascontiguousarray(o)) for o in fn(*arrays))
     live = [t for t in tensors if t is not None and t.requires_grad]
@@ -96,11 +101,45 @@ def _conv(nd):
             gi = _conv_input_grad(g, w, x.shape, pads, st, dil, groups)
             gw = _conv_weight_grad(x, g, w.shape[2:], pads, st, dil, groups)
             return (gi if batched else gi[0]), gw
-        gi, gw = numpy_backward(f"conv{nd}d", fn, grad, input, weight)
+        if _tracing() and nd <= 2 and groups == 1:
+            gi, gw = _conv_grads_as_ops(nd, grad, input, weight, pads, st, dil)
+        else:
+            gi, gw = numpy_backward(f"conv{nd}d", fn, grad, input, weight)
         gb = None if bias is None else grad.sum([0] + list(range(2, grad.ndim)) if input.ndim == nd + 2
                                                   else list(range(1, grad.ndim)))
         return gi, gw, gb
     return formula
+
+
+def _tracing() -> bool:
+    from ..._core.dispatch import DispatchKey, tls
+    return bool(tls.include & (1 << DispatchKey.Tracer))
+
+
+def _conv_grads_as_ops(nd, grad, input, weight, pads, stride, dilation):
+    """The same two gradients as `_conv_input_grad` / `_conv_weight_grad`, written with ember ops so a
+    trace (AOT autograd's joint graph) records them (groups=1, 1-d and 2-d): the input gradient is
+    the transposed convolution of grad, cropped to the input; the weight gradient is a convolution
+    of the padded input (channels as batch) with grad (batch as channels), stride and dilation
+    swapped, cropped to the kernel."""
+    from ... import constant_pad_nd, conv1d, conv2d, conv_transpose1d, conv_transpose2d
+    conv, conv_t = (conv1d, conv2d)[nd - 1], (conv_transpose1d, conv_transpose2d)[nd - 1]
+    batched = input.ndim == nd + 2
+    g, x = (grad, input) if batched else (grad.unsqueeze(0), input.unsqueeze(0))
+    ks = tuple(weight.shape[2:])
+    flat_pads = [p for lo_hi in reversed(pads) for p in lo_hi]        # constant_pad_nd: last dim first
+    xp = constant_pad_nd(x, flat_pads, 0.0)
+    full = conv_t(g, weight, None, list(stride), [0] * nd, [0] * nd, 1, list(dilation))
+    # full covers the padded input's first full.shape[d] positions; the rest got no gradient
+    grow = [p for d in reversed(range(nd)) for p in (0, xp.shape[2 + d] - full.shape[2 + d])]
+    gi = constant_pad_nd(full, grow, 0.0)
+    for d, (lo, _) in enumerate(pads):
+        gi = gi.narrow(2 + d, lo, x.shape[2 + d])
+    gw = conv(xp.transpose(0, 1), g.transpose(0, 1), None, list(dilation), [0] * nd, list(stride), 1)
+    for d, k in enumerate(ks):
+        gw = gw.narrow(2 + d, 0, k)
+    gw = gw.transpose(0, 1)
+    return (gi if batched else gi[0]), gw
 
 
 def _conv_transpose(nd):

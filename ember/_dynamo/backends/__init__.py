@@ -7,8 +7,10 @@ A backend is ``backend(gm, example_inputs) -> callable``, like seed 003's ``my_c
     list_backends()                                # ['inductor'] (debug backends hidden, as in torch)
     list_backends(exclude_tags=())                 # ['aot_eager', 'eager', 'inductor']
 
-"aot_eager" and "inductor" run the graph through ``ember.fx.Interpreter`` (printing a one-time
-notice) until the AOT-autograd and fuser issues replace them.
+"aot_eager" is AOT autograd with compilers that return the graphs as they are
+(``aot_autograd(fw_compiler=nop, bw_compiler=nop)``, see common.py and ember/_functorch/aot_autograd.py).
+"inductor" runs the graph through ``ember.fx.Interpreter`` (printing a one-time notice) until the
+fuser issue replaces it.
 """
 from __future__ import annotations
 
@@ -74,12 +76,12 @@ def eager(gm, example_inputs):
 
 def _interpreter_backend(name):
     def backend(gm, example_inputs, **options):
-        from . import config
+        from .. import config
         if name not in _NOTICED and config.verbose_backend_fallback:
             _NOTICED.add(name)
             warnings.warn(f"ember.compile: backend {name!r} is not built yet; graphs run through "
                           f"ember.fx.Interpreter (shown once)", UserWarning, stacklevel=2)
-        from ..fx import Interpreter
+        from ...fx import Interpreter
         interpreter = Interpreter(gm)
 
         def run(*args):
@@ -89,5 +91,11 @@ def _interpreter_backend(name):
     return backend
 
 
-register_backend(_interpreter_backend("aot_eager"), name="aot_eager", tags=("debug",))
+@register_backend(name="aot_eager", tags=("debug",))
+def aot_eager(gm, example_inputs, **options):
+    """AOT autograd (joint graph, default partition) with compilers that run the graphs as they are."""
+    from .common import aot_autograd, nop
+    return aot_autograd(fw_compiler=nop, bw_compiler=nop)(gm, example_inputs, **options)
+
+
 register_backend(_interpreter_backend("inductor"), name="inductor")

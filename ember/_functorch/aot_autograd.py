@@ -1,0 +1,457 @@
+"""AOT autograd: trace a program and its backward ahead of time, split them, compile both.
+
+    f = aot_function(fn, fw_compiler=comp, bw_compiler=comp, partition_fn=default_partition)
+    f(x, w).sum().backward()       # forward and backward run the compiled graphs
+    m = aot_module(model, fw_compiler=comp)             # parameters and buffers become graph inputs
+    run = aot_module_simplified(gm, example_inputs, fw_compiler=comp)     # dynamo's backends call this
+
+PyTorch's torch._functorch.aot_autograd, on ember's own pieces:
+
+1. **The joint graph.** The program runs once under make_fx's Tracer (make_fx.py) with its tensor
+   inputs as *primals* (``primals_1 ...``); then ``ember.autograd.grad`` runs ember's own autograd on
+   the outputs that require grad, with one *tangent* (``tangents_1 ...``) per such output. The
+   derivative formulas are ember ops, so the backward records as ops too:
+   ``(*primals, *tangents) -> (*forward outputs, *gradients)``, each node tagged
+   ``meta["aot_stage"]`` "forward" or "backward" (what eager would run when).
+2. **The partition** (partitioners.py) splits it into a forward ``primals -> (outputs, saved)`` and
+   a backward ``(saved, tangents) -> gradients``.
+3. **The runtime**: an ``ember.autograd.Function`` whose forward calls ``fw_compiler(fw_gm)`` and
+   whose backward calls ``bw_compiler(bw_gm)``, compiled at the first ``.backward()``. When no
+   input requires grad (or grad mode is off) only the forward is traced: the *inference* graph.
+
+What a traced graph cannot show is handled here, never approximated:
+
+* **Random ops** run where eager runs them: the forward's in the forward graph, in program order and
+  once (partitioners never recompute them), the backward's in the backward graph. Tracing draws no
+  numbers: the generator state is restored after the trace.
+* **Outputs that alias inputs** (an input returned, or a view of one) are regenerated on the real
+  input after the call (the view replayed), so they alias as in eager.
+* **Input mutation** (an op the op-properties table says writes a graph input, e.g. ``x.add_(1)``,
+  BatchNorm's running stats): the graph runs eagerly instead -- functionalisation (issue 13 item 3,
+  ember/_functorch/functionalize.py) will turn such graphs into functional ones with a ``copy_``
+  epilogue; it plugs in at `_FUNCTIONALIZE_HERE`.
+* **Data-dependent Python** (``bool(t)``, ``t.item()`` on a traced tensor): the trace would bake this
+  run's value in, so the program runs eagerly.
+
+A program that falls back says why once, under the ``aot_graphs`` log (EMBER_LOGS=aot_graphs), and
+on the compiled callable's ``fallback_reason``.
+
+Tracing runs the program on clones of the real inputs (FakeTensorMode, issue 13 item 1, will let it
+run on fake tensors instead; see `_trace_inputs`). The graphs print with ``print_readable``
+(``f32[4, 4]`` annotations); EMBER_LOGS=aot_joint_graph,aot_graphs prints them as they are made.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+
+from .._core.dispatch import DispatchKey, OperatorHandle, _ExcludeDispatchKeyGuard
+from .._core.tensor import Tensor
+from .._core.tensor_spec import spec_of
+from .._logging import trace_log
+from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, no_grad, set_grad_enabled
+from . import data_dependence
+from .make_fx import Tracer, tracing
+from .partitioners import default_partition
+
+_graph_ids = itertools.count()
+
+
+class AOTFallback(Exception):
+    """The program cannot be compiled exactly: it runs eagerly (the message says why)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# tracing
+# ---------------------------------------------------------------------------------------------
+def _trace_inputs(args):
+    """The tensors the trace runs on: detached clones (so an in-place op during the trace leaves the
+    caller's tensors alone), requiring grad as the originals do. FakeTensorMode plugs in here."""
+    with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
+        out = []
+        for a in args:
+            c = a.detach().clone()
+            out.append(c.requires_grad_(True) if a.requires_grad else c)
+        return out
+
+
+def _dropout_through_a_mask(input, p, train):
+    """dropout of a tensor that requires grad: eager's Autograd kernel draws the mask in NumPy and
+    multiplies by it, so a trace would see only the op and a constant mask in the backward. Here the
+    mask is the op itself applied to ones (the same draws, from the same generator: one random node
+    the backward reads), then a recorded multiplication -- eager's values exactly."""
+    import ember
+    if not (isinstance(input, Tensor) and input.requires_grad):
+        return NotImplemented
+    return input * ember.ops.aten.dropout.default(ember.ones_like(input), p, train)
+
+
+def _feature_dropout_through_a_mask(input, p, train):
+    import ember
+    if not (isinstance(input, Tensor) and input.requires_grad):
+        return NotImplemented
+    return input * ember.ops.aten.feature_dropout.default(ember.ones_like(input), p, train)
+
+
+def joint_decompositions() -> dict:
+    """Decompositions every joint trace needs (the caller's decompositions= take precedence)."""
+    import ember
+    aten = ember.ops.aten
+    return {aten.dropout.default: _dropout_through_a_mask, aten.feature_dropout.default: _feature_dropout_through_a_mask}
+
+
+def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
+    """The joint graph of ``fn(*args)`` (module docstring, step 1), or its forward alone when
+    `with_backward` is False or nothing requires grad. Returns ``(gm, info)``; info: ``num_fwd_outputs``,
+    ``tangent_outputs`` (which outputs get a tangent), ``out_kind`` (how fn returned: "single",
+    "tuple", "list")."""
+    import ember
+    tracer = Tracer(decompositions={**joint_decompositions(), **(decompositions or {})})
+    traced = _trace_inputs(args)
+    for i, t in enumerate(traced):
+        tracer.add_input(f"primals_{i + 1}", t)
+    rng = ember.get_rng_state()
+    grad_mode = is_grad_enabled()
+    try:
+        with tracing(tracer), data_dependence.forbidden(tracer):
+            result = fn(*traced)
+            # a program may leave grad mode switched (dynamo's graphs end with the mode the code set);
+            # the graph records ops only, so the runtime sets it afterwards
+            grad_mode_after = is_grad_enabled()
+            _set_grad_enabled(grad_mode)
+            outs, out_kind = _flat_outputs(result)
+            for node in tracer.graph.nodes:
+                node.meta["aot_stage"] = "forward"
+            aliased = {i for i, o in enumerate(outs) if _input_alias(tracer, o) is not None}
+            wants_grad = [t for t in traced if t.requires_grad]
+            tangent_outputs = [i for i, o in enumerate(outs) if with_backward and wants_grad and i not in aliased
+                               and isinstance(o, Tensor) and o.requires_grad and o.dtype.category >= 2]
+            grads = [None] * len(traced)
+            hidden = hidden_saved_value(tracer, [outs[i] for i in tangent_outputs])
+            if hidden:
+                raise AOTFallback(hidden)
+            if tangent_outputs:
+                grads = _record_backward(ember, tracer, traced, [outs[i] for i in tangent_outputs])
+                for node in tracer.graph.nodes:
+                    node.meta.setdefault("aot_stage", "backward")
+            tracer.set_output(tuple(outs) + (tuple(grads) if tangent_outputs else ()))
+    finally:
+        ember.set_rng_state(rng)
+        _set_grad_enabled(grad_mode)
+    info = {"num_fwd_outputs": len(outs), "tangent_outputs": tangent_outputs, "out_kind": out_kind,
+            "grad_mode_after": grad_mode_after if grad_mode_after != grad_mode else None}
+    return tracer.graph_module(), info
+
+
+def _record_backward(ember, tracer, traced, diff_outs):
+    """Add one tangent placeholder per differentiable output and record autograd.grad."""
+    with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
+        tangents = [ember.ones(tuple(o.shape), dtype=o.dtype) for o in diff_outs]
+    first_op = next(n for n in tracer.graph.nodes if n.op != "placeholder")
+    with tracer.graph.inserting_before(first_op):
+        for i, t in enumerate(tangents):
+            tracer.add_input(f"tangents_{i + 1}", t).meta["aot_stage"] = "backward"
+    wanted = [i for i, t in enumerate(traced) if t.requires_grad]
+    found = ember.autograd.grad(diff_outs, [traced[i] for i in wanted], tangents, allow_unused=True)
+    grads = [None] * len(traced)
+    for i, g in zip(wanted, found):
+        grads[i] = g
+    return grads
+
+
+def _flat_outputs(result):
+    if isinstance(result, tuple):
+        return list(result), "tuple"
+    if isinstance(result, list):
+        return list(result), "list"
+    return [result], "single"
+
+
+def _restructure(outs, out_kind):
+    return outs[0] if out_kind == "single" else (list(outs) if out_kind == "list" else tuple(outs))
+
+
+# ---------------------------------------------------------------------------------------------
+# what the trace cannot express: aliases of inputs, input mutation
+# ---------------------------------------------------------------------------------------------
+def _view_base(node):
+    """The node a view (or getitem of a multi-view op) reads its memory from, else None."""
+    from ..ops import properties
+    if node.op != "call_function":
+        return None
+    if node.target is operator.getitem or (isinstance(node.target, OperatorHandle)
+                                           and properties.of_op(node.target).aliases_args):
+        return next((a for a in node.args if hasattr(a, "op")), None)
+    return None
+
+
+def alias_chain(node):
+    """``(placeholder, [view nodes from it to node])`` if `node`'s value is (a view of) a graph
+    input, else None."""
+    chain = []
+    while node is not None and node.op != "placeholder":
+        chain.append(node)
+        node = _view_base(node)
+    return None if node is None else (node, chain[::-1])
+
+
+def _input_alias(tracer, value):
+    entry = tracer.values.get(id(value)) if isinstance(value, Tensor) else None
+    return alias_chain(entry[1]) if entry is not None and entry[0] is value else None
+
+
+def written_graph_inputs(gm) -> list:
+    """``"<op> writes <input>"`` for every op of `gm` that writes a graph input or constant (through
+    views too), by the op-properties table (ember.fx.passes.purity)."""
+    from ..fx.passes import purity
+    found = []
+    for node in gm.graph.nodes:
+        for arg in purity.mutated_inputs(node) if node.op == "call_function" else ():
+            while arg is not None and arg.op not in ("placeholder", "get_attr"):
+                arg = _view_base(arg)
+            if arg is not None:
+                found.append(f"{getattr(node.target, 'name', node.target)} writes {arg.name}")
+    return found
+
+
+def hidden_saved_value(tracer, outputs):
+    """Why the backward cannot be traced, if autograd saved a tensor the trace never saw: a kernel
+    computed it outside the dispatcher (alpha dropout's NumPy noise, say) and a derivative formula
+    will read it, so the graph would replay this run's value as a constant. None when all is seen."""
+    from ..autograd.graph import SavedTensor
+    known = lambda t: (tracer.values.get(id(t), (None,))[0] is t or tracer.arrays.get(id(t._data), (None,))[0]  # noqa: E731
+                       is t._data or id(t) in tracer.attr_nodes)
+    seen, todo = set(), [o.grad_fn for o in outputs if isinstance(o, Tensor) and o.grad_fn is not None]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        saved = list(getattr(node, "saved", {}).values()) + list(getattr(node, "_saved", None) or ())
+        for item in saved:
+            for s in (item if isinstance(item, list) else [item]):
+                if isinstance(s, SavedTensor) and s.tensor is not None and not known(s.tensor):
+                    return (f"{node.name()} saved a tensor of shape {list(s.tensor.shape)} computed outside the "
+                            f"dispatcher, which the traced backward would replay as a constant")
+        todo.extend(fn for fn, _ in getattr(node, "next_functions", ()) if fn is not None)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the runtime
+# ---------------------------------------------------------------------------------------------
+def _log_graph(artifact, title, gm):
+    trace_log(artifact, lambda: f"TRACED GRAPH\n ===== {title} =====\n" + gm.print_readable(print_output=False))
+
+
+class CompiledGraph:
+    """One traced program for one input spec: its compiled forward (and lazily its backward)."""
+
+    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions):
+        self.graph_id = next(_graph_ids)
+        self.fn = fn
+        self.fallback_reason = None
+        try:
+            joint, info = trace_joint(fn, args, decompositions=decompositions)
+        except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
+            # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward)
+            self._fall_back(f"{type(e).__name__}: {e}")
+            return
+        self.info = info
+        self.out_kind = info["out_kind"]
+        self.num_fwd = info["num_fwd_outputs"]
+        outputs = list(joint.graph.nodes)[-1].args[0]
+        self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
+        self.aliases = {i: c for i, c in self.aliases.items() if c is not None}
+        mutations = written_graph_inputs(joint)
+        if mutations:
+            # _FUNCTIONALIZE_HERE: functionalisation rewrites `joint` into a functional graph plus
+            # copy_ of the new values into the mutated inputs; until then the program runs eagerly.
+            self._fall_back("the graph mutates its inputs (" + "; ".join(mutations) + "): functionalisation "
+                            "is not integrated yet")
+            return
+        self.tangent_outputs = info["tangent_outputs"]
+        if not self.tangent_outputs:
+            _log_graph("aot_graphs", f"Forward graph {self.graph_id} (inference)", joint)
+            self.forward = fw_compiler(joint, list(args))
+            self.function = None
+            return
+        _log_graph("aot_joint_graph", f"Joint graph {self.graph_id}", joint)
+        fw_gm, self.bw_gm = partition_fn(joint, None, num_fwd_outputs=self.num_fwd)
+        _log_graph("aot_graphs", f"Forward graph {self.graph_id}", fw_gm)
+        self.forward = fw_compiler(fw_gm, list(args))
+        self.function = self._autograd_function(bw_compiler or fw_compiler)
+
+    def _fall_back(self, reason):
+        self.fallback_reason = reason
+        trace_log("aot_graphs", lambda: f"aot_autograd: graph {self.graph_id} runs eagerly: {reason}")
+
+    def _autograd_function(self, bw_compiler):
+        from ..autograd.function import Function
+        compiled = self
+        num_fwd, tangent_outputs = self.num_fwd, self.tangent_outputs
+        differentiable = set(tangent_outputs)
+
+        class CompiledFunction(Function):
+            @staticmethod
+            def forward(ctx, *primals):
+                results = compiled.forward(*primals)
+                outs = results[:num_fwd]
+                ctx.save_for_backward(*results[num_fwd:])
+                ctx.mark_non_differentiable(*[o for i, o in enumerate(outs)
+                                              if i not in differentiable and isinstance(o, Tensor)])
+                return tuple(outs)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                if is_grad_enabled():     # create_graph=True: the compiled backward has no derivative
+                    raise RuntimeError("ember.compile with AOT autograd does not support double backward "
+                                       "(create_graph=True through a compiled graph)")
+                tangents = [grads[i].contiguous() for i in tangent_outputs]
+                saved = list(ctx.saved_tensors)
+                if compiled.backward is None:
+                    _log_graph("aot_graphs", f"Backward graph {compiled.graph_id}", compiled.bw_gm)
+                    compiled.backward = bw_compiler(compiled.bw_gm, saved + tangents)
+                with no_grad():
+                    return tuple(compiled.backward(*saved, *tangents))
+        return CompiledFunction
+
+    backward = None
+
+    def __call__(self, args):
+        if self.fallback_reason is not None:
+            return self.fn(*args)
+        if self.function is None:
+            with no_grad():      # no output is differentiable (grad-mode switches are not in the graph)
+                outs = list(self.forward(*args))
+        else:
+            # the trace found differentiable outputs, so grad mode was on where they were computed
+            # (the program may switch it on itself: the switch is not in the graph)
+            with set_grad_enabled(True):
+                outs = list(self.function.apply(*args))
+        for i, (placeholder, chain) in self.aliases.items():
+            outs[i] = _replay_views(args, placeholder, chain)
+        if self.info["grad_mode_after"] is not None:
+            _set_grad_enabled(self.info["grad_mode_after"])
+        return _restructure(outs, self.out_kind)
+
+
+def _replay_views(args, placeholder, chain):
+    """Apply the recorded view ops to the real input, so the output aliases it as in eager (with
+    history only if the traced output had it: a view taken under no_grad has none)."""
+    env = {placeholder: args[int(placeholder.name.rsplit("_", 1)[1]) - 1]}
+    if not chain:
+        return env[placeholder]
+    with set_grad_enabled(bool(getattr(chain[-1].meta.get("val"), "requires_grad", True))):
+        for node in chain:
+            call_args = tuple(env.get(a, a) if hasattr(a, "op") else a for a in node.args)
+            env[node] = node.target(*call_args, **node.kwargs)
+    return env[chain[-1]]
+
+
+class _Cached:
+    """A callable that traces and compiles once per input spec (shapes, strides, dtypes, devices,
+    requires_grad, grad mode), like PyTorch's aot_function."""
+
+    def __init__(self, fn, fw_compiler, bw_compiler, partition_fn, decompositions):
+        self.fn, self.fw_compiler, self.bw_compiler = fn, fw_compiler, bw_compiler
+        self.partition_fn, self.decompositions = partition_fn, decompositions
+        self.graphs: dict = {}
+
+    def key(self, args):
+        for i, a in enumerate(args):
+            if not isinstance(a, Tensor):
+                raise TypeError(f"aot_function: argument {i} is a {type(a).__name__}; compiled functions take "
+                                f"tensors (close over other values)")
+        return (is_grad_enabled(),) + tuple(spec_of(a) for a in args)
+
+    def compiled_for(self, args) -> CompiledGraph:
+        key = self.key(args)
+        graph = self.graphs.get(key)
+        if graph is None:
+            graph = self.graphs[key] = CompiledGraph(self.fn, args, self.fw_compiler, self.bw_compiler,
+                                                     self.partition_fn, self.decompositions)
+        return graph
+
+    def __call__(self, *args):
+        return self.compiled_for(args)(args)
+
+
+# ---------------------------------------------------------------------------------------------
+# the entry points
+# ---------------------------------------------------------------------------------------------
+def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partition, decompositions=None):
+    """`fn` compiled per input spec: ``fw_compiler(fw_gm, example_inputs) -> callable`` runs the
+    forward, ``bw_compiler`` (default: fw_compiler) the backward. `fn` takes tensors."""
+    if not callable(fn):
+        raise TypeError(f"aot_function: expected a callable, got {type(fn).__name__}")
+    return _Cached(fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+
+
+def functional_call(module, tensors: dict, args):
+    """``module(*args)`` with its parameters and buffers replaced by `tensors` ({qualified name: tensor})."""
+    saved = []
+    try:
+        for name, t in tensors.items():
+            owner_name, _, attr = name.rpartition(".")
+            owner = module.get_submodule(owner_name) if owner_name else module
+            table = owner._parameters if attr in owner._parameters else owner._buffers
+            saved.append((table, attr, table[attr]))
+            table[attr] = t
+        return module(*args)
+    finally:
+        for table, attr, t in reversed(saved):
+            table[attr] = t
+
+
+def _state_of(module):
+    named = dict(module.named_parameters())
+    named.update(module.named_buffers())
+    return named
+
+
+def aot_module(mod, fw_compiler, bw_compiler=None, partition_fn=default_partition, decompositions=None):
+    """An nn.Module running `mod` through aot_function, its parameters and buffers lifted to graph inputs."""
+    from ..nn import Module
+    names = list(_state_of(mod))
+
+    def flat_fn(*flat):
+        return functional_call(mod, dict(zip(names, flat[:len(names)])), flat[len(names):])
+
+    compiled = aot_function(flat_fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+
+    class AOTModule(Module):
+        def __init__(self):
+            super().__init__()
+            self.orig_module = mod
+
+        def forward(self, *args):
+            state = _state_of(mod)
+            return compiled(*[state[n] for n in names], *args)
+    return AOTModule()
+
+
+def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, partition_fn=default_partition,
+                          decompositions=None, **_ignored):
+    """Dynamo's entry: trace `mod` (a GraphModule) on `example_inputs` now and return the callable
+    ``run(*inputs)``; parameters and buffers the module holds are lifted to graph inputs."""
+    state = _state_of(mod)
+    names = list(state)
+    if not all(isinstance(a, Tensor) for a in example_inputs):
+        trace_log("aot_graphs", "aot_autograd: a graph with non-tensor inputs runs as it is")
+        return mod.forward
+
+    def flat_fn(*flat):
+        return functional_call(mod, dict(zip(names, flat[:len(names)])), flat[len(names):])
+
+    compiled = _Cached(flat_fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+    first = compiled.compiled_for([*state.values(), *example_inputs])
+
+    def run(*args):
+        flat = [*state.values(), *args]
+        graph = first if compiled.key(flat) == first_key else compiled.compiled_for(flat)
+        return graph(flat)
+    first_key = compiled.key([*state.values(), *example_inputs])
+    run.fallback_reason = first.fallback_reason
+    run.compiled = compiled
+    return run

@@ -1,0 +1,73 @@
+"""Refuse data-dependent Python while AOT autograd traces.
+
+make_fx on real tensors records ops, not Python: ``if t.sum() > 0`` or ``x * t.item()`` bakes this
+run's value into the graph (jit.trace warns about it). A compiled program must not replay that
+value on other inputs, so while `forbidden(tracer)` is active, converting a tensor that `tracer`
+traces to a Python value raises `DataDependentTrace` (aot_autograd then runs the program eagerly).
+
+The wrappers are on Tensor only while an AOT trace runs (reference-counted across threads, as
+jit.trace's conversion warnings are), so eager code never pays for them. (Fake tensors, issue 13 item 1, make the same conversions raise
+DataDependentOutputException by themselves.)
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+
+from .._core.tensor import Tensor
+
+CONVERSIONS = ("__bool__", "item", "tolist", "__int__", "__float__", "__index__", "numpy", "__array__")
+
+
+class DataDependentTrace(RuntimeError):
+    """A traced tensor's value was read as a Python value during an AOT trace."""
+
+
+class _State(threading.local):
+    tracer = None
+
+
+_state = _State()
+_install_lock = threading.Lock()
+
+
+def _guarded(name, original):
+    @functools.wraps(original)
+    def conversion(self, *args, **kwargs):
+        tracer = _state.tracer
+        if tracer is not None:
+            entry = tracer.values.get(id(self))
+            if entry is not None and entry[0] is self:
+                raise DataDependentTrace(f"Tensor.{name}() of a traced tensor: the program's Python depends on "
+                                         f"tensor values ({entry[1].name}), which a graph cannot replay")
+        return original(self, *args, **kwargs)
+    return conversion
+
+
+_originals: dict = {}
+_users = [0]
+
+
+@contextlib.contextmanager
+def forbidden(tracer):
+    """Within the block, converting a tensor `tracer` traces raises DataDependentTrace."""
+    with _install_lock:
+        _users[0] += 1
+        if _users[0] == 1:
+            for name in CONVERSIONS:
+                original = Tensor.__dict__.get(name)
+                if original is not None:
+                    _originals[name] = original
+                    setattr(Tensor, name, _guarded(name, original))
+    previous, _state.tracer = _state.tracer, tracer
+    try:
+        yield
+    finally:
+        _state.tracer = previous
+        with _install_lock:
+            _users[0] -= 1
+            if _users[0] == 0:
+                for name, original in _originals.items():
+                    setattr(Tensor, name, original)
+                _originals.clear()
