@@ -118,8 +118,8 @@ class FunctionalTensor(Tensor):
 
     @_data.setter
     def _data(self, value):
-        raise RuntimeError("functionalize: the memory of a tensor being functionalised cannot be replaced "
-                           "(.data = / set_ / resize_ are not supported)")
+        raise NotImplementedError("functionalize: the memory of a tensor being functionalised cannot be replaced "
+                                  "(.data = / set_ / resize_ are not supported)")
 
     @property
     def _autograd(self):      # autograd metadata lives on the value (Autograd is below this key)
@@ -422,6 +422,10 @@ def _same_op_inverse(meta, base, mutated):          # alias, detach: the view is
     return _call(_op(meta.op.schema.name), mutated)
 
 
+def _unsqueeze_inverse(meta, base, mutated):
+    return _call(_op("squeeze", "dim"), mutated, meta.args[0])
+
+
 def _transpose_inverse(meta, base, mutated):
     return _call(_op("transpose", "int"), mutated, *meta.args)
 
@@ -477,7 +481,7 @@ def _expand_inverse(meta, base, mutated):
 
 INVERSES = {
     "view": _reshape_inverse, "_unsafe_view": _reshape_inverse, "reshape": _reshape_inverse,
-    "squeeze": _reshape_inverse, "unsqueeze": _reshape_inverse, "flatten": _reshape_inverse,
+    "squeeze": _reshape_inverse, "unsqueeze": _unsqueeze_inverse, "flatten": _reshape_inverse,
     "unflatten": _reshape_inverse, "ravel": _reshape_inverse, "view_as": _reshape_inverse,
     "reshape_as": _reshape_inverse,
     "alias": _same_op_inverse, "detach": _same_op_inverse,

@@ -116,6 +116,9 @@ def _run(fn, args, kwargs, remove_views):
         if w._metas:
             raise NotImplementedError("functionalize: the function changed the metadata of an input in place "
                                       "(t_, transpose_, squeeze_, unsqueeze_ ...); ember cannot functionalize that")
+        if w._storage.mutated and tuple(w._storage.base.shape) != tuple(t.shape):
+            raise NotImplementedError(f"functionalize: an out= op resized an input from {list(t.shape)} to "
+                                      f"{list(w._storage.base.shape)}; ember cannot write that back (no resize_)")
     return wrappers, result
 
 
