@@ -62,11 +62,20 @@ PROGRAMS = {
                                                x + 1)[3])(L.no_grad()), [_x(3)]),
     "written_twice": (lambda L, x: (x.add_(1), x.mul_(3), x)[2], [_x(3)]),
     "nothing_written": (lambda L, x: x.view(-1).exp(), [_x(2, 3)]),
+    "setitem_index_tensor": (_idx_put, [_x(4)]),
+    "setitem_on_input": (lambda L, x: (x.__setitem__((0, slice(1, None)), 5.0), x * 1)[1], [_x(2, 3)]),
+    "setitem_mask": (lambda L, x: (lambda y: (y.__setitem__(y > 0, 0.0), y)[1])(x.clone()), [_x(5)]),
 }
 # programs whose ember and torch graphs differ, and why (their values are still checked)
 GRAPH_DIFFERS = {
     "two_views_written": "torch's FunctionalTensorMode replays the first view once more before taking the "
                          "second (a sync point ember does not have); the same values",
+    "setitem_index_tensor": "torch records tensor() constants as lift_fresh_copy + detach; ember's make_fx makes "
+                            "them graph constants",
+    "setitem_mask": "torch records the 0.0 value as lift_fresh_copy and compares with gt.Scalar (ember's binding "
+                    "picks gt.Tensor)",
+    "setitem_on_input": "torch's __setitem__ writes a number through copy_ of a lift_fresh_copy tensor, ember's "
+                        "through fill_",
     "clamp_input": "ember's binding picks clamp_.Tensor for a number (see SAME_VALUES in test_make_fx.py)",
 }
 
