@@ -14,9 +14,10 @@ Functionalize plus its value's keys, so every op on it reaches `functionalize_ke
   view chain's inverses (``select`` -> ``select_scatter``, ``view`` -> ``view`` back to the base's
   shape ...), and the view is regenerated from the new base; the group's generation advances,
   so every other view of it regenerates lazily, when next used (*view replay*);
+* composite ops run their decomposition on the wrappers (its parts are functionalised: a
+  composite view such as ``reshape`` becomes ``view``, or ``clone`` + ``view`` where it copies);
 * a view op (``is_view``) runs on the base's value, and its result joins the base's group with
   one more ViewMeta (with ``remove_views``: the ``<view>_copy`` op runs instead);
-* composite ops run their decomposition on the wrappers (its parts are functionalised);
 * any other op runs on the values and its results become new wrappers.
 
 Ops run below the key with Functionalize excluded, so make_fx (the Tracer key, below this
@@ -128,6 +129,22 @@ class FunctionalTensor(Tensor):
     @_autograd.setter
     def _autograd(self, meta):
         current(self)._autograd = meta
+
+    @property
+    def data(self):
+        """A detached alias, functionalised like any view (writes through it reach this tensor)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        raise NotImplementedError("functionalize: '.data =' would replace the memory of a tensor being "
+                                  "functionalised (set_ / resize_ are not supported either)")
+
+    def requires_grad_(self, requires_grad: bool = True):
+        value = current(self)       # the flag belongs to the value, where autograd records
+        value.requires_grad_(requires_grad)
+        _set_value(self, value)
+        return self
 
     def __repr__(self, *, tensor_contents=None):
         return f"FunctionalTensor({current(self)!r})"
@@ -340,35 +357,21 @@ def _aliased_arg(op) -> int:
     return index
 
 
-def _shares_memory(a: Tensor, b: Tensor) -> bool:
-    import numpy as np
-    x, y = a._data, b._data
-    if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
-        return np.may_share_memory(x, y)
-    return True          # meta (and CUDA) data: the schema's word
-
-
 def _view(op, keys, args):
     index = _aliased_arg(op)
     base = args[index]
     if not isinstance(base, FunctionalTensor):
         return _functional(op, keys, args)
+    if op.schema.name == "contiguous":    # a view in the table, but: self, or a new tensor (a clone)
+        return base if current(base).is_contiguous() else _functional(op, keys, args)
     session = state.session
     view_op = op
     if session is not None and session.remove_views:
-        view_op = view_copy_of(op)
-        if view_op is None:
-            if op.composite is not None:     # reshape, flatten ...: their parts become copies
-                return op.composite(*args)
-            view_op = op
+        view_op = view_copy_of(op) or op
     rest = unwrap(list(args[:index]) + list(args[index + 1:]))
     base_value = current(base)
     out = _call(view_op, *rest[:index], base_value, *rest[index:])
-    if out is base_value:                 # contiguous() of a contiguous tensor: itself
-        return base
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    if view_op is op and outs and not _shares_memory(outs[0], base_value):
-        return _wrap_results(out)         # the view op copied (contiguous, reshape): a new tensor
     storage = base._storage
     wrapped = [_new(o, storage, base._metas + (ViewMeta(op, rest, i if isinstance(out, (list, tuple)) else None),),
                     storage.generation) for i, o in enumerate(outs)]
@@ -393,10 +396,10 @@ def functionalize_kernel(op, keys, *args):
     props = of_op(op)
     if props.mutates and not (op.composite is not None and not op.derived):
         return _mutation(op, keys, args, props)
+    if op.composite is not None:      # views too (reshape may copy): each part is functionalised
+        return op.composite(*args)
     if props.is_view:
         return _view(op, keys, args)
-    if op.composite is not None:
-        return op.composite(*args)
     return _functional(op, keys, args)
 
 
@@ -479,21 +482,15 @@ def _expand_inverse(meta, base, mutated):
                               "supported")
 
 
+# by schema name; the view ops of the table with kernels of their own (composite views
+# decompose into these before they are functionalised)
 INVERSES = {
-    "view": _reshape_inverse, "_unsafe_view": _reshape_inverse, "reshape": _reshape_inverse,
-    "squeeze": _reshape_inverse, "unsqueeze": _unsqueeze_inverse, "flatten": _reshape_inverse,
-    "unflatten": _reshape_inverse, "ravel": _reshape_inverse, "view_as": _reshape_inverse,
-    "reshape_as": _reshape_inverse,
+    "view": _reshape_inverse, "squeeze": _reshape_inverse, "unsqueeze": _unsqueeze_inverse,
     "alias": _same_op_inverse, "detach": _same_op_inverse,
-    "transpose": _transpose_inverse, "swapaxes": _transpose_inverse, "swapdims": _transpose_inverse,
-    "t": lambda meta, base, mutated: _call(_op("t"), mutated),
-    "permute": _permute_inverse,
-    "select": _select_inverse, "unbind": _select_inverse,
+    "transpose": _transpose_inverse, "t": lambda meta, base, mutated: _call(_op("t"), mutated),
+    "permute": _permute_inverse, "select": _select_inverse, "unbind": _select_inverse,
     "slice": _slice_inverse, "split": _split_inverse, "split_with_sizes": _split_inverse,
-    "diagonal": _diagonal_inverse,
-    "narrow": lambda meta, base, mutated: _call(_aten().slice_scatter.default, base, mutated, meta.args[0],
-                                                 meta.args[1], meta.args[1] + meta.args[2], 1),
-    "expand": _expand_inverse, "expand_as": _expand_inverse, "broadcast_to": _expand_inverse,
+    "diagonal": _diagonal_inverse, "expand": _expand_inverse,
 }
 
 register_fallback(DispatchKey.Functionalize, functionalize_kernel)

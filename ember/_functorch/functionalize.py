@@ -116,10 +116,39 @@ def _run(fn, args, kwargs, remove_views):
         if w._metas:
             raise NotImplementedError("functionalize: the function changed the metadata of an input in place "
                                       "(t_, transpose_, squeeze_, unsqueeze_ ...); ember cannot functionalize that")
+        if w._storage.mutated and _shares_memory_with_another(t, wrappers):
+            raise NotImplementedError("functionalize: the function wrote an input that shares memory with another "
+                                      "input; ember cannot functionalize aliased inputs (pass one of them)")
         if w._storage.mutated and tuple(w._storage.base.shape) != tuple(t.shape):
             raise NotImplementedError(f"functionalize: an out= op resized an input from {list(t.shape)} to "
                                       f"{list(w._storage.base.shape)}; ember cannot write that back (no resize_)")
     return wrappers, result
+
+
+def _root(t):
+    arr = t._data
+    while getattr(arr, "base", None) is not None:
+        arr = arr.base
+    return arr
+
+
+def _shares_memory_with_another(t, wrappers) -> bool:
+    """Whether input `t` may share memory with another input (each input is its own alias group
+    here: a write to one would not show through the other, as it does in eager)."""
+    import numpy as np
+    root = _root(t)
+    return any(other is not t and _root(other) is root and
+               (not isinstance(root, np.ndarray) or np.may_share_memory(other._data, t._data))
+               for other, _ in wrappers)
+
+
+def _unwrap_grads(wrappers):
+    """A ``.backward()`` inside fn accumulated gradients computed from wrappers into the inputs:
+    they get the values."""
+    for t, _ in wrappers:
+        grad = t._autograd.grad if t._autograd is not None else None
+        if isinstance(grad, ft.FunctionalTensor):
+            t._autograd.grad = ft.current(grad)
 
 
 def _unwrap_output(value):
@@ -136,6 +165,7 @@ def functionalize(func, *, remove: str = "mutations"):
         with _Session(remove_views):
             wrappers, result = _run(func, args, kwargs, remove_views)
             out = _unwrap_output(result)
+            _unwrap_grads(wrappers)
             written = [(t, w._storage.base) for t, w in wrappers if w._storage.mutated]
         for t, value in written:
             _write_back(t, value)

@@ -63,6 +63,7 @@ PROGRAMS = {
     "written_twice": (lambda L, x: (x.add_(1), x.mul_(3), x)[2], [_x(3)]),
     "nothing_written": (lambda L, x: x.view(-1).exp(), [_x(2, 3)]),
     "setitem_index_tensor": (_idx_put, [_x(4)]),
+    "detach_written": (lambda L, x: (x.detach().add_(1), x * 2)[1], [_x(2)]),
     "setitem_on_input": (lambda L, x: (x.__setitem__((0, slice(1, None)), 5.0), x * 1)[1], [_x(2, 3)]),
     "setitem_mask": (lambda L, x: (lambda y: (y.__setitem__(y > 0, 0.0), y)[1])(x.clone()), [_x(5)]),
 }
@@ -76,6 +77,8 @@ GRAPH_DIFFERS = {
                     "picks gt.Tensor)",
     "setitem_on_input": "torch's __setitem__ writes a number through copy_ of a lift_fresh_copy tensor, ember's "
                         "through fill_",
+    "detach_written": "torch does not regenerate a written detach() alias from its base, ember regenerates it "
+                      "like any view (one more detach); the same values",
     "clamp_input": "ember's binding picks clamp_.Tensor for a number (see SAME_VALUES in test_make_fx.py)",
 }
 
@@ -406,6 +409,83 @@ def test_unsupported_writes_raise_not_implemented_naming_what():
     lib.impl("bump_", lambda x: x.add_(1), "CPU")
     with pytest.raises(NotImplementedError, match="functionalize_test::bump_"):
         functionalize(lambda x: ember.ops.functionalize_test.bump_.default(x))(ember.ones(2))
+
+
+def test_autograd_calls_inside_the_function():
+    def backward_inside(x, w):
+        y = (x * w).sum()
+        y.backward()
+        return y
+    results = []
+    for run in (backward_inside, functionalize(backward_inside)):
+        x, w = ember.tensor(_x(3)), ember.tensor(_x(3, seed=1), requires_grad=True)
+        results.append((run(x, w), w.grad))
+        assert type(w.grad) is ember.Tensor
+    _assert_close(results[0], results[1])
+
+    def flag_inside(x):
+        x.requires_grad_()
+        return (x * x).sum()
+    x = ember.tensor(_x(3))
+    out = functionalize(flag_inside)(x)
+    assert x.requires_grad and out.requires_grad
+    out.backward()
+    _assert_close(x.grad, 2 * x.detach())
+
+
+def test_data_of_a_functional_tensor_is_a_functional_alias():
+    def program(x):
+        x.data.mul_(2)
+        return x + 1
+    expected_x = ember.tensor(_x(3))
+    expected = program(expected_x)
+    x = ember.tensor(_x(3))
+    _assert_close(functionalize(program)(x), expected)
+    _assert_close(x, expected_x)
+    gm = make_fx(functionalize(program))(ember.tensor(_x(3, seed=9)))
+    assert len(_written_placeholders(gm)) == 1
+    replay_x = ember.tensor(_x(3))
+    _assert_close(gm(replay_x), expected)           # the graph reads its input, not a constant
+    _assert_close(replay_x, expected_x)
+
+
+def test_views_that_copy_are_new_tensors_also_on_meta():
+    """contiguous() of a non-contiguous tensor and reshape() of a non-viewable one copy: writes to
+    the copies must not reach the input (also when tracing meta tensors, which have no memory)."""
+    def program(x):
+        y = x.t().contiguous()
+        y.add_(1)
+        z = x.t().reshape(-1)
+        z.mul_(0)
+        w = x.contiguous()
+        w[0].fill_(3)            # contiguous() of a contiguous tensor is the tensor itself
+        return y + z.view(3, 2)
+    expected_x = ember.tensor(_x(2, 3))
+    expected = program(expected_x)
+    x = ember.tensor(_x(2, 3))
+    _assert_close(functionalize(program)(x), expected)
+    _assert_close(x, expected_x)
+    gm = make_fx(functionalize(program))(ember.empty(2, 3, device="meta"))
+    assert len(_written_placeholders(gm)) == 1
+    replay_x = ember.tensor(_x(2, 3))
+    _assert_close(gm(replay_x), expected)
+    _assert_close(replay_x, expected_x)
+
+
+def test_written_input_aliasing_another_input_is_refused():
+    def program(a, b):
+        a.add_(1)
+        return b * 2
+    x = ember.tensor(_x(2, 3))
+    with pytest.raises(NotImplementedError, match="shares memory"):
+        functionalize(program)(x, x[0])
+    np.testing.assert_array_equal(x.numpy(), _x(2, 3))     # nothing written back
+    _assert_close(functionalize(program)(x, x.clone()), _x(2, 3) * 2)   # separate memory: fine
+
+
+def test_nested_functionalize_is_refused():
+    with pytest.raises(NotImplementedError, match="nested"):
+        functionalize(lambda x: functionalize(lambda y: y + 1)(x))(ember.ones(2))
 
 
 def test_in_place_view_op_of_an_intermediate():

@@ -32,8 +32,7 @@ FORMULAS = {
         _aten().as_strided_scatter.default(grad, _zeros_like(src), size, stride, storage_offset),
         _aten().as_strided.default(grad.contiguous(), size, stride, storage_offset)),
 }
-# detach's result never needs a gradient: neither does its copy's
-NONDIFFERENTIABLE = {"detach_copy"}
+NONDIFFERENTIABLE = set()
 
 
 def _inherit():

@@ -117,10 +117,10 @@ def _copy_schema(schema: str) -> str:
     return f"{name}_copy{'.' + overload if overload else ''}(" + re.sub(r"\(a!?\)", "", rest)
 
 
-# the view rows with their own kernels, and detach (its composite kernel makes no dispatcher
-# call: it is primitive in effect, and PyTorch has detach_copy)
-VIEW_COPY_SOURCES = [row for row in shape.OPS if _is_view_row(row) and row.composite is None] + [
-    row for row in conversion.OPS if row.schema.startswith("detach(")]
+# the view rows with their own kernels (PyTorch has <view>_copy for each; contiguous is a view
+# only when its input already is one: PyTorch has no contiguous_copy)
+VIEW_COPY_SOURCES = [row for row in shape.OPS + conversion.OPS
+                     if _is_view_row(row) and row.composite is None and not row.schema.startswith("contiguous")]
 VIEW_COPY_OPS = [Op(_copy_schema(row.schema), cpu=_view_copy_kernel(row.schema.split("(")[0], DispatchKey.CPU),
                     meta=_view_copy_kernel(row.schema.split("(")[0], DispatchKey.Meta), variants="")
                  for row in VIEW_COPY_SOURCES]
