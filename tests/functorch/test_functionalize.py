@@ -253,6 +253,17 @@ def test_batchnorm2d_train_step_against_eager_and_torch():
     assert len(_written_placeholders(gm)) == 3
 
 
+def test_batchnorm2d_module_with_its_own_buffers_against_torch():
+    """Buffers closed over (not inputs) are written for real, as torch.func.functionalize leaves
+    them (its graph writes them too): the same values and side effects as eager."""
+    t_bn, e_bn = _bn_programs()
+    x = _x(4, 3, 2, 2, seed=4)
+    t_out = torch.func.functionalize(t_bn)(torch.tensor(x))
+    _assert_close(functionalize(e_bn)(ember.tensor(x)), t_out)
+    _assert_close([e_bn.running_mean, e_bn.running_var, e_bn.num_batches_tracked],
+                  [t_bn.running_mean, t_bn.running_var, t_bn.num_batches_tracked])
+
+
 def test_write_through_view_of_intermediate_requiring_grad_against_torch():
     def program(L, x):
         y = x * 2
