@@ -193,7 +193,7 @@ def _wrap_results(out):
         return fresh(out)
     if isinstance(out, (list, tuple)) and any(isinstance(o, Tensor) for o in out):
         items = [fresh(o) if isinstance(o, Tensor) else o for o in out]
-        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+        return type(out)._make(items) if hasattr(type(out), "_make") else type(out)(items)   # namedtuple / structseq
     return out
 
 

@@ -95,7 +95,7 @@ def _map(fn, value):
         return fn(value)
     if isinstance(value, (list, tuple)):
         items = [_map(fn, v) for v in value]
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        return type(value)._make(items) if hasattr(type(value), "_make") else type(value)(items)
     if isinstance(value, dict):
         return {k: _map(fn, v) for k, v in value.items()}
     return value

@@ -63,6 +63,8 @@ PROGRAMS = {
     "written_twice": (lambda L, x: (x.add_(1), x.mul_(3), x)[2], [_x(3)]),
     "nothing_written": (lambda L, x: x.view(-1).exp(), [_x(2, 3)]),
     "setitem_index_tensor": (_idx_put, [_x(4)]),
+    "tuple_out_overload": (lambda L, x, v, i: (L.max(x, 0, out=(v, i)), v * 2, i + 1)[1:],
+                           [_x(3, 4), _x(4), np.zeros(4, dtype=np.int64)]),
     "detach_written": (lambda L, x: (x.detach().add_(1), x * 2)[1], [_x(2)]),
     "setitem_on_input": (lambda L, x: (x.__setitem__((0, slice(1, None)), 5.0), x * 1)[1], [_x(2, 3)]),
     "setitem_mask": (lambda L, x: (lambda y: (y.__setitem__(y > 0, 0.0), y)[1])(x.clone()), [_x(5)]),
