@@ -140,6 +140,12 @@ class FunctionalTensor(Tensor):
         raise NotImplementedError("functionalize: '.data =' would replace the memory of a tensor being "
                                   "functionalised (set_ / resize_ are not supported either)")
 
+    def numpy(self, *, force: bool = False):
+        """A read-only view of the value: a write through NumPy would bypass functionalisation."""
+        arr = Tensor.numpy(self, force=force).view()
+        arr.flags.writeable = False
+        return arr
+
     def requires_grad_(self, requires_grad: bool = True):
         value = current(self)       # the flag belongs to the value, where autograd records
         value.requires_grad_(requires_grad)

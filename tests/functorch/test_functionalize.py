@@ -496,6 +496,21 @@ def test_written_input_aliasing_another_input_is_refused():
     _assert_close(functionalize(program)(x, x.clone()), _x(2, 3) * 2)   # separate memory: fine
 
 
+def test_reading_values_inside_the_function():
+    def program(x, functional=False):
+        y = x.clone()
+        y[0].add_(1)
+        if functional:
+            with pytest.raises(ValueError):      # NumPy sees a read-only view: no write behind our back
+                y.numpy()[0] = 5
+        return y * float(y[0]) + y.sum().item(), y.tolist(), bool(y[1] > -10)
+    x = ember.tensor(_x(3))
+    expected = program(x)
+    got = functionalize(lambda x: program(x, functional=True))(x)
+    _assert_close(got[0], expected[0])
+    assert got[1:] == expected[1:]
+
+
 def test_nested_functionalize_is_refused():
     with pytest.raises(NotImplementedError, match="nested"):
         functionalize(lambda x: functionalize(lambda y: y + 1)(x))(ember.ones(2))
