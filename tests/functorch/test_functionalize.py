@@ -531,3 +531,22 @@ def test_invalid_remove_raises_like_torch():
         functionalize(lambda x: x, remove="views")
     with pytest.raises(RuntimeError):
         torch.func.functionalize(lambda x: x, remove="views")
+
+
+SCATTERS = {   # op name -> (self shape, src shape, view arguments)
+    "select_scatter": ((3, 4), (4,), (0, 1)),
+    "slice_scatter": ((4, 5), (4, 2), (1, 1, 5, 2)),
+    "diagonal_scatter": ((3, 4), (3,), (1, 0, 1)),
+    "as_strided_scatter": ((3, 4), (2, 2), ((2, 2), (1, 4), 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+def test_scatter_ops_against_torch_and_gradcheck(name):
+    self_shape, src_shape, view_args = SCATTERS[name]
+    a, b = _x(*self_shape).astype("float64"), _x(*src_shape, seed=1).astype("float64")
+    ours = getattr(ember.ops.aten, name).default(ember.tensor(a), ember.tensor(b), *view_args)
+    theirs = getattr(torch.ops.aten, name).default(torch.tensor(a), torch.tensor(b), *view_args)
+    _assert_close(ours, theirs)
+    x, s = ember.tensor(a, requires_grad=True), ember.tensor(b, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda x, s: getattr(ember.ops.aten, name).default(x, s, *view_args), (x, s))
