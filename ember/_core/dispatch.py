@@ -36,8 +36,10 @@ class DispatchKey(enum.IntEnum):
     # inference mode (before anything is written) and marks outputs as inference tensors.
     # Above Autograd so that the refusal comes before autograd records anything.
     Inference = 7
-    Functionalize = 8
-    Tracer = 9
+    Tracer = 8
+    # Above Tracer: functionalisation turns in-place and out= ops into functional ones before
+    # make_fx records anything, so a trace of ``functionalize(fn)`` holds only the functional ops.
+    Functionalize = 9
     Profiler = 10
     Python = 11
 

@@ -3,10 +3,12 @@
     from ember._functorch import make_fx
     gm = make_fx(fn)(x, y)        # the aten-level ops fn ran, as an fx GraphModule with meta["val"]
 
-It holds make_fx (make_fx.py), on which ember.jit.trace is built, and AOT autograd
-(aot_autograd.py: joint graph and compiled autograd.Function; partitioners.py), imported on use
-(``from ember._functorch.aot_autograd import aot_function``). Fake tensors, decompositions to a
-core op set and functionalisation belong here next (see ARCHITECTURE.md).
+It holds make_fx (make_fx.py), on which ember.jit.trace is built, AOT autograd (aot_autograd.py:
+joint graph and compiled autograd.Function; partitioners.py) and functionalisation
+(functionalize.py, functional_tensor.py), each imported on use
+(``from ember._functorch.aot_autograd import aot_function``,
+``from ember._functorch.functionalize import functionalize, trace_functional``), so that
+``import ember`` does not register the Functionalize key's kernel.
 """
 from .make_fx import make_fx
 

@@ -12,6 +12,9 @@ import math as _math
 import warnings as _warnings
 
 from ..ops.registry import FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS, aten as _aten, export as _export
+from .._core.dispatch import DispatchKey as _DispatchKey
+
+_FUNCTIONALIZE_BIT = 1 << _DispatchKey.Functionalize
 
 globals().update(_FUNCTIONS.get("nn.functional", {}))  # the rows' bindings (written by ops/registry.py)
 # torch-namespace bindings that F exposes under the same name
@@ -357,7 +360,25 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if training and running_mean is not None and running_mean._keys & _FUNCTIONALIZE_BIT:
+        return _batch_norm_update_as_ops(input, running_mean, running_var, weight, bias, momentum, eps)
     return _aten.batch_norm.default(input, weight, bias, running_mean, running_var, training, momentum, eps, True)
+
+
+def _batch_norm_update_as_ops(input, running_mean, running_var, weight, bias, momentum, eps):
+    """Training batch norm with running statistics being functionalised (FunctionalTensors): the
+    kernel writes them behind the dispatcher's back, so here the update is made of ops that
+    functionalisation turns into new values (and make_fx records), as PyTorch's
+    ``running_mean.mul_(1 - m).add_(m * mean)``. (Statistics from outside the functionalised
+    program are written by the kernel, as PyTorch's functionalize leaves native_batch_norm.)"""
+    from ..autograd.grad_mode import no_grad
+    out = _aten.batch_norm.default(input, weight, bias, None, None, True, momentum, eps, True)
+    dims = [0] + list(range(2, input.ndim))
+    with no_grad():
+        running_mean.mul_(1 - momentum).add_(input.mean(dims) * momentum)
+        if running_var is not None:
+            running_var.mul_(1 - momentum).add_(input.var(dims, correction=1) * momentum)
+    return out
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

@@ -9,3 +9,5 @@ FORMULAS = {
     "copy_": lambda grad, src_shape: (grad.new_zeros(grad.shape), grad),
     "alias": lambda grad: grad,
 }
+# detach's result never needs a gradient
+NONDIFFERENTIABLE = {"detach"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 
 FAMILIES = ("conversion", "pointwise", "activation", "comparison", "reduction", "shape", "indexing",
-            "creation", "linalg", "conv", "nn")
+            "creation", "linalg", "conv", "nn", "functionalization")
 
 
 def register_all() -> None:

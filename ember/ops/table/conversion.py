@@ -19,7 +19,8 @@ OPS = [
        cpu=cpu.contiguous, cuda=cpu.contiguous, meta=cpu.contiguous, variants="method"),
     Op("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
        cpu=cpu.copy_, cuda=cpu.copy_, meta=cpu.copy_, variants="method"),
-    Op("detach(Tensor(a) self) -> Tensor(a)", composite=cpu.detach),
+    # a kernel, not a composite: it makes no dispatcher call, so make_fx records it only as an op
+    Op("detach(Tensor(a) self) -> Tensor(a)", cpu=cpu.detach, cuda=cpu.detach, meta=cpu.detach),
 ]
 
 
