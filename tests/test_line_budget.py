@@ -13,7 +13,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # package (a folder under ember/, or "<top>" for the modules directly in ember/) -> cap
 BUDGET = {
-    "ops": 13250,
+    "ops": 13300,         # +25: conv backward written in ember ops while a trace records (AOT joint graphs)
     "jit": 8600,
     "_functorch": 3000,
     "_inductor": 5000,
