@@ -56,7 +56,7 @@ def numel(t) -> _builtins.int:
     return t.numel()
 
 
-_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "compiler", "_logging")
+_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging")
 
 
 def __getattr__(name):

@@ -2,11 +2,22 @@
 
     from ember._functorch import make_fx
     gm = make_fx(fn)(x, y)        # the aten-level ops fn ran, as an fx GraphModule with meta["val"]
+    gm = make_fx(fn, tracing_mode="fake")(x, y)      # the same, on fake tensors: no data computed
 
-Today it holds make_fx (make_fx.py), on which ember.jit.trace is built. Fake tensors,
-decompositions to a core op set, functionalisation and AOT autograd belong here next
-(see ARCHITECTURE.md).
+It holds make_fx (make_fx.py), on which ember.jit.trace is built, and fake tensors
+(fake_tensor.py: FakeTensorMode, loaded on first use). Decompositions to a core op set,
+functionalisation and AOT autograd belong here next (see ARCHITECTURE.md).
 """
 from .make_fx import make_fx
 
-__all__ = ["make_fx"]
+__all__ = ["make_fx", "FakeTensorMode", "FakeTensor", "DataDependentOutputException",
+           "DynamicOutputShapeException"]
+_FAKE_NAMES = frozenset(__all__[1:])
+
+
+def __getattr__(name):
+    """Fake tensors load on first use (``import ember`` does not load them)."""
+    if name in _FAKE_NAMES:
+        from . import fake_tensor
+        return getattr(fake_tensor, name)
+    raise AttributeError(f"module 'ember._functorch' has no attribute '{name}'")

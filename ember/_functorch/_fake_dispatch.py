@@ -27,6 +27,11 @@ FIRST_ARGUMENT_DEVICE = frozenset({"copy_", "copy", "slice_scatter", "diagonal_s
                                    "index_put", "index_put_", "_unsafe_index_put"})
 
 
+# Ops whose schema says their result aliases their argument (``Tensor(a)``) but whose kernel returns
+# either that argument itself or a fresh copy: a result that is not the argument is new memory.
+MAY_COPY = frozenset({"contiguous"})
+
+
 def _shape_known(op, args) -> bool:
     """For an op that may have a data-dependent shape: is it known from these arguments?"""
     name = op.schema.name
@@ -87,10 +92,15 @@ def fake_kernel(op, keys, *args):
 
 def _check_arguments(op, args, mode):
     """(args with allowed real tensors converted, the fake tensors in order, the mode)."""
-    fakes, reals = [], []
+    fakes, reals, numbers = [], [], False
     for a in args:
         if isinstance(a, Tensor):
-            (fakes if a.__class__ is FakeTensor or isinstance(a, FakeTensor) else reals).append(a)
+            if a.__class__ is FakeTensor or isinstance(a, FakeTensor):
+                fakes.append(a)
+            elif a._wrapped_number:        # a Python number the binding made a 0-d tensor of
+                numbers = True
+            else:
+                reals.append(a)
         elif isinstance(a, (list, tuple)):
             for x in a:
                 if isinstance(x, Tensor):
@@ -102,10 +112,10 @@ def _check_arguments(op, args, mode):
             raise AssertionError(f"Mixing fake modes NYI: {f.fake_mode} vs {mode} in {_render(op, args)}")
     if mode is None:                 # Fake key on a fake-free call: a stale include bit
         raise AssertionError(f"{op.name}: the Fake dispatch key without a fake tensor or a FakeTensorMode")
-    if reals:
-        if not mode.allow_non_fake_inputs:
-            raise AssertionError("Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode "
-                                 f"with 'allow_non_fake_inputs'. Found in {_render(op, args)}")
+    if reals and not mode.allow_non_fake_inputs:
+        raise AssertionError("Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode "
+                             f"with 'allow_non_fake_inputs'. Found in {_render(op, args)}")
+    if reals or numbers:
         args = tuple(_converted(a, mode) for a in args)
         fakes = [x for a in args for x in (a if isinstance(a, (list, tuple)) else (a,)) if isinstance(x, FakeTensor)]
     return args, fakes, mode
@@ -129,7 +139,15 @@ def _render(op, args) -> str:
         if isinstance(a, (list, tuple)):
             return "[" + ", ".join(one(x) for x in a) + "]"
         return repr(a)
-    return f"{op.name.replace('::', '.')}({', '.join(one(a) for a in args)})"
+    shown = [(a, arg) for a, arg in zip(args, op.schema.arguments)
+             if not (arg.kwarg_only and arg.has_default and _equal(a, arg.default))]
+    while shown and shown[-1][1].has_default and _equal(shown[-1][0], shown[-1][1].default):
+        shown.pop()                                  # as PyTorch prints a call: defaults left out
+    return f"{op.name.replace('::', '.')}({', '.join(one(a) for a, _ in shown)})"
+
+
+def _equal(value, default) -> bool:
+    return type(value) is type(default) and value == default if not isinstance(value, Tensor) else False
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,10 +231,11 @@ def _run(op, args, device, mode, want_entry=False):
     sources = _alias_sources(op)
     recipes = []
     if isinstance(out, Tensor):
-        out = _wrap(out, args, sources[0] if sources else None, device, mode, recipes)
+        out = _wrap(out, args, sources[0] if sources else None, device, mode, recipes, op.schema.name)
     elif isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) for o in out):
         many = len(sources) == 1 and len(out) != 1      # Tensor(a)[]: every element views the argument
-        items = [_wrap(o, args, sources[0 if many else i] if sources else None, device, mode, recipes)
+        items = [_wrap(o, args, sources[0 if many else i] if sources else None, device, mode, recipes,
+                       op.schema.name)
                  for i, o in enumerate(out)]
         out = _rebuild(out, items)
     else:
@@ -228,7 +247,7 @@ def _run(op, args, device, mode, want_entry=False):
     return out, reason or (out.__class__ if not isinstance(out, Tensor) else None, tuple(recipes))
 
 
-def _wrap(t, args, source, device, mode, recipes):
+def _wrap(t, args, source, device, mode, recipes, op_name):
     """Result `t` of a Meta kernel as a fake on `device`; appends how to rebuild it to `recipes`."""
     for i, a in enumerate(args):
         if t is a:                                  # in-place: the argument itself
@@ -240,7 +259,7 @@ def _wrap(t, args, source, device, mode, recipes):
     data = t._data
     if isinstance(data, FakeArray):                 # shares an argument's _data (an alias)
         storage = data.storage
-    elif source is not None and isinstance(args[source], FakeTensor):
+    elif source is not None and isinstance(args[source], FakeTensor) and op_name not in MAY_COPY:
         storage = args[source]._data.storage
     else:
         source, storage = None, FakeStorage(mode)
@@ -254,9 +273,10 @@ def _wrap(t, args, source, device, mode, recipes):
 
 
 def _rebuild(container, items):
-    if isinstance(container, list):
-        return items
-    return container.__class__(*items) if hasattr(container, "_fields") else tuple(items)
+    cls = container.__class__
+    if cls is list or cls is tuple:
+        return cls(items)
+    return getattr(cls, "_make", cls)(items)     # return_types' structseqs, named tuples
 
 
 def _from_entry(entry, args, device, mode):
@@ -272,7 +292,7 @@ def _from_entry(entry, args, device, mode):
                                     device, storage))
     if kind is None:
         return items[0]
-    return items if kind is list else (kind(*items) if hasattr(kind, "_fields") else tuple(items))
+    return kind(items) if kind is list or kind is tuple else getattr(kind, "_make", kind)(items)
 
 
 # ---------------------------------------------------------------------------------------
