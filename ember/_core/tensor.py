@@ -382,12 +382,12 @@ def _make(data, keys: int) -> Tensor:
     return t
 
 
-def alias(t: Tensor, keys: int) -> Tensor:
-    """A new tensor object over `t`'s storage with dispatch keys `keys` (detach, ``.data``, autograd's
-    saved outputs). A fake tensor's alias is a fake tensor: its class and Fake key ride along (its
-    fake device and storage live in its ``_data``)."""
+def alias(t: Tensor, keys: int, cls=Tensor) -> Tensor:
+    """A new `cls` object over `t`'s storage with dispatch keys `keys` (detach, ``.data``, autograd's
+    saved outputs, ``nn.Parameter(t)``). A fake tensor's alias is fake: of the fake class of `cls`,
+    with the Fake key (its fake device and storage live in its ``_data``)."""
     fake = t._keys & FAKE_BIT
-    out = object.__new__(t.__class__ if fake else Tensor)
+    out = object.__new__(fake_class[0](cls) if fake else cls)
     out._data = t._data
     out._keys = keys | fake
     return out
@@ -416,8 +416,10 @@ def created(t: Tensor) -> Tensor:
     return t
 
 
-# set by ember/_functorch/fake_tensor.py at its import: makes the fake of a tensor `created` in its mode
+# set by ember/_functorch/fake_tensor.py at its import: the fake of a tensor `created` in its mode, and
+# the fake class of a Tensor class (FakeTensor for Tensor)
 fake_created: list = [None]
+fake_class: list = [None]
 
 
 def wrap_meta(shape, dt: _dt.dtype, strides=None) -> Tensor:

@@ -267,7 +267,21 @@ def _fake_created(t: Tensor) -> Tensor:
     return t if mode is None else mode.from_tensor(t)
 
 
+_FAKE_CLASSES: dict = {Tensor: FakeTensor}
+
+
+def _fake_class(cls):
+    """FakeTensor for Tensor; for a subclass (nn.Parameter), a class that is both: isinstance(p, Parameter)
+    holds for the fake of a parameter, as in PyTorch."""
+    fake = _FAKE_CLASSES.get(cls)
+    if fake is None:
+        fake = cls if issubclass(cls, FakeTensor) else type(f"Fake{cls.__name__}", (FakeTensor, cls), {"__slots__": ()})
+        _FAKE_CLASSES[cls] = fake
+    return fake
+
+
 _tensor_mod.fake_created[0] = _fake_created
+_tensor_mod.fake_class[0] = _fake_class
 
 
 from . import _fake_dispatch  # noqa: E402  (the Fake key's kernel: needs the classes above)
