@@ -212,6 +212,8 @@ def _run(op, args, device, mode, want_entry=False):
     """Run the Meta kernel on `args`; (results wrapped as fakes, cache entry or bypass reason)."""
     written = [(a, a._data) for a, arg in zip(args, op.schema.arguments)
                if arg.is_write and isinstance(a, FakeTensor)]
+    for t, _ in written:            # a constant written to is no longer known
+        t.__dict__.pop("constant", None)
     call_args = args
     names = op.schema.names
     if "device" in names:       # factories: the kernel makes a meta tensor (random ones would draw on cpu)

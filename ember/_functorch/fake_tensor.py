@@ -8,6 +8,9 @@
         y.sum().backward()                               # fake gradients of the right shapes
         ember.nonzero(y)                                 # DynamicOutputShapeException: aten::nonzero
 
+Tensors made inside the mode without dispatch keep their real value as ``constant`` (see
+`_fake_created`); ops do not propagate constants (PyTorch computes on small constants).
+
 How: a fake tensor is a `FakeTensor` whose ``_data`` is a `FakeArray` — a `MetaArray` that also
 holds the fake device and the `FakeStorage` it is a view of — and whose key set is {Fake, Meta}.
 The Fake dispatch key (ember/_core/dispatch.py) sits below autograd, as the Python key of
@@ -146,6 +149,9 @@ class FakeTensor(Tensor):
         return self._data.storage
 
     def item(self):
+        constant = self.__dict__.get("constant")
+        if constant is not None and constant.numel() == 1:     # ember.tensor(3.0) made in the mode
+            return constant.item()
         raise DataDependentOutputException("aten::_local_scalar_dense")
 
     def tolist(self):
@@ -262,9 +268,15 @@ def _current_mode():
 
 
 def _fake_created(t: Tensor) -> Tensor:
-    """A tensor made without dispatch (``ember.tensor``, ``from_numpy``) inside a mode: its fake."""
+    """A tensor made without dispatch (``ember.tensor``, ``from_numpy``) inside a mode: its fake, which
+    keeps the real tensor as ``constant`` (PyTorch's constant fakes): make_fx records the real one,
+    and ``item()`` of a one-element constant answers until an in-place op writes the fake."""
     mode = _current_mode()
-    return t if mode is None else mode.from_tensor(t)
+    if mode is None:
+        return t
+    fake = mode.from_tensor(t)
+    fake.constant = t
+    return fake
 
 
 _FAKE_CLASSES: dict = {Tensor: FakeTensor}

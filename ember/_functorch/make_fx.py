@@ -204,10 +204,11 @@ class Tracer:
             if prefix == "_param_constant":
                 self.attrs[name] = t
             else:
-                # shares t's data: in-place changes show, as in PyTorch (a real constant stays real
-                # when tracing with fake tensors)
+                # shares t's data: in-place changes show, as in PyTorch. Tracing with fake tensors, a
+                # real constant stays real, and a fake made from one (ember.tensor) is that real one.
+                real = getattr(t, "constant", None)
                 with _ExcludeDispatchKeyGuard((DispatchKey.Tracer, DispatchKey.Fake)):
-                    self.attrs[name] = t.detach()
+                    self.attrs[name] = (t if real is None else real).detach()
         else:
             self.attrs[name] = t
         node = self.graph.get_attr(name)
