@@ -70,6 +70,8 @@ def fake_kernel(op, keys, *args):
         if not mode.cache_enabled:
             return _run(op, args, device, mode)[0]
         try:
+            if props.is_random:
+                raise _Bypass("random op")
             key = (op, _dt.get_default_dtype(), _key_of(args))
         except _Bypass as reason:
             mode._bypasses[str(reason)] += 1
@@ -78,7 +80,7 @@ def fake_kernel(op, keys, *args):
         if entry is not None:
             mode._hits += 1
             return _from_entry(entry, args, device, mode)
-        out, entry = _run(op, args, device, mode, want_entry=not props.is_random)
+        out, entry = _run(op, args, device, mode)
         if isinstance(entry, str):
             mode._bypasses[entry] += 1
         else:
@@ -208,7 +210,7 @@ def _alias_sources(op) -> tuple:
 _ALIASES: dict = {}
 
 
-def _run(op, args, device, mode, want_entry=False):
+def _run(op, args, device, mode):
     """Run the Meta kernel on `args`; (results wrapped as fakes, cache entry or bypass reason)."""
     written = [(a, a._data) for a, arg in zip(args, op.schema.arguments)
                if arg.is_write and isinstance(a, FakeTensor)]
@@ -242,8 +244,6 @@ def _run(op, args, device, mode, want_entry=False):
         out = _rebuild(out, items)
     else:
         reason = reason or "non-tensor result"
-    if not want_entry:
-        return out, "random op"
     if None in recipes:
         reason = reason or "result made by fake ops inside the kernel"
     return out, reason or (out.__class__ if not isinstance(out, Tensor) else None, tuple(recipes))
@@ -261,6 +261,11 @@ def _wrap(t, args, source, device, mode, recipes, op_name):
     data = t._data
     if isinstance(data, FakeArray):                 # shares an argument's _data (an alias)
         storage = data.storage
+        source = next((i for i, a in enumerate(args) if isinstance(a, FakeTensor) and a._data.storage is storage),
+                      None)
+        if source is None:
+            recipes.append(None)                    # another fake's memory: not rebuilt from the arguments
+            return _make_fake(data, t._keys, device, storage)
     elif source is not None and isinstance(args[source], FakeTensor) and op_name not in MAY_COPY:
         storage = args[source]._data.storage
     else:

@@ -248,3 +248,22 @@ def test_item_of_a_one_element_constant_answers_like_torch_until_written():
         c.add_(ember.empty(()))                  # a fake value written in: unknown from here on
         with pytest.raises(ember._functorch.DataDependentOutputException):
             c.item()
+
+
+def test_cache_hits_of_views_inplace_and_out_ops_keep_identities():
+    mode = FakeTensorMode()
+    with mode:
+        for _ in range(2):
+            a, b = ember.empty(3, 4), ember.empty(3, 4)
+            out = ember.empty(3, 4)
+            assert ember.add(a, b, out=out) is out and a.mul_(b) is a
+            parts = a.unbind(1)
+            assert all(p.untyped_storage() is a.untyped_storage() for p in parts)
+            assert [p.storage_offset() for p in parts] == [0, 1, 2, 3]
+            assert a.detach().untyped_storage() is a.untyped_storage()
+            assert (a + b).untyped_storage() not in (a.untyped_storage(), b.untyped_storage())
+            resized = ember.empty(0)
+            ember.add(a, b, out=resized)              # resized: its metadata changed, never cached
+            assert resized.shape == (3, 4) and is_fake(resized)
+    info = mode.cache_info()
+    assert info.hits >= 6 and info.bypasses["metadata mutation"] == 2
