@@ -18,7 +18,7 @@ from .._core.tensor import Tensor
 from ..ops.properties import of_op
 from .fake_tensor import (FakeTensor, FakeArray, FakeStorage, DataDependentOutputException,
                           DynamicOutputShapeException, FakeTensorDeviceMismatchError, _state, _make_fake,
-                          _normalize_device, _FAKE_KEYS)
+                          _normalize_device)
 
 _CPU = _device("cpu")
 # Ops that take tensors on several devices and give a result on their first argument's (PyTorch's

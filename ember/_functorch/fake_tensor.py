@@ -15,7 +15,7 @@ How: a fake tensor is a `FakeTensor` whose ``_data`` is a `FakeArray` — a `Met
 holds the fake device and the `FakeStorage` it is a view of — and whose key set is {Fake, Meta}.
 The Fake dispatch key (ember/_core/dispatch.py) sits below autograd, as the Python key of
 PyTorch's FakeTensor does, so autograd records fake ops as it records real ones. Its kernel,
-`_fake_kernel` (the key's boxed fallback, for every op of the table):
+`fake_kernel` in _fake_dispatch.py (the key's boxed fallback, for every op of the table):
 
 1. checks the arguments: a real tensor next to a fake one is PyTorch's AssertionError (unless the
    mode allows non-fake inputs: then it is converted); ops the op-properties table marks
@@ -39,13 +39,11 @@ import collections
 import threading
 import weakref
 
-from .._core import dtype as _dt
 from .._core import tensor as _tensor_mod
-from .._core.device import device as _device, CPU, META
+from .._core.device import device as _device, META
 from .._core.dispatch import (DispatchKey, FAKE_BIT, META_BIT, BACKEND_MASK, AUTOGRAD_BIT, register_fallback, tls)
 from .._core.storage import MetaArray, root_array
 from .._core.tensor import Tensor
-from ..ops.properties import of_op
 
 _FAKE_KEYS = FAKE_BIT | META_BIT
 _CUDA0 = _device("cuda", 0)

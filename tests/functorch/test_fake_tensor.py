@@ -11,7 +11,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode as TorchFakeMode
 from torch.multiprocessing.reductions import StorageWeakRef
 
 import ember
-from ember._functorch.fake_tensor import FakeTensorMode, FakeTensor, is_fake
+from ember._functorch.fake_tensor import FakeTensorMode, is_fake
 
 from node_vals import significant_strides
 
