@@ -267,3 +267,13 @@ def test_cache_hits_of_views_inplace_and_out_ops_keep_identities():
             assert resized.shape == (3, 4) and is_fake(resized)
     info = mode.cache_info()
     assert info.hits >= 6 and info.bypasses["metadata mutation"] == 2
+
+
+def test_make_fx_fake_refuses_gradients_computed_outside_ember_ops():
+    # conv and avg_pool gradients are computed in NumPy (ember/ops/derivatives/conv.py): under fake
+    # tensors there is nothing to record, so the trace refuses instead of recording placeholders
+    model = ember.nn.Conv2d(3, 4, 3)
+    def grads(x):
+        return ember.autograd.grad(model(x).sum(), list(model.parameters()))
+    with pytest.raises(NotImplementedError, match="conv2d"):
+        make_fx(grads, tracing_mode="fake", _allow_non_fake_inputs=True)(ember.randn(2, 3, 8, 8))

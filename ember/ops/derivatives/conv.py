@@ -30,11 +30,15 @@ def numpy_backward(name, fn, *tensors, like):
     results get a node whose backward raises NotImplementedError, never a silently missing second
     derivative."""
     from ... import from_numpy
-    from ..._core.dispatch import META_BIT
+    from ..._core.dispatch import META_BIT, DispatchKey, tls
     from ...autograd.function import Function
     from ...autograd.grad_mode import is_grad_enabled
 
     if any(t is not None and t._keys & META_BIT for t in tensors):
+        tracer = 1 << DispatchKey.Tracer
+        if tls.include & ~tls.exclude & tracer:   # a graph would hold placeholders, not the gradient
+            raise NotImplementedError(f"the gradient of {name} is computed in NumPy: make_fx cannot record it "
+                                      f"from tensors without data")
         outs = tuple(t.new_empty(t.shape) for t in like)
     else:
         arrays = [None if t is None else t.detach().numpy() for t in tensors]
