@@ -145,6 +145,9 @@ PROGRAMS = {
     "inplace_transposed": (lambda L, x, y: x.clone().t().add_(y), [(M, F32), ((4, 3), F32)]),
     "inplace_broadcast_rhs": (lambda L, x, y: x.clone().mul_(y), [(M, F32), ((4,), F32)]),
     "setitem": (lambda L, x, y: _setitem(x.clone(), y), [(M, F32), ((4,), F32)]),
+    "boolean_mask_writes": (lambda L, x, m, v: (_setitem(x.clone(), 1.0, m), x.clone().index_put_((m,), v),
+                                                x.index_put((m,), v, True), x.masked_scatter(m, x)),
+                            [(M, F32), (M, "bool"), ((5,), F32)]),
     "copy_fill_zero": (lambda L, x, y: (x.clone().copy_(y), x.clone().fill_(2), x.clone().zero_()), [(M, F32), ((4,), "float64")]),
     # factory functions
     "factories": (lambda L: (L.zeros(2, 3), L.ones(4, dtype=L.int32), L.empty(3, 2), L.full((2, 2), 7),
@@ -159,7 +162,10 @@ PROGRAMS = {
 }
 
 
-def _setitem(x, y):
+def _setitem(x, y, mask=None):
+    if mask is not None:
+        x[mask] = y
+        return x
     x[0] = y
     x[:, 1] = 0.5
     return x
