@@ -67,7 +67,7 @@ def get_num_threads() -> _builtins.int:
     return config.threads
 
 
-_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "compiler", "_logging")
+_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging")
 
 
 def __getattr__(name):

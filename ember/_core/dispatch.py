@@ -29,6 +29,11 @@ class DispatchKey(enum.IntEnum):
     CUDA = 1
     Meta = 2
     # --- functionality keys: above the backends -----------------------------------------
+    # Fake tensors (ember/_functorch/fake_tensor.py) carry this key over a Meta backend, and
+    # FakeTensorMode includes it in TLS: its kernel checks devices, caches and wraps the Meta
+    # kernel's results as fake tensors. Below autograd (where PyTorch's FakeTensor's Python key
+    # sits), so autograd records fake ops like real ones.
+    Fake = 4
     ADInplaceOrView = 5
     Autograd = 6
     # Inference tensors (made inside ``inference_mode``) carry this key, and inference_mode
@@ -51,10 +56,11 @@ CPU_BIT = 1 << DispatchKey.CPU
 CUDA_BIT = 1 << DispatchKey.CUDA
 META_BIT = 1 << DispatchKey.Meta
 AUTOGRAD_BIT = 1 << DispatchKey.Autograd
+FAKE_BIT = 1 << DispatchKey.Fake
 INFERENCE_BIT = 1 << DispatchKey.Inference
 
 # Keys every op passes through unless a kernel or a fallback is registered for it.
-_FALLTHROUGH_BY_DEFAULT = {DispatchKey.ADInplaceOrView, DispatchKey.Autograd, DispatchKey.Inference,
+_FALLTHROUGH_BY_DEFAULT = {DispatchKey.Fake, DispatchKey.ADInplaceOrView, DispatchKey.Autograd, DispatchKey.Inference,
                            DispatchKey.Functionalize, DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python}
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtype as _dt
 from .device import device as _device, CPU, META
-from .dispatch import CPU_BIT, META_BIT, CUDA_BIT, AUTOGRAD_BIT, INFERENCE_BIT, BACKEND_MASK, tls
+from .dispatch import CPU_BIT, META_BIT, CUDA_BIT, AUTOGRAD_BIT, INFERENCE_BIT, FAKE_BIT, BACKEND_MASK, tls
 from .storage import MetaArray, storage_offset_elements, data_address, contiguous_strides
 
 _FROM_NP = _dt._FROM_NP
@@ -232,7 +232,7 @@ class Tensor:
     @property
     def data(self):
         """The same storage as a tensor that does not require grad."""
-        out = _make(self._data, self._keys & ~AUTOGRAD_BIT)
+        out = alias(self, self._keys & ~AUTOGRAD_BIT)
         out._version_counter = None
         return out
 
@@ -382,6 +382,17 @@ def _make(data, keys: int) -> Tensor:
     return t
 
 
+def alias(t: Tensor, keys: int, cls=Tensor) -> Tensor:
+    """A new `cls` object over `t`'s storage with dispatch keys `keys` (detach, ``.data``, autograd's
+    saved outputs, ``nn.Parameter(t)``). A fake tensor's alias is fake: of the fake class of `cls`,
+    with the Fake key (its fake device and storage live in its ``_data``)."""
+    fake = t._keys & FAKE_BIT
+    out = object.__new__(fake_class[0](cls) if fake else cls)
+    out._data = t._data
+    out._keys = keys | fake
+    return out
+
+
 def wrap(arr) -> Tensor:
     """A CPU tensor around an ndarray (NumPy scalars become 0-d arrays). The hot path of every
     CPU kernel: two attribute stores."""
@@ -397,9 +408,18 @@ def created(t: Tensor) -> Tensor:
     """`t`, a tensor made without dispatching (``ember.tensor``, ``from_numpy`` ...), marked as
     an inference tensor when made inside ``inference_mode`` (dispatched ops are marked by the
     Inference key's kernel)."""
-    if tls.include & INFERENCE_BIT:
+    include = tls.include
+    if include & INFERENCE_BIT:
         t._keys |= INFERENCE_BIT
+    if include & FAKE_BIT:      # inside a FakeTensorMode: a fake tensor, as PyTorch's torch.tensor gives
+        t = fake_created[0](t)
     return t
+
+
+# set by ember/_functorch/fake_tensor.py at its import: the fake of a tensor `created` in its mode, and
+# the fake class of a Tensor class (FakeTensor for Tensor)
+fake_created: list = [None]
+fake_class: list = [None]
 
 
 def wrap_meta(shape, dt: _dt.dtype, strides=None) -> Tensor:

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from .dispatch import META_BIT
+
 
 @dataclasses.dataclass
 class _PrintOptions:
@@ -233,7 +235,7 @@ def tensor_repr(t) -> str:
     default = _dt.get_default_dtype()
     has_default_dtype = dtype in (default, _dt.default_complex_dtype(), _dt.int64, _dt.bool_)
     shape = tuple(t.shape)
-    if t.is_meta:
+    if t._keys & META_BIT:     # no data: meta tensors, and fake tensors (which print their fake device)
         suffixes.append(f"size={shape}")
         if dtype is not default:
             suffixes.append(f"dtype={dtype}")

@@ -212,8 +212,11 @@ class Tracer:
             if prefix == "_param_constant":
                 self.attrs[name] = t
             else:
-                with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
-                    self.attrs[name] = t.detach()   # shares t's data: in-place changes show, as in PyTorch
+                # shares t's data: in-place changes show, as in PyTorch. Tracing with fake tensors, a
+                # real constant stays real, and a fake made from one (ember.tensor) is that real one.
+                real = getattr(t, "constant", None)
+                with _ExcludeDispatchKeyGuard((DispatchKey.Tracer, DispatchKey.Fake)):
+                    self.attrs[name] = (t if real is None else real).detach()
         else:
             self.attrs[name] = t
         node = self.graph.get_attr(name)
@@ -334,11 +337,13 @@ def make_fx(f, decomposition_table=None, tracing_mode: str = "real", _allow_non_
         gm = make_fx(lambda x: x.relu() * 2)(ember.randn(3))
         gm = make_fx(f, {ember.ops.aten.relu.default: lambda x: ember.where(x > 0, x, 0.0)})(x)
 
-    Pass meta tensors to trace without computing data (``tracing_mode="fake"`` and "symbolic"
-    need fake tensors and symbolic shapes, which ember does not have yet)."""
-    if tracing_mode != "real":
-        raise NotImplementedError(f"make_fx: tracing_mode={tracing_mode!r} is not supported (ember has no fake "
-                                  f"tensors or symbolic shapes yet); pass meta tensors to trace without data")
+    ``tracing_mode="fake"`` traces on fake tensors (ember/_functorch/fake_tensor.py) made from the
+    inputs: nothing is computed, devices are kept; tensors the function reaches other than its
+    inputs (a module's parameters) need ``_allow_non_fake_inputs=True``, as in PyTorch, and become
+    constants of the graph. "symbolic" needs symbolic shapes, which ember does not have."""
+    if tracing_mode not in ("real", "fake"):
+        raise NotImplementedError(f"make_fx: tracing_mode={tracing_mode!r} is not supported (ember has no symbolic "
+                                  f"shapes); use 'real' or 'fake'")
     if not callable(f):
         raise TypeError(f"make_fx: expected a callable, got {type(f).__name__}")
 
@@ -347,14 +352,34 @@ def make_fx(f, decomposition_table=None, tracing_mode: str = "real", _allow_non_
             if isinstance(a, (list, tuple, dict)) and _holds_tensor(a):
                 raise NotImplementedError(f"make_fx: argument {i} is a {type(a).__name__} holding tensors; "
                                           f"pass the tensors as separate arguments")
+        fake_mode = _fake_mode_for(args, _allow_non_fake_inputs) if tracing_mode == "fake" else None
+        if fake_mode is not None:
+            args = tuple(fake_mode.from_tensor(a) if isinstance(a, Tensor) else a for a in args)
         tracer = Tracer(decompositions=decomposition_table)
         for name, a in zip(_placeholder_names(f, len(args)), args):
             tracer.add_input(name, a)
-        with tracing(tracer):
+        with fake_mode if fake_mode is not None else _no_mode(), tracing(tracer):
             result = f(*args)
         tracer.set_output(result)
         return tracer.graph_module()
     return wrapped
+
+
+def _fake_mode_for(args, allow_non_fake_inputs):
+    """The mode of fake inputs, or a new one for real inputs."""
+    from .fake_tensor import FakeTensor, FakeTensorMode
+    for a in args:
+        if isinstance(a, FakeTensor):
+            return a.fake_mode
+    return FakeTensorMode(allow_non_fake_inputs=allow_non_fake_inputs)
+
+
+class _no_mode:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _holds_tensor(value) -> bool:

@@ -147,8 +147,8 @@ class SavedTensor:
             # An alias without history, and a weak reference to the node that saves it: saving
             # the output itself (or the node strongly) would make a reference cycle
             # node -> saved -> output -> grad_fn -> node, which only gc could free.
-            from .._core.tensor import _make
-            alias = _make(tensor._data, tensor._keys & BACKEND_MASK)
+            from .._core.tensor import alias as alias_of
+            alias = alias_of(tensor, tensor._keys & BACKEND_MASK)
             alias._version_counter = tensor._shared_version_counter()
             self.tensor = alias
             self.node = weakref.ref(node) if node is not None else None
@@ -181,8 +181,8 @@ class SavedTensor:
         if self.is_output and node is not None:
             from .grad_mode import is_grad_enabled
             if is_grad_enabled():  # double backward: the output is connected to its node again
-                from .._core.tensor import _make
-                out = _make(t._data, t._keys | AUTOGRAD_BIT)
+                from .._core.tensor import alias
+                out = alias(t, t._keys | AUTOGRAD_BIT)
                 out._version_counter = t._version_counter
                 out._autograd = AutogradMeta(node, self.output_nr)
                 return out

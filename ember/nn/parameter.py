@@ -1,7 +1,7 @@
 """``nn.Parameter`` and ``nn.Buffer``: tensors that a Module registers when they are assigned to it."""
 from __future__ import annotations
 
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, alias
 from .._core.dispatch import AUTOGRAD_BIT
 
 
@@ -9,9 +9,7 @@ def _share(cls, data: Tensor, requires_grad: bool):
     """A `cls` instance viewing the same storage (and version counter) as `data`, detached."""
     if not isinstance(data, Tensor):
         raise TypeError(f"{cls.__name__}: expected a Tensor as data, got {type(data).__name__}")
-    out = object.__new__(cls)
-    out._data = data._data
-    out._keys = data._keys & ~AUTOGRAD_BIT
+    out = alias(data, data._keys & ~AUTOGRAD_BIT, cls)     # (a fake tensor's Parameter is fake)
     out._version_counter = data._shared_version_counter()
     if requires_grad:
         out.requires_grad_(True)  # raises PyTorch's error for integer dtypes

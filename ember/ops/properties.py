@@ -18,6 +18,8 @@ Every graph pass asks here (through ``ember.fx.passes.purity``, which adds what 
 | aliases_args     | the result may be (part of) an argument: views, in-place results, Python code without a schema | derived |
 | is_pointwise     | elementwise with broadcasting (``torch.Tag.pointwise``)        | POINTWISE                             |
 | is_reduction     | reduces over dimensions (``torch.Tag.reduction``)              | REDUCTION                             |
+| data_dependent_output | the result is a Python value read from the data (``equal``): no fake tensor can give it | DATA_DEPENDENT_OUTPUT |
+| dynamic_output_shape | the result's shape may depend on the data (``nonzero``; ``index.Tensor`` with a boolean mask) | DYNAMIC_OUTPUT_SHAPE |
 | side_effects     | acts on state outside its arguments: I/O, RNG seeding, global settings, raising | the Python table, prim rows |
 | grad_mode_switch | turns autograd recording on or off                             | the Python table, prim rows           |
 | cse_safe         | two calls with equal arguments may share one result: pure, deterministic, no fresh mutable container | derived |
@@ -49,6 +51,8 @@ class OpProperties:
     aliases_args: bool = False
     is_pointwise: bool = False
     is_reduction: bool = False
+    data_dependent_output: bool = False
+    dynamic_output_shape: bool = False
     side_effects: bool = False
     grad_mode_switch: bool = False
     cse_safe: bool = True
@@ -72,7 +76,9 @@ def combine(rows) -> OpProperties:
         is_random=any(r.is_random for r in rows), nondeterministic=any(r.nondeterministic for r in rows),
         mutates=tuple(dict.fromkeys(m for r in rows for m in r.mutates)), is_view=any(r.is_view for r in rows),
         aliases_args=any(r.aliases_args for r in rows), is_pointwise=all(r.is_pointwise for r in rows),
-        is_reduction=all(r.is_reduction for r in rows), side_effects=any(r.side_effects for r in rows),
+        is_reduction=all(r.is_reduction for r in rows),
+        data_dependent_output=any(r.data_dependent_output for r in rows),
+        dynamic_output_shape=any(r.dynamic_output_shape for r in rows), side_effects=any(r.side_effects for r in rows),
         grad_mode_switch=any(r.grad_mode_switch for r in rows), cse_safe=all(r.cse_safe for r in rows))
 
 
@@ -105,6 +111,14 @@ REDUCTION = frozenset("""
     norm.Scalar norm.ScalarOpt_dim norm.ScalarOpt_dim_dtype norm.ScalarOpt_dtype prod prod.dim_int std
     std.correction std.dim std_mean std_mean.correction std_mean.dim sum sum.dim_IntList var var.correction
     var.dim var_mean var_mean.correction var_mean.dim""".split())
+# rows PyTorch tags data_dependent_output / dynamic_output_shape (torch.Tag), which fake tensors
+# refuse (ember/_functorch/fake_tensor.py); ``repeat_interleave.self_Tensor`` and ``nonzero_numpy``
+# are ember rows whose PyTorch counterparts are composites of tagged ops. The shape of some of the
+# dynamic ones is known from their arguments (a size given, no boolean index): fake_tensor.py says when.
+DATA_DEPENDENT_OUTPUT = frozenset({"equal", "allclose"})
+DYNAMIC_OUTPUT_SHAPE = frozenset("""
+    _unique2 unique_consecutive unique_dim repeat_interleave.Tensor repeat_interleave.self_Tensor index.Tensor
+    masked_select nonzero nonzero_numpy argwhere one_hot""".split())
 # ops whose result is uninitialised memory: deterministic in effect, not in value
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 
@@ -123,7 +137,9 @@ def of_op(op: OperatorHandle) -> OpProperties:
             nondeterministic=schema.name.rstrip("_") in UNINITIALIZED,
             mutates=tuple(a.name for a in schema.arguments if a.is_write),
             is_view=any(r.alias is not None and not r.is_write for r in schema.returns),
-            is_pointwise=row_name in POINTWISE, is_reduction=row_name in REDUCTION)
+            is_pointwise=row_name in POINTWISE, is_reduction=row_name in REDUCTION,
+            data_dependent_output=row_name in DATA_DEPENDENT_OUTPUT,
+            dynamic_output_shape=row_name in DYNAMIC_OUTPUT_SHAPE)
     return props
 
 

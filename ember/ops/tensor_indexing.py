@@ -298,7 +298,9 @@ def _value_tensor(self, value):
         value = value.item()
     v = meta.checked_scalar(value, self.dtype)
     if self._keys & _dispatch.META_BIT:
-        return wrap_meta((), self.dtype)
+        t = wrap_meta((), self.dtype)
+        t._wrapped_number = True        # a number: a fake `self` takes it as one (no real tensor mixed in)
+        return t
     t = wrap(cpu._scalar_array(v, self.dtype.np))
     return t if self._keys & CPU_BIT else t.to(self.device)
 

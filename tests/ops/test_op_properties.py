@@ -1,7 +1,7 @@
 """The op-properties table (ember/ops/properties.py) against the op rows and against PyTorch.
 
 PyTorch is the oracle where it has the same operator overload: its tags (nondeterministic_seeded,
-pointwise, reduction) and its schema's alias annotations (which arguments are written, whether
+pointwise, reduction, data_dependent_output, dynamic_output_shape) and its schema's alias annotations (which arguments are written, whether
 the result is a view). Where torch has no counterpart the table is checked against ember's own
 rows and, for Python-level functions, against what the function does when it runs.
 """
@@ -62,6 +62,24 @@ def test_pointwise_and_reduction_tags_agree_with_torch(op, theirs):
     p = properties.of_op(op)
     assert p.is_pointwise == (torch.Tag.pointwise in theirs.tags)
     assert p.is_reduction == (torch.Tag.reduction in theirs.tags)
+
+
+# ember rows that are composites of dynamic-shape ops in PyTorch (properties.DYNAMIC_OUTPUT_SHAPE says so)
+DYNAMIC_IN_EMBER_ONLY = {"aten::repeat_interleave.self_Tensor", "aten::nonzero_numpy"}
+
+
+def test_data_dependent_facts_agree_with_torch_tags():
+    """data_dependent_output / dynamic_output_shape hold exactly where torch tags the same overload
+    (what fake tensors refuse, ember/_functorch/fake_tensor.py)."""
+    differ = set()
+    for op, theirs in SHARED:
+        p = properties.of_op(op)
+        assert p.data_dependent_output == (torch.Tag.data_dependent_output in theirs.tags), op.name
+        if p.dynamic_output_shape != (torch.Tag.dynamic_output_shape in theirs.tags):
+            differ.add(op.name)
+    names = {op.name for op, _ in SHARED}
+    differ |= {op.name for op in registry.OPERATORS.values() if properties.of_op(op).dynamic_output_shape} - names
+    assert differ == DYNAMIC_IN_EMBER_ONLY
 
 
 def test_pointwise_and_reduction_tables_name_only_existing_rows():

@@ -106,6 +106,7 @@ def copy_(self, src, non_blocking=False):
 def detach(self):
     """The same storage and version counter, without autograd history."""
     from ..._core.dispatch import BACKEND_MASK
-    out = _make(self._data, self._keys & BACKEND_MASK)
+    from ..._core.tensor import alias
+    out = alias(self, self._keys & BACKEND_MASK)
     out._version_counter = self._shared_version_counter()
     return out

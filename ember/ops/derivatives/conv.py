@@ -23,21 +23,27 @@ from ..registry import aten
 # ---------------------------------------------------------------------------------------
 # NumPy-computed gradients
 # ---------------------------------------------------------------------------------------
-def numpy_backward(name, fn, *tensors):
-    """fn(*ndarrays) -> tuple of ndarrays (or None), as ember tensors. When the graph of the
-    gradient itself is being built (create_graph=True), the results get a node whose backward
-    raises NotImplementedError, never a silently missing second derivative."""
+def numpy_backward(name, fn, *tensors, like):
+    """fn(*ndarrays) -> tuple of ndarrays (or None), as ember tensors; result i has the shape and
+    dtype of ``like[i]`` (contiguous), which is all it is when the tensors hold no data (meta and
+    fake tensors). When the graph of the gradient itself is being built (create_graph=True), the
+    results get a node whose backward raises NotImplementedError, never a silently missing second
+    derivative."""
     from ... import from_numpy
-    from ..._core.dispatch import DispatchKey, tls
+    from ..._core.dispatch import META_BIT, DispatchKey, tls
     from ...autograd.function import Function
     from ...autograd.grad_mode import is_grad_enabled
 
     if tls.include & (1 << DispatchKey.Tracer):
-        # a trace (make_fx, AOT autograd's joint graph) would record the result as a constant
+        # a trace (make_fx, AOT autograd's joint graph) would record the result as a constant, or
+        # (tensors without data) placeholders instead of the gradient
         raise NotImplementedError(f"{name}: its backward is computed in NumPy, outside the dispatcher, so a "
                                   f"trace cannot record it")
-    arrays = [None if t is None else t.detach().numpy() for t in tensors]
-    outs = tuple(None if o is None else from_numpy(np.ascontiguousarray(o)) for o in fn(*arrays))
+    if any(t is not None and t._keys & META_BIT for t in tensors):
+        outs = tuple(t.new_empty(t.shape) for t in like)
+    else:
+        arrays = [None if t is None else t.detach().numpy() for t in tensors]
+        outs = tuple(None if o is None else from_numpy(np.ascontiguousarray(o)) for o in fn(*arrays))
     live = [t for t in tensors if t is not None and t.requires_grad]
     if not (is_grad_enabled() and live):
         return outs
@@ -104,7 +110,7 @@ def _conv(nd):
         if _tracing() and nd <= 2 and groups == 1:
             gi, gw = _conv_grads_as_ops(nd, grad, input, weight, pads, st, dil)
         else:
-            gi, gw = numpy_backward(f"conv{nd}d", fn, grad, input, weight)
+            gi, gw = numpy_backward(f"conv{nd}d", fn, grad, input, weight, like=(input, weight))
         gb = None if bias is None else grad.sum([0] + list(range(2, grad.ndim)) if input.ndim == nd + 2
                                                   else list(range(1, grad.ndim)))
         return gi, gw, gb
@@ -156,7 +162,7 @@ def _conv_transpose(nd):
             gw = _conv_weight_grad(_compute(_batched(g, nd)), _compute(_batched(x, nd)), weight.shape[2:], pads,
                                    st, dil, groups)
             return (gw,)
-        (gw,) = numpy_backward(f"conv_transpose{nd}d", fn, grad, input)
+        (gw,) = numpy_backward(f"conv_transpose{nd}d", fn, grad, input, like=(weight,))
         gb = None if bias is None else grad.sum([0] + list(range(2, grad.ndim)) if input.ndim == nd + 2
                                                   else list(range(1, grad.ndim)))
         return gi, gw, gb
@@ -215,7 +221,7 @@ def _avg_pool(nd):
             img = _cpu.col2im_add(cols, full, st, (1,) * nd, out)
             gi = img[(slice(None), slice(None)) + tuple(slice(p, p + L) for p, L in zip(pad, a.shape[2:]))]
             return (gi.reshape(x.shape).astype(x.dtype),)
-        return numpy_backward(f"avg_pool{nd}d", fn, grad, self)[0]
+        return numpy_backward(f"avg_pool{nd}d", fn, grad, self, like=(self,))[0]
     return formula2d if nd == 2 else formula1d
 
 

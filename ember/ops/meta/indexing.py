@@ -152,6 +152,13 @@ def check_index_put_values(self, values, result_shape):
 
 
 def index_put_(self, indices, values, accumulate=False):
+    if any(t is not None and t.dtype in _MASK_DTYPES for t in indices):
+        # how many elements a mask selects depends on the data: PyTorch's meta kernel checks only the
+        # masks and the dtype, and so does this one (the result keeps self's shape either way)
+        check_index_tensors(self.shape, indices, "index_put_")
+        if values.dtype is not self.dtype:
+            check_index_put_values(self, values, ())      # raises PyTorch's dtype error
+        return self
     check_index_put_values(self, values, _index_shapes_meta(self, indices, "index_put_"))
     return self
 
