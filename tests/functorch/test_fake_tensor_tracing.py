@@ -270,10 +270,17 @@ def test_cache_hits_of_views_inplace_and_out_ops_keep_identities():
 
 
 def test_make_fx_fake_refuses_gradients_computed_outside_ember_ops():
-    # conv and avg_pool gradients are computed in NumPy (ember/ops/derivatives/conv.py): under fake
-    # tensors there is nothing to record, so the trace refuses instead of recording placeholders
-    model = ember.nn.Conv2d(3, 4, 3)
+    # grouped conv and avg_pool gradients are computed in NumPy (ember/ops/derivatives/conv.py):
+    # under fake tensors there is nothing to record, so the trace refuses instead of recording
+    # placeholders; conv2d with groups=1 has its backward written in ember ops while a trace records
+    model = ember.nn.Conv2d(4, 4, 3, groups=2)
     def grads(x):
         return ember.autograd.grad(model(x).sum(), list(model.parameters()))
     with pytest.raises(NotImplementedError, match="conv2d"):
-        make_fx(grads, tracing_mode="fake", _allow_non_fake_inputs=True)(ember.randn(2, 3, 8, 8))
+        make_fx(grads, tracing_mode="fake", _allow_non_fake_inputs=True)(ember.randn(2, 4, 8, 8))
+    plain = ember.nn.Conv2d(3, 4, 3)
+    gm = make_fx(lambda x: ember.autograd.grad(plain(x).sum(), list(plain.parameters())),
+                 tracing_mode="fake", _allow_non_fake_inputs=True)(ember.randn(2, 3, 8, 8))
+    shapes = [tuple(n.meta["val"].shape) for n in gm.graph.nodes if n.op == "output"
+              for n in n.args[0]]
+    assert shapes == [(4, 3, 3, 3), (4,)]
