@@ -19,7 +19,7 @@ BUDGET = {
     "_inductor": 5000,
     "_dynamo": 7100,
     "fx": 3800,
-    "nn": 2950,
+    "nn": 3700,
     "_core": 1490,
     "autograd": 1400,
     "optim": 1100,
