@@ -193,8 +193,8 @@ def _rnn_entry(mode):
     is_lstm = MODES[mode][1]
 
     def entry(input, *args):
-        if len(args) == 9:  # the packed overload: batch_sizes comes second
-            batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args[:8]
+        if isinstance(args[2], (list, tuple)):  # the packed overload: batch_sizes comes second
+            batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args
             batch_first = False
         else:
             hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = args
