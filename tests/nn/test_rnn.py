@@ -127,6 +127,24 @@ def test_gradients_match_torch(name, config, with_state, batched):
         assert_close(e_params[key], t_params[key], 1e-10, 1e-12, f"grad of {key}")
 
 
+@pytest.mark.parametrize("name", list(MODULES))
+def test_without_bias_forward_and_gradients_match_torch(name):
+    """bias=False: no bias_* parameters (torch's names), and the kernels run without them."""
+    ctor = MODULES[name][0]
+    config = (2, True, False)
+    tmod, emod = module_pair(lambda nn: ctor(nn, num_layers=2, bidirectional=True, bias=False), "float64")
+    assert list(emod.state_dict()) == list(tmod.state_dict())
+    assert not any("bias" in k for k in emod.state_dict())
+    x, states = make_inputs(name, config, True, True, "float64")
+    results = []
+    for lib, mod in ((torch, tmod), (ember, emod)):
+        leaves, outs = call(lib, mod, name, x, states, requires_grad=True)
+        sum((o.tanh() * (k + 1)).sum() for k, o in enumerate(outs)).backward()
+        results.append(outs + [leaf.grad for leaf in leaves] + [p.grad for p in mod.parameters()])
+    for e, t in zip(results[1], results[0]):
+        assert_close(e, t, 1e-10, 1e-12)
+
+
 def test_double_backward_through_lstm():
     """The kernels are ember ops, so grad-of-grad works: d/dx of |dL/dx|^2, float64."""
     tmod, emod = build_pair("lstm", (1, False, False), "float64")
