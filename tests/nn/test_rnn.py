@@ -417,3 +417,45 @@ def test_bad_arguments_raise_torchs_exception_type(fn, arrays, match):
 
 def test_zero_batch_runs_as_in_torch():
     check(lambda lib, x: lib.nn.GRU(5, 4, 2)(x)[0].shape, _seq(3, 0, 5))
+
+
+# ------------------------------------------------------------------------------ capture
+
+def _lstm_head_model(nn):
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(INPUT, HIDDEN, 2, batch_first=True, bidirectional=True)
+            self.fc = nn.Linear(2 * HIDDEN, 2)
+
+        def forward(self, x):
+            out, _ = self.rnn(x)
+            return self.fc(out[:, -1])
+    return Model()
+
+
+def test_symbolic_trace_keeps_the_lstm_a_leaf_and_compile_has_no_graph_break():
+    tmod, emod = module_pair(_lstm_head_model)
+    x = make_inputs("lstm", (2, True, True), False, True, "float32")[0]
+    expected = tmod(torch.from_numpy(x.copy())).detach().numpy()
+    gm = ember.fx.symbolic_trace(emod)
+    assert [n.target for n in gm.graph.nodes if n.op == "call_module"] == ["rnn", "fc"]
+    explained = ember._dynamo.explain(emod)(ember.from_numpy(x.copy()))
+    assert explained.graph_break_count == 0
+    compiled = ember.compile(emod)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "backend 'inductor' is not built yet"
+        for fn in (gm, compiled, emod):
+            np.testing.assert_allclose(fn(ember.from_numpy(x.copy())).detach().numpy(), expected,
+                                       rtol=1e-5, atol=1e-6)
+
+
+def test_runs_under_no_grad_and_inference_mode():
+    tmod, emod = build_pair("gru", (2, True, False), "float32")
+    x, _ = make_inputs("gru", (2, True, False), False, True, "float32")
+    expected = tmod(torch.from_numpy(x))[0].detach().numpy()
+    for ctx in (ember.no_grad, ember.inference_mode):
+        with ctx():
+            out, h = emod(ember.from_numpy(x.copy()))
+        assert not out.requires_grad and out.grad_fn is None
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
