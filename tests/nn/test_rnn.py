@@ -8,6 +8,9 @@ float64; in float64 the gradients of the input, the initial states and every par
 exception types. (Packed sequences: test_rnn_packed.py.)
 """
 import itertools
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -459,3 +462,16 @@ def test_runs_under_no_grad_and_inference_mode():
             out, h = emod(ember.from_numpy(x.copy()))
         assert not out.requires_grad and out.grad_fn is None
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_import_ember_does_not_load_the_recurrent_modules_and_first_use_does():
+    code = ("import sys, ember; rnn = ('ember.nn.modules.rnn', 'ember.nn._vf_rnn', 'ember.nn.utils.rnn'); "
+            "print(sorted(m for m in rnn if m in sys.modules)); ember.nn.LSTM; ember.nn.utils.rnn; "
+            "print(sorted(m for m in rnn if m in sys.modules)); print(ember.lstm_cell.__module__, "
+            "'RNNCell' in dir(ember.nn), ember.nn.modules.GRU is ember.nn.GRU)")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.splitlines() == [
+        "[]", "['ember.nn._vf_rnn', 'ember.nn.modules.rnn', 'ember.nn.utils.rnn']", "ember.nn._vf_rnn True True"]
+    with pytest.raises(AttributeError):
+        ember.nn.NoSuchLayer  # noqa: B018  (the lazy lookup still refuses unknown names)
