@@ -2,10 +2,13 @@
 
     .venv/bin/python bench/train_step.py [--rounds 7] [--number 10]
 
-Two models, the same weights in both libraries (copied from PyTorch), the same batch:
+Three models, the same weights in both libraries (copied from PyTorch), the same batch:
   mlp  784-512-512-10, ReLU, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
   cnn  conv(1->16,3)+ReLU+maxpool, conv(16->32,3)+ReLU+maxpool, linear(1568->10);
        1x28x28 images, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
+  lstm PyTorch's word_language_model at its defaults (embedding 200, 2-layer LSTM 200, bptt 35,
+       batch 20) with a 1000-word vocabulary: embedding -> LSTM -> linear decoder, cross-entropy
+       over the 700 next-token predictions, SGD(lr=0.01, momentum=0.9)
 Each model is timed in three phases: the forward with its graph ("forward"), forward and
 backward ("fwd+bwd"), and the whole step ("step"); the differences show where time goes.
 PyTorch runs with one thread (the harness sets it), and NumPy's BLAS is limited to one thread
@@ -44,7 +47,32 @@ def cnn(nn):
         nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
 
 
-MODELS = {"mlp": (mlp, (64, 784)), "cnn": (cnn, (64, 1, 28, 28))}
+def lstm_lm(nn, vocab=1000, emsize=200, nhid=200, nlayers=2):
+    class RNNModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(vocab, emsize)
+            self.rnn = nn.LSTM(emsize, nhid, nlayers)
+            self.decoder = nn.Linear(nhid, vocab)
+
+        def forward(self, tokens):
+            output, _ = self.rnn(self.encoder(tokens))
+            return self.decoder(output).view(-1, vocab)
+    return RNNModel()
+
+
+def images(rng, shape):
+    """(x, y): standard normal inputs, 10 classes."""
+    return rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, shape[0])
+
+
+def tokens(rng, shape, vocab=1000):
+    """(x, y): (bptt, batch) token ids and the next token of each, flattened as the loss wants."""
+    stream = rng.integers(0, vocab, (shape[0] + 1, shape[1]))
+    return stream[:-1], stream[1:].reshape(-1)
+
+
+MODELS = {"mlp": (mlp, (64, 784), images), "cnn": (cnn, (64, 1, 28, 28), images), "lstm": (lstm_lm, (35, 20), tokens)}
 
 
 PHASES = ("forward", "fwd+bwd", "step")
@@ -71,17 +99,17 @@ def step_fns(lib, model, x, y):
     return dict(zip(PHASES, (forward, forward_backward, step)))
 
 
-def cases():
+def cases(models):
     import torch
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     out = {}
-    for name, (build, shape) in MODELS.items():
+    for name in models:
+        build, shape, data = MODELS[name]
         torch.manual_seed(0)
         tmodel, emodel = build(torch.nn), build(ember.nn)
         emodel.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy()) for k, v in tmodel.state_dict().items()})
-        x = rng.standard_normal(shape, dtype=np.float32)
-        y = rng.integers(0, 10, shape[0])
+        x, y = data(rng, shape)
         e_fns = step_fns(ember, emodel, ember.from_numpy(x.copy()), ember.from_numpy(y.copy()))
         t_fns = step_fns(torch, tmodel, torch.from_numpy(x.copy()), torch.from_numpy(y.copy()))
         for phase in PHASES:
@@ -94,13 +122,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--number", type=int, default=10, help="steps per timed sample")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     args = parser.parse_args()
-    header("ms per training step (forward + backward + SGD-momentum step), batch 64")
-    medians = interleaved(cases(), rounds=args.rounds, number=args.number)
-    rows = [f"{m} {p}" for m in MODELS for p in PHASES]
+    header("ms per training step (forward + backward + SGD-momentum step), batch 64 (lstm: 35 x 20 tokens)")
+    medians = interleaved(cases(args.models), rounds=args.rounds, number=args.number)
+    rows = [f"{m} {p}" for m in args.models for p in PHASES]
     print(table(rows, ["ember", "torch"], medians, ratio=("ember", "torch")))
     print("\nms per training step (the 'step' rows):")
-    for m in MODELS:
+    for m in args.models:
         e, t = medians[(f"{m} step", "ember")] / 1e3, medians[(f"{m} step", "torch")] / 1e3
         print(f"  {m:<4} ember {e:7.2f} ms   torch {t:7.2f} ms   ember/torch {e / t:5.2f}x")
 

@@ -68,6 +68,8 @@ def get_num_threads() -> _builtins.int:
 
 
 _LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging")
+# torch.lstm, torch.lstm_cell & co (torch._VF's recurrent kernels), loaded with the recurrent layers
+_RNN_FUNCTIONS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
 
 
 def __getattr__(name):
@@ -78,4 +80,7 @@ def __getattr__(name):
     if name == "compile":
         from ._dynamo.eval_frame import compile as compile_fn
         return compile_fn
+    if name in _RNN_FUNCTIONS:
+        from .nn import _vf_rnn
+        return getattr(_vf_rnn, name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

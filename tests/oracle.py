@@ -161,3 +161,13 @@ def check_raises(fn, *args, exc=None, match=None, **kwargs):
     if match is not None:
         assert re.search(match, str(err)), f"message {str(err)!r} does not match {match!r}"
     return err
+
+
+def module_pair(build, dtype="float32", seed=0):
+    """(torch module, ember module) from ``build(nn)`` run with each library's ``nn``, in `dtype`,
+    with torch's initial parameters and buffers copied into ember (so both compute the same thing)."""
+    torch.manual_seed(seed)
+    tmodule = build(torch.nn).to(DTYPES[dtype])
+    emodule = build(ember.nn).to(getattr(ember, dtype))
+    emodule.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy()) for k, v in tmodule.state_dict().items()})
+    return tmodule, emodule

@@ -4,3 +4,14 @@ from .parameter import Parameter, Buffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules.module import Module  # noqa: F401
 from . import init, utils  # noqa: F401
+
+
+def __getattr__(name):
+    """``nn.LSTM`` & co load on first use (ember/nn/modules/rnn.py)."""
+    if name in modules._RNN_NAMES:
+        return getattr(modules, name)
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(modules._RNN_NAMES))

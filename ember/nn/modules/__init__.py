@@ -25,3 +25,14 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "SmoothL1Loss",
            "HuberLoss", "CosineSimilarity", "PairwiseDistance", "MultiheadAttention", "TransformerEncoderLayer",
            "TransformerEncoder"] + list(_activation_all)
+
+# The recurrent layers load on first use (``import ember`` stays small); not in __all__, so the
+# star-import of ember.nn does not load them either.
+_RNN_NAMES = ("RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell")
+
+
+def __getattr__(name):
+    if name in _RNN_NAMES:
+        from . import rnn
+        return getattr(rnn, name)
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
