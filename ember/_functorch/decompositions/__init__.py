@@ -20,9 +20,14 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from ..._core.dispatch import DispatchKey
+
 FAMILIES = ("pointwise", "activation", "reduction", "shape", "indexing", "creation", "linalg", "nn", "loss")
 
 _TABLE: dict = {}       # OperatorHandle -> fn, built on first use
+
+# entries that check their arguments themselves, in eager's order (their Meta kernel checks in another)
+OWN_CHECKS = {"lerp.Scalar", "lerp.Tensor"}
 
 # in-place rows of their own (not derived from a functional row): the functional op they write back
 INPLACE_ROWS = {
@@ -56,7 +61,7 @@ def core_decompositions() -> dict:
             op = OPERATORS.get("aten::" + name)
             if op is None:
                 raise RuntimeError(f"decomposition of {name}: the table has no such operator")
-            table[op] = fn
+            table[op] = _checked(op, fn) if DispatchKey.Meta in op.kernels and name not in OWN_CHECKS else fn
         for name, functional in INPLACE_ROWS.items():
             table[OPERATORS["aten::" + name]] = _inplace_entry(OPERATORS["aten::" + name],
                                                                OPERATORS["aten::" + functional])
@@ -69,6 +74,41 @@ def core_decompositions() -> dict:
                 table[op] = _derived_entry(op, OPERATORS)
         _TABLE.update(table)
     return dict(_TABLE)
+
+
+def _checked(op, fn):
+    """`fn` after the op's own checks: its Meta kernel runs on metadata-only copies of the tensor
+    arguments (nothing computed, recorded or drawn), so bad input raises eager's error and
+    message before the decomposition runs (its checks and eager's are one code)."""
+    def decomposition(*args, **kwargs):
+        check_on_meta(op, args, kwargs)
+        return fn(*args, **kwargs)
+    decomposition.__name__ = getattr(fn, "__name__", "decomposition")
+    decomposition.__wrapped__ = fn
+    return decomposition
+
+
+def check_on_meta(op, args, kwargs) -> None:
+    from ..._core.dispatch import _ExcludeDispatchKeyGuard
+    from ..._core.tensor import Tensor
+    from ... import no_grad
+
+    def meta(value):
+        if isinstance(value, Tensor):
+            return _meta_copy(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(meta(v) for v in value)
+        return value
+    with _ExcludeDispatchKeyGuard(DispatchKey.Tracer), no_grad():
+        op(*(meta(a) for a in args), **{k: meta(v) for k, v in kwargs.items()})
+
+
+def _meta_copy(t):
+    from ..._core.dispatch import META_BIT
+    from ..._core.storage import MetaArray
+    from ..._core.tensor import _make
+    data = t._data
+    return _make(MetaArray(data.shape, t.stride(), data.dtype), META_BIT)
 
 
 def get_decompositions(ops) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ...ops.meta.activation import check_float
 from ._ops import aten, to, is_float
 
 
@@ -18,6 +19,7 @@ def _float_of(x):
 
 
 def frac(self):
+    check_float(self, "frac_cpu")
     return aten.sub.Tensor(self, aten.trunc.default(self))
 
 
@@ -33,7 +35,7 @@ def _int64():
 
 
 def exp2(self):
-    return aten.pow.Scalar(2, self)
+    return aten.pow.Scalar(2.0, self)
 
 
 def deg2rad(self):
@@ -113,6 +115,7 @@ def float_power_scalar(self, exponent):
 
 def logaddexp(self, other):
     """log(exp(a) + exp(b)) = max + log1p(exp(-|a - b|)); equal infinities give that infinity."""
+    _check_float_pair(self, other, "logaddexp_cpu")
     big = aten.maximum.default(self, other)
     small = aten.minimum.default(self, other)
     same_inf = aten.logical_and.default(aten.isinf.default(big), aten.eq.Tensor(big, small))
@@ -122,11 +125,19 @@ def logaddexp(self, other):
 
 def logaddexp2(self, other):
     """log2(2^a + 2^b) = max + log2(1 + 2^-(|a - b|))."""
+    _check_float_pair(self, other, "logaddexp2_cpu")
     big = aten.maximum.default(self, other)
     small = aten.minimum.default(self, other)
     same_inf = aten.logical_and.default(aten.isinf.default(big), aten.eq.Tensor(big, small))
     spread = aten.div.Tensor(aten.log1p.default(aten.pow.Scalar(2.0, aten.sub.Tensor(small, big))), math.log(2))
     return aten.where.self(same_inf, big, aten.add.Tensor(big, spread))
+
+
+def _check_float_pair(self, other, kernel):
+    from ... import result_type
+    common = result_type(self, other)
+    if not common.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{common.c10_name}\'')
 
 
 def fmax(self, other):
@@ -156,8 +167,13 @@ def xlogy_scalar_self(self, other):
 
 def lerp(self, end, weight):
     """PyTorch's two-sided form: self + w * (end - self) for |w| < 0.5, end - (end - self) * (1 - w)."""
-    diff = aten.sub.Tensor(end, self)
     from ..._core.tensor import Tensor
+    from ...ops.cpu.pointwise_binary import check_lerp
+    if not self.dtype.is_floating_point and not self.dtype.is_complex and end.dtype == self.dtype:
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{self.dtype.c10_name}\'')
+    check_lerp(self, end, weight)
+    diff = aten.sub.Tensor(end, self)
     if isinstance(weight, Tensor):
         small = aten.lt.Tensor(aten.abs.default(weight), 0.5)
         low = aten.add.Tensor(self, aten.mul.Tensor(weight, diff))
@@ -184,6 +200,7 @@ def addcdiv(self, tensor1, tensor2, value=1):
 
 
 def round_decimals(self, decimals=0):
+    check_float(self, "round_cpu")
     scale = 10.0 ** abs(decimals)
     if decimals < 0:
         return aten.mul.Tensor(aten.round.default(aten.div.Tensor(self, scale)), scale)

@@ -55,7 +55,7 @@ def aminmax(self, dim=None, keepdim=False):
         dims = list(range(self.dim()))
     low = aten.amin.default(self, dims, keepdim)
     high = aten.amax.default(self, dims, keepdim)
-    return return_types.aminmax(low, high)
+    return return_types.aminmax((low, high))
 
 
 def _correction(unbiased):
@@ -189,15 +189,15 @@ def count_nonzero_dims(self, dim):
     return aten.sum.dim_IntList(aten.ne.Tensor(self, 0), list(dim) or None)
 
 
-def _softmax_input(self, dtype):
+def _softmax_input(self, dtype, kernel):
     x = to(self, dtype)
-    if not is_float(x):
-        raise RuntimeError(f'"softmax_lastdim_kernel_impl" not implemented for \'{x.dtype.c10_name}\'')
+    if not is_float(x) and x.numel():
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{x.dtype.c10_name}\'')
     return x
 
 
 def softmax(self, dim, dtype=None):
-    x = _softmax_input(self, dtype)
+    x = _softmax_input(self, dtype, "softmax_lastdim_kernel_impl")
     if x.numel() == 0:
         return aten.clone.default(x)
     shifted = aten.exp.default(aten.sub.Tensor(x, aten.amax.default(x, [dim], True)))
@@ -205,7 +205,7 @@ def softmax(self, dim, dtype=None):
 
 
 def log_softmax(self, dim, dtype=None):
-    x = _softmax_input(self, dtype)
+    x = _softmax_input(self, dtype, "log_softmax_lastdim_kernel_impl")
     if x.numel() == 0:
         return aten.clone.default(x)
     shifted = aten.sub.Tensor(x, aten.amax.default(x, [dim], True))

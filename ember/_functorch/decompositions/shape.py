@@ -114,7 +114,9 @@ def roll(self, shifts, dims=()):
             tail = aten.slice.Tensor(result, dim, length - shift, length)
             head = aten.slice.Tensor(result, dim, 0, length - shift)
             result = aten.cat.default([tail, head], dim)
-    return aten.clone.default(result) if result is self else result
+    if result is self or not result.is_contiguous():
+        return aten.clone.default(result, memory_format=_contiguous())    # eager's roll: a contiguous copy
+    return result
 
 
 def _band(self, diagonal, lower):
@@ -154,12 +156,9 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
     row = aten.unsqueeze.default(aten.arange.start_step(0, n, 1, dtype=int64, device=self.device), -1)
     col = aten.arange.start_step(0, n, 1, dtype=int64, device=self.device)
     on_diagonal = aten.eq.Tensor(aten.sub.Tensor(col, row), offset)        # [n, n]
-    # the vector moved to position min(row, col) along the diagonal: pad it to n, index by row/col
-    vec = self
-    if offset > 0:
-        vec = aten.constant_pad_nd.default(vec, [0, offset])
-    elif offset < 0:
-        vec = aten.constant_pad_nd.default(vec, [-offset, 0])
+    # element k of the vector sits at (k, k + offset): pad |offset| zeros in front, then index by column
+    # (offset >= 0) or by row (offset < 0)
+    vec = aten.constant_pad_nd.default(self, [abs(offset), 0]) if offset else self
     # vec[..., j] for offset >= 0 sits at (j - offset, j): take it by column; offset < 0 by row
     by = col if offset >= 0 else aten.squeeze.dims(row, [1])
     picked = aten.index_select.default(vec, -1, by)                     # [..., n]
@@ -169,7 +168,9 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
     order = list(range(batch))
     order.insert(dim1 if dim1 < dim2 else dim2, batch if dim1 < dim2 else batch + 1)
     order.insert(dim2 if dim1 < dim2 else dim1, batch + 1 if dim1 < dim2 else batch)
-    return aten.permute.default(result, order)
+    if order == sorted(order):
+        return result
+    return aten.clone.default(aten.permute.default(result, order), memory_format=_contiguous())   # a fresh tensor
 
 
 def diag(self, diagonal=0):
