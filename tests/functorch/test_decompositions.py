@@ -22,14 +22,14 @@ UNARY = {
     "celu": ((0.7,),), "gelu": (), "silu": (), "softplus": ((2.0, 3.0),), "mish": (), "hardsigmoid": (),
     "hardswish": (), "log_sigmoid": (), "hardshrink": ((0.7,),), "softshrink": ((0.7,),), "threshold": ((0.3, -4.0),),
     "clamp_min": ((0.1,),), "clamp_max": ((0.1,),), "arcsin": (), "arccos": (), "arctan": (), "arcsinh": (),
-    "arccosh": (), "arctanh": (), "negative": (), "fix": (),
+    "arccosh": (), "arctanh": (), "negative": (), "fix": (), "clip": ((-0.5, 0.5),), "glu": ((-1,),),
 }
 # two-tensor ops (a number second where the name says so)
 BINARY = ("floor_divide", "rsub.Tensor", "copysign.Tensor", "float_power.Tensor_Tensor", "logaddexp", "logaddexp2",
           "fmax", "fmin", "xlogy.Tensor", "max.other", "min.other", "clamp_min.Tensor", "clamp_max.Tensor",
           "subtract.Tensor", "multiply.Tensor", "divide.Tensor", "true_divide.Tensor", "not_equal.Tensor",
           "less.Tensor", "less_equal.Tensor", "greater.Tensor", "greater_equal.Tensor", "arctan2", "isclose",
-          "lerp.Tensor")
+          "lerp.Tensor", "clip.Tensor")
 
 
 def _unary_args(name):
@@ -85,7 +85,7 @@ def test_gelu_tanh_and_bad_approximation():
 def _second(name, x, dtype, seed):
     if name == "lerp.Tensor":
         return (tensor(x.shape, x.dtype.name, seed), tensor(x.shape, "float64" if dtype == "int64" else dtype, seed + 1))
-    if name in ("clamp_min.Tensor", "clamp_max.Tensor"):
+    if name in ("clamp_min.Tensor", "clamp_max.Tensor", "clip.Tensor"):
         return (tensor((4,) if x.dim() else (), dtype, seed),)
     return (tensor(x.shape, dtype, seed, low=0.2 if name.startswith(("float_power", "xlogy")) else -2),)
 

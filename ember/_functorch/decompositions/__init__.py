@@ -27,7 +27,8 @@ FAMILIES = ("pointwise", "activation", "reduction", "shape", "indexing", "creati
 _TABLE: dict = {}       # OperatorHandle -> fn, built on first use
 
 # entries that check their arguments themselves, in eager's order (their Meta kernel checks in another)
-OWN_CHECKS = {"lerp.Scalar", "lerp.Tensor"}
+# or have no Meta result (a data-dependent size)
+OWN_CHECKS = {"lerp.Scalar", "lerp.Tensor", "argwhere", "nonzero_numpy"}
 
 # in-place rows of their own (not derived from a functional row): the functional op they write back
 INPLACE_ROWS = {

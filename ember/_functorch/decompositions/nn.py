@@ -63,7 +63,8 @@ def _dropout(op, input, p, train, feature, alpha):
     keep = _keep_mask(input, p, feature)
     if alpha:
         a_const = 1.7580993408473766
-        a = 1.0 / math.sqrt((a_const * a_const * p + 1) * (1 - p))
+        with np.errstate(divide="ignore", invalid="ignore"):    # p > 1: nan, as eager computes it
+            a = float(1.0 / np.sqrt(np.float64((a_const * a_const * p + 1) * (1 - p))))
         noise = to(keep, input.dtype)
         shift = aten.add.Tensor(aten.mul.Tensor(aten.sub.Tensor(noise, 1), a_const * a), a_const * a * p)
         return aten.add.Tensor(aten.mul.Tensor(input, aten.mul.Tensor(noise, a)), shift)
