@@ -116,7 +116,8 @@ def prelu(self, weight):
 def glu(self, dim=-1):
     dim = rules.glu_dim(self, dim)
     half = self.shape[dim] // 2
-    a, b = aten.split_with_sizes.default(self, [half, half], dim)
+    a = aten.slice.Tensor(self, dim, 0, half)
+    b = aten.slice.Tensor(self, dim, half, 2 * half)
     return aten.mul.Tensor(a, aten.sigmoid.default(b))
 
 
