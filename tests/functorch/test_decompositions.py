@@ -169,7 +169,7 @@ REDUCTIONS = {
 def test_reduction(name):
     outcomes = []
     for args, kwargs in REDUCTIONS[name]:
-        for dtype in DTYPES + ("bool",):
+        for dtype in DTYPES + ("bool", "uint8"):
             for layout in LAYOUTS:
                 if layout == "0-d" and any(isinstance(a, list) and a for a in args):
                     continue        # a dim list names dims a 0-d tensor lacks

@@ -145,8 +145,8 @@ def scatter_value_reduce(self, dim, index, value, reduce):
 def scatter_src_reduce(self, dim, index, src, reduce):
     if reduce not in _REDUCE:
         raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
-    if tuple(src.shape) != tuple(index.shape):
-        src = aten.slice.Tensor(src, 0, 0, src.shape[0]) if src.dim() == 0 else _crop(src, index.shape)
+    if src.dim() == index.dim() and tuple(src.shape) != tuple(index.shape):
+        src = _crop(src, index.shape)
     return aten.scatter_reduce.two(self, dim, index, src, _REDUCE[reduce])
 
 

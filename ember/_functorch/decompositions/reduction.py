@@ -165,15 +165,15 @@ def logsumexp(self, dim, keepdim=False):
 
 
 def all_all(self):
-    return aten.logical_not.default(aten.any.default(aten.logical_not.default(self)))
+    return _uint8_result(self, aten.logical_not.default(aten.any.default(aten.logical_not.default(self))))
 
 
 def all_dim(self, dim, keepdim=False):
-    return aten.logical_not.default(aten.any.dim(aten.logical_not.default(self), dim, keepdim))
+    return _uint8_result(self, aten.logical_not.default(aten.any.dim(aten.logical_not.default(self), dim, keepdim)))
 
 
 def all_dims(self, dim=None, keepdim=False):
-    return aten.logical_not.default(aten.any.dims(aten.logical_not.default(self), dim, keepdim))
+    return _uint8_result(self, aten.logical_not.default(aten.any.dims(aten.logical_not.default(self), dim, keepdim)))
 
 
 def _uint8_result(self, result):
