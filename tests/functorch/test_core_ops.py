@@ -190,3 +190,16 @@ def test_decomposed_ops_match_pytorchs_decomposition(name):
     assert ours == _torch_names(torch_gm)
     np.testing.assert_allclose(ember_gm(ember.tensor(a), ember.tensor(b)).numpy(),
                                torch_gm(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_inplace_and_out_ops_trace_to_their_functional_op_and_copy_():
+    """x.clone().mul_(2).relu_() decomposes to clone, mul, copy_, relu, copy_: copy_ is the one
+    mutating core op (functionalisation removes it); the graph computes eager's result."""
+    def program(x, y):
+        t = x.clone().mul_(2).relu_()
+        return ember.add(t, y, out=ember.empty_like(t))
+    x, y = ember.randn(3, 4), ember.randn(3, 4)
+    gm = make_fx(program, decomposition_table=core_decompositions())(x, y)
+    ops = [overload_name(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert set(ops) <= CORE and ops.count("copy_") == 3, ops
+    np.testing.assert_allclose(gm(x, y).numpy(), program(x, y).numpy(), rtol=1e-6)

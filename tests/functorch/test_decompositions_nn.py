@@ -288,13 +288,24 @@ GENERATED = {
     "reshape": lambda d: ((tensor((3, 4), d, 1, "transposed"), [2, 6]), {}),
     "flatten.using_ints": lambda d: ((x4(d, 1), 1, 2), {}),
     "chunk": lambda d: ((tensor((3, 4), d, 1), 2, 1), {}),
+    "movedim.int": lambda d: ((x4(d, 1), 0, -1), {}),
+    "narrow": lambda d: ((tensor((3, 4), d, 1, "transposed"), 1, 1, 2), {}),
+    "tensor_split.sections": lambda d: ((tensor((3, 5), d, 1), 3, 1), {}),
+    "hstack": lambda d: (([tensor((3, 4), d, 1), tensor((3, 2), d, 2)],), {}),
+    "tile": lambda d: ((tensor((3, 4), d, 1), [2, 1, 2]), {}),
+    "rot90": lambda d: ((tensor((3, 4), d, 1), 3, [0, 1]), {}),
+    "diagflat": lambda d: ((tensor((2, 2), d, 1), -1), {}),
+    "unflatten.int": lambda d: ((tensor((3, 4), d, 1), 1, [2, -1]), {}),
+    "broadcast_to": lambda d: ((tensor((4,), d, 1), [3, 4]), {}),
+    "atleast_3d": lambda d: ((tensor((4,), d, 1),), {}),
+    "detach": lambda d: ((tensor((3, 4), d, 1),), {}),
 }
 
 
 @pytest.mark.parametrize("name", sorted(GENERATED))
 def test_generated_entry(name):
     for dtype in (F32, F64):
-        assert check_sample(name, lambda: GENERATED[name](dtype), strides=name in ("reshape", "flatten.using_ints"),
+        assert check_sample(name, lambda: GENERATED[name](dtype), strides=True,
                             trace=not name.endswith("_") and "out" not in name) == "compared"
 
 
