@@ -6,38 +6,41 @@
     classification()                          # {"aten::add.Tensor": "core", ...}: every operator of the table
 
 Every operator of the table (ember/ops/table/*.py: 841 overloads, in-place and out= ones included)
-is exactly one of (133 core + 585 decomposed + 123 kept whole):
+is exactly one of (119 core + 585 decomposed + 137 kept whole):
 
-- **core** (`CORE`, 133 overloads, listed below by family): what a backend must implement. PyTorch's core ATen set restricted
-  to the ops ember has (PyTorch 2.13 tags 189 overloads / 160 names ``torch.Tag.core``; the issue
-  quotes 193 / 164 of an earlier release; its prims are 126), plus a few prim-level ops PyTorch
-  keeps below ATen (``erfc``, ``erfinv``, ``hypot``, ``signbit``, the shifts): decomposing them costs
-  precision (``erfc = 1 - erf`` loses every digit for large x). It differs from ATen's core where
-  ember's table does: ember has no ``native_layer_norm`` / ``_softmax`` / ``native_dropout`` /
-  ``convolution``, so layer norm, softmax and dropout decompose down to pointwise ops and
-  reductions, and ``gelu``, ``elu``, ``leaky_relu``, ``hardtanh`` (core in ATen) decompose too: the
-  fuser writes pointwise code from the primitives. ``copy_`` is the one mutating core op: the
-  decompositions of in-place and ``out=`` overloads end in it, and functionalisation turns it into
-  the epilogue that writes a mutated input back.
-- **decomposed**: ``ember._functorch.decompositions`` has one entry for it, written in ember ops,
-  whose trace reaches only core and kept-whole ops. That covers aliases (``subtract`` ->
-  ``sub``), composite rows (``reshape``, ``chunk`` ... their own ``composite``) and, generated
+- **core** (`CORE`, 119 overloads, listed below by family): the vocabulary a code generator
+  emits, the fuser's contract: views, pointwise ops, reductions, indexing, cat/pad and factories.
+  It is PyTorch's core ATen set (2.13 tags 189 overloads / 160 names ``torch.Tag.core``; the issue
+  quotes 193 / 164 of an earlier release; prims are 126) restricted to the ops ember has, in
+  ember's overload names (ember's rows take Python numbers where ATen has ``.Scalar`` overloads),
+  with three differences, each a set below: `BELOW_ATEN` adds prim-level ops whose decomposition
+  costs precision (``erfc = 1 - erf`` loses every digit for large x) and ``copy_``, the one
+  mutating core op (in-place and ``out=`` overloads decompose into their functional op + ``copy_``;
+  functionalisation turns it into the epilogue that writes a mutated input back);
+  `ATEN_CORE_DECOMPOSED` (``gelu``, ``elu``, ``leaky_relu``, ``hardtanh``) decompose into pointwise
+  ops; `ATEN_CORE_KEPT_WHOLE` (BLAS products, random draws, data-dependent sizes, windowed kernels,
+  sorts) are kernels a generator calls rather than emits. ember has no ``native_layer_norm`` /
+  ``_softmax`` / ``native_dropout`` / ``convolution``, so layer norm, softmax and dropout reach
+  pointwise ops and reductions.
+- **decomposed** (585): ``ember._functorch.decompositions`` has one entry for it, written
+  in ember ops, whose trace reaches only core and kept-whole ops. That covers aliases (``subtract``
+  -> ``sub``), composite rows (``reshape``, ``chunk`` ... their own ``composite``) and, generated
   from their row, every derived in-place (``add_``) and ``out=`` (``add.out``) overload:
   ``copy_(self, add(self, other))``.
-- **kept whole** (`KEPT_WHOLE`, 123 overloads, each with its reason): matrix products, convolutions, pooling with
-  indices, sorts and order statistics, scans, LAPACK factorisations, data-dependent output sizes,
-  random draws (a decomposition would change the values a seed gives) and complex-number ops. A
-  backend calls their eager kernel (the fuser's "extern kernel").
+- **kept whole** (`KEPT_WHOLE`, 137 overloads, each with its reason): matrix products,
+  convolutions, pooling and resampling kernels, sorts and order statistics, scans, LAPACK
+  factorisations, data-dependent output sizes, random draws (a decomposition would change the
+  values a seed gives) and complex-number ops. A backend calls their eager kernel (the fuser's
+  "extern kernel").
 
 ``tests/functorch/test_core_ops.py`` enumerates the registry and checks the three sets partition
-it, that the counts above are the counts of the data, and that forward + backward traces of an
-MLP, a CNN and a GPT block decomposed with ``core_decompositions()`` hold only core and kept-whole
-ops.
+it, that the counts above are the counts of the data, that the three differences are exactly
+where ember's set and the installed PyTorch's core tag differ, and that forward + backward traces
+of an MLP, a CNN and a GPT block decomposed with ``core_decompositions()`` hold only core and
+kept-whole ops.
 """
 from __future__ import annotations
 
-# PyTorch's core ATen overloads that ember's table has, in ember's overload names (ember's rows
-# take Python numbers where ATen has a separate .Scalar overload), plus the prim-level ops above.
 CORE = frozenset("""
     _to_copy clone copy_ alias view view.dtype as_strided expand permute squeeze.dim squeeze.dims unsqueeze
     slice.Tensor select.int diagonal split_with_sizes cat repeat flip constant_pad_nd
@@ -51,16 +54,20 @@ CORE = frozenset("""
     sum.dim_IntList mean mean.dim prod prod.dim_int amax amin max.dim min.dim argmax argmin any any.dim
     any.dims var.correction cumsum
     index.Tensor index_put index_select gather scatter.src scatter.value scatter_add scatter_reduce.two
-    masked_scatter nonzero embedding
-    full full_like empty.memory_format empty_strided scalar_tensor arange.start_step rand randn randperm
-    mm bmm addmm
-    max_pool2d_with_indices avg_pool2d adaptive_avg_pool2d col2im upsample_nearest2d.vec
-    upsample_bilinear2d.vec
+    embedding
+    full full_like empty.memory_format empty_strided scalar_tensor arange.start_step
 """.split())
 
-_MATMUL = "a matrix product: BLAS is the lowering (ATen's core keeps mm/bmm/addmm whole too)"
+# the differences from ATen's core tag (op names, overloads aside)
+BELOW_ATEN = frozenset({"erfc", "erfinv", "hypot", "signbit", "bitwise_left_shift", "bitwise_right_shift", "copy_"})
+ATEN_CORE_DECOMPOSED = frozenset({"gelu", "elu", "leaky_relu", "hardtanh"})
+ATEN_CORE_KEPT_WHOLE = frozenset({"mm", "bmm", "addmm", "rand", "randn", "randperm", "nonzero", "masked_scatter",
+                                  "sort", "topk", "max_pool2d_with_indices", "avg_pool2d", "adaptive_avg_pool2d",
+                                  "col2im", "upsample_nearest2d", "upsample_bilinear2d"})
+
+_MATMUL = "a matrix product: a BLAS call is its lowering, not generated code"
 _CONV = "a convolution: ember has no single `convolution` op to decompose to; its kernel is the lowering"
-_POOL = "a windowed reduction with indices or fractional windows: the kernel is the lowering"
+_POOL = "a windowed kernel (pooling with indices, adaptive windows, col2im/im2col): the kernel is the lowering"
 _SORT = "a sort or an order statistic: its index order among ties is the kernel's"
 _SCAN = "a scan (sequential along dim): the kernel is the lowering (ATen's core keeps only cumsum)"
 _LAPACK = "a LAPACK factorisation or solve"
@@ -69,15 +76,16 @@ _RANDOM = "draws from the generator in its own order: a decomposition would chan
 _COMPLEX = "a complex-number op: the core set is real-valued (complex tensors run their kernels)"
 _BOOL = "returns a Python bool, not a tensor: data-dependent, no graph value"
 _META = "changes the tensor's own shape/strides in place (metadata mutation): functionalisation replaces it"
-_RESAMPLE = "a resampling kernel with its own index arithmetic (ATen's core keeps nearest/bilinear 2-D)"
+_RESAMPLE = "a resampling kernel with its own index arithmetic"
 _FACTORY = "an index factory whose values are Python-level arithmetic on its integer arguments"
 
 # operators not decomposed on purpose, and why
 KEPT_WHOLE = {
-    **{name: _MATMUL for name in ("einsum", "tensordot")},
+    **{name: _MATMUL for name in ("mm", "bmm", "addmm", "einsum", "tensordot")},
     **{name: _CONV for name in ("conv1d", "conv1d.padding", "conv2d", "conv2d.padding", "conv3d",
                                 "conv3d.padding", "conv_transpose1d", "conv_transpose2d.input")},
-    **{name: _POOL for name in ("adaptive_max_pool2d", "im2col")},
+    **{name: _POOL for name in ("max_pool2d_with_indices", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+                                "col2im", "im2col")},
     **{name: _SORT for name in ("sort", "sort.stable", "topk", "median", "median.dim", "nanmedian",
                                 "nanmedian.dim", "mode", "kthvalue", "quantile", "quantile.scalar",
                                 "nanquantile", "nanquantile.scalar", "histc")},
@@ -87,10 +95,11 @@ KEPT_WHOLE = {
                                   "linalg_eigh", "linalg_eigvalsh", "linalg_pinv.atol_rtol_float", "linalg_pinv",
                                   "linalg_matrix_norm", "linalg_matrix_norm.str_ord", "linalg_norm",
                                   "linalg_norm.ord_str", "logdet")},
-    **{name: _DATA for name in ("_unique2", "unique_consecutive", "unique_dim", "masked_select",
+    "masked_scatter": "reads source elements at positions counted along the mask (a prefix sum over data)",
+    **{name: _DATA for name in ("nonzero", "_unique2", "unique_consecutive", "unique_dim", "masked_select",
                                 "repeat_interleave.self_Tensor", "repeat_interleave.Tensor")},
     **{name: _RANDOM for name in (
-        "rand.generator", "randn.generator", "randint", "randint.generator", "randint.low",
+        "rand", "randn", "randperm", "rand.generator", "randn.generator", "randint", "randint.generator", "randint.low",
         "randint.low_generator", "randperm.generator", "randint_like", "randint_like.low_dtype",
         "randint_like.generator", "randint_like.low_generator_dtype", "rand_like.generator",
         "randn_like.generator", "normal.Tensor_float", "normal.float_Tensor", "normal.Tensor_Tensor",
@@ -101,7 +110,7 @@ KEPT_WHOLE = {
                                    "angle", "vdot")},
     **{name: _BOOL for name in ("equal", "allclose")},
     **{name: _META for name in ("t_", "transpose_", "squeeze_", "squeeze_.dim", "squeeze_.dims", "unsqueeze_")},
-    **{name: _RESAMPLE for name in ("upsample_nearest1d.vec", "upsample_nearest3d.vec",
+    **{name: _RESAMPLE for name in ("upsample_nearest2d.vec", "upsample_bilinear2d.vec", "upsample_nearest1d.vec", "upsample_nearest3d.vec",
                                     "_upsample_nearest_exact1d.vec", "_upsample_nearest_exact2d.vec",
                                     "_upsample_nearest_exact3d.vec", "upsample_linear1d.vec",
                                     "upsample_trilinear3d.vec", "upsample_bicubic2d.vec")},

@@ -45,6 +45,36 @@ def test_docstring_states_the_counts_of_the_data():
     assert f"(`CORE`, {len(CORE)} overloads" in doc and f"(`KEPT_WHOLE`, {len(KEPT_WHOLE)} overloads" in doc
 
 
+SAME_OP = {"_adaptive_avg_pool2d": "adaptive_avg_pool2d"}    # ATen's name -> ember's row of the same op
+
+
+def _torch_core_names() -> set:
+    import torch
+    names = set()
+    for name in dir(torch.ops.aten):
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None or not hasattr(packet, "overloads"):
+            continue
+        if any(torch.Tag.core in getattr(packet, o).tags for o in packet.overloads()):
+            names.add(SAME_OP.get(name, name))
+    return names
+
+
+def test_differences_from_pytorchs_core_tag_are_the_documented_ones():
+    """ember's CORE is torch's Tag.core restricted to ember's ops, except exactly BELOW_ATEN (added),
+    ATEN_CORE_DECOMPOSED and ATEN_CORE_KEPT_WHOLE (taken out), each checked against its category."""
+    torch_core = _torch_core_names()
+    ember_names = {overload_name(op).split(".")[0] for op in OPERATORS.values()}
+    ours = {name.split(".")[0] for name in CORE}
+    assert ours - torch_core == core_ops.BELOW_ATEN
+    assert (torch_core & ember_names) - ours == core_ops.ATEN_CORE_DECOMPOSED | core_ops.ATEN_CORE_KEPT_WHOLE
+    table = core_decompositions()
+    for name in core_ops.ATEN_CORE_DECOMPOSED:
+        assert all(op in table for n, op in OPERATORS.items() if n == f"aten::{name}")
+    kept = {name.split(".")[0] for name in KEPT_WHOLE}
+    assert core_ops.ATEN_CORE_KEPT_WHOLE <= kept
+
+
 def test_a_new_operator_must_be_classified():
     class Fake:
         name = "aten::not_a_real_op"
