@@ -17,7 +17,8 @@ DTYPES = ("float32", "float64", "int64")
 # one-tensor ops: name -> extra positional args, kwargs
 UNARY = {
     "frac": (), "square": (), "exp2": (), "deg2rad": (), "rad2deg": (), "sgn": (), "positive": (),
-    "isposinf": (), "isneginf": (), "isfinite": (), "isreal": (), "nan_to_num": (), "round.decimals": ((), {"decimals": 2}),
+    "isposinf": (), "isneginf": (), "isfinite": (), "isreal": (), "nan_to_num": (),
+    "round.decimals": ((), {"decimals": 2}),
     "relu6": (), "hardtanh": ((-0.5, 0.7),), "leaky_relu": ((0.2,),), "elu": ((1.3, 0.8, 1.1),), "selu": (),
     "celu": ((0.7,),), "gelu": (), "silu": (), "softplus": ((2.0, 3.0),), "mish": (), "hardsigmoid": (),
     "hardswish": (), "log_sigmoid": (), "hardshrink": ((0.7,),), "softshrink": ((0.7,),), "threshold": ((0.3, -4.0),),
@@ -84,7 +85,8 @@ def test_gelu_tanh_and_bad_approximation():
 
 def _second(name, x, dtype, seed):
     if name == "lerp.Tensor":
-        return (tensor(x.shape, x.dtype.name, seed), tensor(x.shape, "float64" if dtype == "int64" else dtype, seed + 1))
+        weight_dtype = "float64" if dtype == "int64" else dtype
+        return tensor(x.shape, x.dtype.name, seed), tensor(x.shape, weight_dtype, seed + 1)
     if name in ("clamp_min.Tensor", "clamp_max.Tensor", "clip.Tensor"):
         return (tensor((4,) if x.dim() else (), dtype, seed),)
     return (tensor(x.shape, dtype, seed, low=0.2 if name.startswith(("float_power", "xlogy")) else -2),)

@@ -9,7 +9,8 @@ ALIASES = {
     "divide.Tensor_mode": "div.Tensor_mode", "true_divide.Tensor": "div.Tensor",
     "not_equal.Tensor": "ne.Tensor", "less.Tensor": "lt.Tensor", "less_equal.Tensor": "le.Tensor",
     "greater.Tensor": "gt.Tensor", "greater_equal.Tensor": "ge.Tensor", "clip": "clamp", "clip.Tensor": "clamp.Tensor",
-    "linalg_matmul": "matmul", "inverse": "linalg_inv", "det": "linalg_det", "slogdet": "linalg_slogdet", "ger": "outer",
+    "linalg_matmul": "matmul", "inverse": "linalg_inv", "det": "linalg_det", "slogdet": "linalg_slogdet",
+    "ger": "outer",
     "matrix_power": "linalg_matrix_power",
 }
 

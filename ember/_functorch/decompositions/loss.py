@@ -141,7 +141,8 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
         smooth = aten.div.Tensor(aten.sum.dim_IntList(smooth, None), denominator)
     elif reduction == 2:
         smooth = aten.sum.dim_IntList(smooth, None)
-    return aten.add.Tensor(aten.mul.Tensor(nll, 1 - label_smoothing), aten.mul.Tensor(smooth, label_smoothing / classes))
+    return aten.add.Tensor(aten.mul.Tensor(nll, 1 - label_smoothing),
+                           aten.mul.Tensor(smooth, label_smoothing / classes))
 
 
 DECOMPOSITIONS = {

@@ -204,7 +204,8 @@ def pixel_shuffle(self, upscale_factor):
     split = aten.view.default(contiguous(self), batch + [c // (r * r), r, r, h, w])
     order = list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2]
     moved = aten.permute.default(split, order)
-    return aten.view.default(aten.clone.default(moved, memory_format=_contiguous()), batch + [c // (r * r), h * r, w * r])
+    copied = aten.clone.default(moved, memory_format=_contiguous())
+    return aten.view.default(copied, batch + [c // (r * r), h * r, w * r])
 
 
 def pixel_unshuffle(self, downscale_factor):
@@ -216,7 +217,8 @@ def pixel_unshuffle(self, downscale_factor):
     split = aten.view.default(contiguous(self), batch + [c, h // r, r, w // r, r])
     order = list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3]
     moved = aten.permute.default(split, order)
-    return aten.view.default(aten.clone.default(moved, memory_format=_contiguous()), batch + [c * r * r, h // r, w // r])
+    copied = aten.clone.default(moved, memory_format=_contiguous())
+    return aten.view.default(copied, batch + [c * r * r, h // r, w // r])
 
 
 DECOMPOSITIONS = {
