@@ -6,7 +6,7 @@
     classification()                          # {"aten::add.Tensor": "core", ...}: every operator of the table
 
 Every operator of the table (ember/ops/table/*.py: 841 overloads, in-place and out= ones included)
-is exactly one of (119 core + 585 decomposed + 137 kept whole):
+is exactly one of (119 core + 587 decomposed + 135 kept whole):
 
 - **core** (`CORE`, 119 overloads, listed below by family): the vocabulary a code generator
   emits, the fuser's contract: views, pointwise ops, reductions, indexing, cat/pad and factories.
@@ -22,12 +22,12 @@ is exactly one of (119 core + 585 decomposed + 137 kept whole):
   sorts) are kernels a generator calls rather than emits. ember has no ``native_layer_norm`` /
   ``_softmax`` / ``native_dropout`` / ``convolution``, so layer norm, softmax and dropout reach
   pointwise ops and reductions.
-- **decomposed** (585): ``ember._functorch.decompositions`` has one entry for it, written
+- **decomposed** (587): ``ember._functorch.decompositions`` has one entry for it, written
   in ember ops, whose trace reaches only core and kept-whole ops. That covers aliases (``subtract``
   -> ``sub``), composite rows (``reshape``, ``chunk`` ... their own ``composite``) and, generated
   from their row, every derived in-place (``add_``) and ``out=`` (``add.out``) overload:
   ``copy_(self, add(self, other))``.
-- **kept whole** (`KEPT_WHOLE`, 137 overloads, each with its reason): matrix products,
+- **kept whole** (`KEPT_WHOLE`, 135 overloads, each with its reason): matrix products,
   convolutions, pooling and resampling kernels, sorts and order statistics, scans, LAPACK
   factorisations, data-dependent output sizes, random draws (a decomposition would change the
   values a seed gives) and complex-number ops. A backend calls their eager kernel (the fuser's
@@ -106,8 +106,7 @@ KEPT_WHOLE = {
         "normal.float_float", "bernoulli", "bernoulli.p", "multinomial", "uniform_", "normal_", "bernoulli_.float",
         "bernoulli_.Tensor", "exponential_", "geometric_", "log_normal_", "cauchy_", "random_.from",
         "random_.to", "random_")},
-    **{name: _COMPLEX for name in ("conj", "resolve_conj", "real", "imag", "conj_physical", "complex", "polar",
-                                   "angle", "vdot")},
+    **{name: _COMPLEX for name in ("conj", "resolve_conj", "real", "imag", "conj_physical", "complex", "polar")},
     **{name: _BOOL for name in ("equal", "allclose")},
     **{name: _META for name in ("t_", "transpose_", "squeeze_", "squeeze_.dim", "squeeze_.dims", "unsqueeze_")},
     **{name: _RESAMPLE for name in ("upsample_nearest2d.vec", "upsample_bilinear2d.vec", "upsample_nearest1d.vec",

@@ -24,6 +24,7 @@ UNARY = {
     "hardswish": (), "log_sigmoid": (), "hardshrink": ((0.7,),), "softshrink": ((0.7,),), "threshold": ((0.3, -4.0),),
     "clamp_min": ((0.1,),), "clamp_max": ((0.1,),), "arcsin": (), "arccos": (), "arctan": (), "arcsinh": (),
     "arccosh": (), "arctanh": (), "negative": (), "fix": (), "clip": ((-0.5, 0.5),), "glu": ((-1,),),
+    "angle": (),
 }
 # two-tensor ops (a number second where the name says so)
 BINARY = ("floor_divide", "rsub.Tensor", "copysign.Tensor", "float_power.Tensor_Tensor", "logaddexp", "logaddexp2",
@@ -61,7 +62,7 @@ def test_unary(name):
         or name in NO_GRADIENT
 
 
-NO_GRADIENT = {"isposinf", "isneginf", "isfinite", "isreal", "fix", "frac", "sgn", "round.decimals", "nan_to_num"}
+NO_GRADIENT = {"angle", "isposinf", "isneginf", "isfinite", "isreal", "fix", "frac", "sgn", "round.decimals", "nan_to_num"}
 
 
 def test_gelu_of_plus_infinity():

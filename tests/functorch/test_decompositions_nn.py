@@ -120,6 +120,8 @@ SAMPLES = {
     # linalg
     "dot": [lambda d: ((tensor((4,), d, 1), tensor((4,), d, 2)), {}),
             lambda d: ((tensor((4,), d, 1), tensor((3,), d, 2)), {})],
+    "vdot": [lambda d: ((tensor((4,), d, 1), tensor((4,), d, 2)), {}),
+             lambda d: ((tensor((4,), d, 1).to(ember.complex128), tensor((4,), d, 2).to(ember.complex128) * 1j), {})],
     "mv": [lambda d: ((tensor((3, 4), d, 1, "transposed"), tensor((4,), d, 2)), {})],
     "matmul": [lambda d: ((tensor((4,), d, 1), tensor((4,), d, 2)), {}),
                lambda d: ((tensor((4,), d, 1), tensor((4, 3), d, 2)), {}),

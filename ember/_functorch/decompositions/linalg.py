@@ -35,6 +35,11 @@ def dot(self, tensor):
     return aten.view.default(product, [])
 
 
+def vdot(self, other):
+    """dot(conj(self), other): the conjugate only for complex tensors (a kept-whole op)."""
+    return dot(aten.conj_physical.default(self) if self.dtype.is_complex else self, other)
+
+
 def mv(self, vec):
     if self.dim() != 2 or vec.dim() != 1 or self.shape[1] != vec.shape[0] or self.dtype != vec.dtype:
         eager_error(aten.mv.default, self, vec)
@@ -194,7 +199,7 @@ def cholesky(self, upper=False):
 
 
 DECOMPOSITIONS = {
-    "dot": dot, "mv": mv, "matmul": matmul, "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer,
+    "dot": dot, "vdot": vdot, "mv": mv, "matmul": matmul, "addmv": addmv, "baddbmm": baddbmm, "addbmm": addbmm, "outer": outer,
     "addr": addr, "inner": inner, "kron": kron, "linalg_cross": linalg_cross, "cross": cross, "trace": trace,
     "linalg_matrix_power": linalg_matrix_power, "cholesky": cholesky,
 }

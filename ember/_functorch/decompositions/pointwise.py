@@ -54,6 +54,16 @@ def sgn(self):
     return aten.where.self(zero, 0, aten.div.Tensor(self, aten.where.self(zero, 1, magnitude)))
 
 
+def angle(self):
+    """pi for negative numbers, 0 otherwise, nan kept; atan2(imag, real) for complex ones."""
+    if self.dtype.is_complex:
+        return aten.atan2.default(aten.imag.default(self), aten.real.default(self))
+    x = to(self, _float_of(self))
+    # pi as a tensor of x's dtype: where() of two Python numbers would round it to the default dtype
+    half_turn = aten.where.self(aten.lt.Tensor(x, 0), aten.full_like.default(x, math.pi), 0.0)
+    return aten.where.self(aten.isnan.default(x), x, half_turn)
+
+
 def positive(self):
     return self
 
@@ -290,7 +300,7 @@ def min_other(self, other):
 
 DECOMPOSITIONS = {
     "frac": frac, "square": square, "exp2": exp2, "deg2rad": deg2rad, "rad2deg": rad2deg, "sgn": sgn,
-    "positive": positive, "floor_divide": floor_divide, "rsub.Tensor": rsub,
+    "positive": positive, "angle": angle, "floor_divide": floor_divide, "rsub.Tensor": rsub,
     "remainder.Scalar_Tensor": remainder_scalar_tensor, "copysign.Tensor": copysign,
     "float_power.Tensor_Tensor": float_power, "float_power.Scalar": float_power_scalar,
     "float_power_.Tensor": float_power_,
