@@ -10,15 +10,15 @@ is exactly one of (119 core + 587 decomposed + 135 kept whole):
 
 - **core** (`CORE`, 119 overloads, listed below by family): the vocabulary a code generator
   emits, the fuser's contract: views, pointwise ops, reductions, indexing, cat/pad and factories.
-  It is PyTorch's core ATen set (2.13 tags 189 overloads / 160 names ``torch.Tag.core``; the issue
-  quotes 193 / 164 of an earlier release; prims are 126) restricted to the ops ember has, in
+  It is PyTorch's core ATen set (2.13 tags 193 overloads / 164 names ``torch.Tag.core``, as the
+  issue says; prims are 126) restricted to the ops ember has, in
   ember's overload names (ember's rows take Python numbers where ATen has ``.Scalar`` overloads),
   with three differences, each a set below: `BELOW_ATEN` adds prim-level ops whose decomposition
   costs precision (``erfc = 1 - erf`` loses every digit for large x) and ``copy_``, the one
   mutating core op (in-place and ``out=`` overloads decompose into their functional op + ``copy_``;
   functionalisation turns it into the epilogue that writes a mutated input back);
-  `ATEN_CORE_DECOMPOSED` (``gelu``, ``elu``, ``leaky_relu``, ``hardtanh``) decompose into pointwise
-  ops; `ATEN_CORE_KEPT_WHOLE` (BLAS products, random draws, data-dependent sizes, windowed kernels,
+  `ATEN_CORE_DECOMPOSED` (``gelu``, ``elu``, ``leaky_relu``, ``hardtanh`` into pointwise ops; the 1-d
+  ``avg_pool1d`` / ``adaptive_avg_pool1d`` into their 2-d kernels) decompose; `ATEN_CORE_KEPT_WHOLE` (BLAS products, random draws, data-dependent sizes, windowed kernels,
   sorts) are kernels a generator calls rather than emits. ember has no ``native_layer_norm`` /
   ``_softmax`` / ``native_dropout`` / ``convolution``, so layer norm, softmax and dropout reach
   pointwise ops and reductions.
@@ -60,7 +60,7 @@ CORE = frozenset("""
 
 # the differences from ATen's core tag (op names, overloads aside)
 BELOW_ATEN = frozenset({"erfc", "erfinv", "hypot", "signbit", "bitwise_left_shift", "bitwise_right_shift", "copy_"})
-ATEN_CORE_DECOMPOSED = frozenset({"gelu", "elu", "leaky_relu", "hardtanh"})
+ATEN_CORE_DECOMPOSED = frozenset({"gelu", "elu", "leaky_relu", "hardtanh", "avg_pool1d", "adaptive_avg_pool1d"})
 ATEN_CORE_KEPT_WHOLE = frozenset({"mm", "bmm", "addmm", "rand", "randn", "randperm", "nonzero", "masked_scatter",
                                   "sort", "topk", "max_pool2d_with_indices", "avg_pool2d", "adaptive_avg_pool2d",
                                   "col2im", "upsample_nearest2d", "upsample_bilinear2d"})
