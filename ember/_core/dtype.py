@@ -251,7 +251,11 @@ def result_type(*operands) -> dtype:
     dim_result = zero_result = wrapped_result = None
     for x in operands:
         if hasattr(x, "_keys") and x._wrapped_number:  # `2 * t`: the number, as a 0-d tensor
-            dt = x.dtype
+            dt = x.dtype     # held in double precision; it promotes as the Python number would
+            if dt.category == FLOAT:
+                dt = get_default_dtype()
+            elif dt.category == COMPLEX:
+                dt = default_complex_dtype()
             wrapped_result = dt if wrapped_result is None else _PROMOTE[wrapped_result, dt]
         elif hasattr(x, "_keys"):  # a Tensor (no import: tensor.py imports this module)
             dt = x.dtype

@@ -5,7 +5,8 @@
     gm = make_fx(fn, tracing_mode="fake")(x, y)      # the same, on fake tensors: no data computed
 
 It holds make_fx (make_fx.py), on which ember.jit.trace is built, fake tensors (fake_tensor.py:
-FakeTensorMode), AOT autograd (aot_autograd.py: joint graph and compiled autograd.Function;
+FakeTensorMode), the core op set (core_ops.py) and the decompositions into it
+(decompositions/: ``core_decompositions()``), AOT autograd (aot_autograd.py: joint graph and compiled autograd.Function;
 partitioners.py) and functionalisation (functionalize.py, functional_tensor.py), each imported on
 use (``from ember._functorch.aot_autograd import aot_function``,
 ``from ember._functorch.functionalize import functionalize, trace_functional``), so that

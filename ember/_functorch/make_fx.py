@@ -138,9 +138,9 @@ class Tracer:
         from ..fx import Graph
         self.graph = Graph()
         self.values: dict = {}          # id(value) -> (value, node): traced tensors (and jit's traced ints)
-        # id(array) -> (array, node): another Tensor object over the very same array is the same value
-        # (autograd saves an op's outputs as such aliases; its formulas read them in the backward)
-        self.arrays: dict = {}
+        # id(tensor._data) -> (tensor, node): another Tensor object over the very same array and
+        # metadata is the same value (the alias autograd saves an op's output as, `detach`)
+        self.by_data: dict = {}
         self.attr_names = attr_names or {}
         self.attrs: dict = {}           # get_attr target -> tensor (the GraphModule's root)
         self.attr_nodes: dict = {}      # id(tensor) -> its get_attr node
@@ -166,8 +166,7 @@ class Tracer:
         node = self.graph.placeholder(name)
         node.meta["val"] = val_of(value)
         if isinstance(value, Tensor):
-            self.values[id(value)] = (value, node)
-            self.arrays[id(value._data)] = (value._data, node)
+            self._bind(value, node)
         return node
 
     def set_output(self, result):
@@ -187,8 +186,8 @@ class Tracer:
             self.on_use(entry[1], value, frame)
             return entry[1]
         if isinstance(value, Tensor):
-            entry = self.arrays.get(id(value._data))
-            if entry is not None and entry[0] is value._data:
+            entry = self.by_data.get(id(value._data))
+            if entry is not None and _same_tensor(entry[0], value):
                 self.on_use(entry[1], value, frame)
                 return entry[1]
             return self._constant(value)
@@ -229,15 +228,17 @@ class Tracer:
         """Map the op's result tensors to `node` (or, for several results, to getitem nodes)."""
         node.meta["val"] = val_of(result)
         if isinstance(result, Tensor):
-            self.values[id(result)] = (result, node)
-            self.arrays[id(result._data)] = (result._data, node)
+            self._bind(result, node)
         elif isinstance(result, (tuple, list)) and result and all(isinstance(r, Tensor) for r in result):
             for i, r in enumerate(result):
                 item = self.graph.call_function(operator.getitem, (node, i))
                 item.meta["val"] = node.meta["val"][i]
                 item.meta["stack_trace"] = node.meta.get("stack_trace", "")
-                self.values[id(r)] = (r, item)
-                self.arrays[id(r._data)] = (r._data, item)
+                self._bind(r, item)
+
+    def _bind(self, t, node) -> None:
+        self.values[id(t)] = (t, node)
+        self.by_data[id(t._data)] = (t, node)
 
     def record(self, op, args, result, frame) -> None:
         """Append the node for one op call (its arguments split as the op's binding takes them:
@@ -267,6 +268,11 @@ class Tracer:
         if fn is not None:
             return _keyword_call(op, fn)
         return op.composite if self.decompose_composites else None
+
+
+def _same_tensor(a, b) -> bool:
+    """`b` is another Tensor object for `a`'s value: the same array object, shape, strides, dtype."""
+    return a._data is b._data and a.shape == b.shape and a.stride() == b.stride() and a.dtype == b.dtype
 
 
 def _keyword_call(op, fn):

@@ -98,9 +98,12 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
 # dropout
 # ---------------------------------------------------------------------------------------
 def _uniform(shape):
-    """Uniform [0, 1) samples from ember's default generator (``ember.manual_seed`` reproduces a run)."""
+    """Uniform [0, 1) samples from ember's default generator (``ember.manual_seed`` reproduces a run),
+    drawn as ``ember.rand(shape, dtype=float64)`` draws them, so that dropout's decomposition into
+    ``rand`` (ember/_functorch/decompositions/nn.py) gives eager's masks under the same seed."""
     from ..._core.random import rng
-    return rng(None).random(shape)
+    from .random import uniform01
+    return uniform01(rng(None), shape, _dt.float64)
 
 
 def _dropout(op, x, p, train, feature, alpha):

@@ -396,6 +396,8 @@ def _nll_grad_logp(grad, self, target, weight, reduction, ignore_index):
     if reduction == 1:
         g = g / wt.sum()
     coef = -(wt * g)
+    # an ignored target contributes nothing, even when every target is ignored (mean: 0 / 0)
+    coef = e.where(ignored, e.zeros_like(coef), coef)
     hot = e.nn.functional.one_hot(safe, c).to(self.dtype)  # [..., C]
     out = hot * coef.unsqueeze(-1)
     return out if self.ndim == 1 else out.movedim(-1, 1), wt, ignored, safe

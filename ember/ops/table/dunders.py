@@ -60,6 +60,11 @@ def install(tensor_cls, methods: dict) -> None:
         setattr(tensor_cls, dunder, method)
 
 
+def _wide():
+    from ..._core import dtype as _dt
+    return {_dt.FLOAT: _dt.float64, _dt.COMPLEX: _dt.complex128}
+
+
 def _scalar_tensor(value, like):
     """A 0-d tensor for a Python number on `like`'s device (promotes like a wrapped number)."""
     import numpy as np
@@ -67,7 +72,10 @@ def _scalar_tensor(value, like):
     from ..._core.tensor import wrap
     if isinstance(value, (np.number, np.bool_)):
         value = value.item()
-    arr = np.array(value, dtype=_dt.scalar_dtype(value).np)
+    # stored in double precision, as ATen's wrapped_scalar_tensor stores it: a float rounded to the
+    # default dtype first would lose digits against a float64 tensor (2/sqrt(pi) * t)
+    dtype = _dt.scalar_dtype(value)
+    arr = np.array(value, dtype=_wide().get(dtype.category, dtype).np)
     t = wrap(arr) if like.is_cpu else wrap(arr).to(like.device)
     t._wrapped_number = True  # promotes like a Python number, not like a 0-d tensor
     return t
