@@ -21,6 +21,7 @@ from __future__ import annotations
 from importlib import import_module
 
 from ..._core.dispatch import DispatchKey
+from ._ops import aten
 
 FAMILIES = ("pointwise", "activation", "reduction", "shape", "indexing", "creation", "linalg", "nn", "loss")
 
@@ -66,6 +67,7 @@ def core_decompositions() -> dict:
         for name, functional in INPLACE_ROWS.items():
             table[OPERATORS["aten::" + name]] = _inplace_entry(OPERATORS["aten::" + name],
                                                                OPERATORS["aten::" + functional])
+        view_copies = _view_copies()
         for name, op in OPERATORS.items():
             if op in table or not name.startswith("aten::"):
                 continue
@@ -73,6 +75,8 @@ def core_decompositions() -> dict:
                 table[op] = op.composite
             elif op.derived:
                 table[op] = _derived_entry(op, OPERATORS)
+            elif name in view_copies:
+                table[op] = _view_copy_entry(OPERATORS[view_copies[name]])
         _TABLE.update(table)
     return dict(_TABLE)
 
@@ -123,6 +127,30 @@ def get_decompositions(ops) -> dict:
             if handle in table:
                 picked[handle] = table[handle]
     return picked
+
+
+def _view_copies() -> dict:
+    """{"aten::<view>_copy.<overload>": "aten::<view>.<overload>"}: functionalisation's copies of
+    the view rows (ember/ops/table/functionalization.py)."""
+    from ...ops.table.functionalization import VIEW_COPY_OPS
+    pairs = {}
+    for row in VIEW_COPY_OPS:
+        name = row.schema.split("(", 1)[0]
+        base, _, overload = name.partition(".")
+        view = base[:-len("_copy")] + ("." + overload if overload else "")
+        pairs["aten::" + name] = "aten::" + view
+    return pairs
+
+
+def _view_copy_entry(view_op):
+    """``<view>_copy(*args)`` = a clone of each result of ``<view>(*args)``, laid out as clone lays it
+    (the copy op's own kernel does the same)."""
+    def decomposition(*args, **kwargs):
+        out = view_op(*args, **kwargs)
+        if isinstance(out, (list, tuple)):
+            return [aten.clone.default(o) for o in out]
+        return aten.clone.default(out)
+    return decomposition
 
 
 def _functional_of(op, operators):

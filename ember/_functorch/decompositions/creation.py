@@ -162,7 +162,11 @@ def fill_tensor(self, value):
 
 
 def zero_(self):
-    return aten.copy_.default(self, aten.full_like.default(self, 0))
+    return aten.copy_.default(self, zero(self))
+
+
+def zero(self):          # functionalisation's form of zero_
+    return aten.full_like.default(self, 0)
 
 
 DECOMPOSITIONS = {
@@ -170,5 +174,5 @@ DECOMPOSITIONS = {
     "new_zeros": new_zeros, "new_ones": new_ones, "new_full": new_full, "new_empty": new_empty,
     "new_empty_strided": new_empty_strided, "arange": arange_end, "arange.start": arange_start,
     "linspace": linspace, "logspace": logspace, "eye": eye, "eye.m": eye_m, "rand_like": rand_like,
-    "randn_like": randn_like, "fill_.Scalar": fill_scalar, "fill_.Tensor": fill_tensor, "zero_": zero_,
+    "randn_like": randn_like, "fill_.Scalar": fill_scalar, "fill_.Tensor": fill_tensor, "zero_": zero_, "zero": zero,
 }
