@@ -202,6 +202,7 @@ SAMPLES = {
     "fill_.Scalar": [lambda d: ((tensor((3, 4), d, 1), 2.5), {})],
     "fill_.Tensor": [lambda d: ((tensor((3, 4), d, 1, "transposed"), tensor((), d, 2)), {})],
     "zero_": [lambda d: ((tensor((3, 4), d, 1),), {})],
+    "zero": [lambda d: ((tensor((3, 4), d, 1),), {})],
     "float_power_.Tensor": [lambda d: ((tensor((3, 4), d, 1, low=0.5), tensor((3, 4), d, 2)), {})],
 }
 NO_VALUES = {"empty_like", "new_empty", "new_empty_strided"}
