@@ -15,7 +15,8 @@ import os
 import sys
 
 ARTIFACTS = ("graph", "graph_code", "bytecode", "guards", "recompiles", "graph_breaks", "output_code",
-             "recompiles_verbose", "passes", "dynamo")   # passes: ember.fx.passes.PassManager
+             "recompiles_verbose", "passes", "dynamo",   # passes: ember.fx.passes.PassManager
+             "schedule", "fusion")                       # the fuser (ember/_inductor/scheduler.py)
 
 _enabled: set = set()
 
