@@ -7,8 +7,9 @@ A backend is ``backend(gm, example_inputs) -> callable``, like seed 003's ``my_c
     list_backends()                                # ['inductor'] (debug backends hidden, as in torch)
     list_backends(exclude_tags=())                 # ['aot_eager', 'eager', 'inductor']
 
-"aot_eager" and "inductor" run the graph through ``ember.fx.Interpreter`` (printing a one-time
-notice) until the AOT-autograd and fuser issues replace them.
+"inductor" compiles graphs whose inputs need no grad with the fuser (ember._inductor.compile_fx);
+"aot_eager", and "inductor" for graphs that need autograd, run the graph through
+``ember.fx.Interpreter`` (printing a one-time notice) until AOT autograd replaces them.
 """
 from __future__ import annotations
 
@@ -90,4 +91,15 @@ def _interpreter_backend(name):
 
 
 register_backend(_interpreter_backend("aot_eager"), name="aot_eager", tags=("debug",))
-register_backend(_interpreter_backend("inductor"), name="inductor")
+_inductor_interpreter = _interpreter_backend("inductor")
+
+
+@register_backend(name="inductor")
+def inductor(gm, example_inputs, **options):
+    """The fuser (ember._inductor.compile_fx) for graphs where no input requires grad; graphs that
+    need autograd run through the Interpreter until AOT autograd hands the fuser its fw/bw graphs."""
+    from .._core.tensor import Tensor
+    if any(isinstance(t, Tensor) and t.requires_grad for t in example_inputs):
+        return _inductor_interpreter(gm, example_inputs, **options)
+    from .._inductor.compile_fx import compile_fx
+    return compile_fx(gm, example_inputs)
