@@ -54,14 +54,19 @@ class CompiledFunction:
         if variant is None:
             return self.gm(*args)
         self.current = variant
-        with self.lock:
-            return variant.forward(*args)
+        try:
+            with self.lock:
+                return variant.forward(*args)
+        except GuardMismatch:          # e.g. an input that records autograd now: eager does that
+            return self.gm(*args)
 
     def _variant(self, inputs):
         from .._core.tensor import Tensor
         if not all(isinstance(t, Tensor) for t in inputs):
             return None
-        key = tuple((t.shape, t.stride(), t.dtype) for t in inputs)
+        # the ndarray's own strides: what the wrapper's input check compares (a size-1 or empty
+        # dim's NumPy stride can differ between tensors PyTorch calls alike)
+        key = tuple((t.shape, getattr(t._data, "strides", None), t.dtype) for t in inputs)
         if key in self.variants:
             return self.variants[key]
         if len(self.variants) >= MAX_VARIANTS or any(t.requires_grad for t in inputs) or \
@@ -118,12 +123,10 @@ def _aten_graph(gm, inputs):
         ember.set_rng_state(state)
 
 
-_kernel_counter = [0]
-
-
 def compile_graph(gm, inputs):
     """Lower, schedule, generate, compile and wrap: the wrapper GraphModule for these inputs."""
-    from .codecache import load_many
+    import ctypes
+    from .codecache import load_c
     from .codegen_c import PRELUDE, generate_kernel
     from .scheduler import schedule
     aten_gm = _aten_graph(gm, inputs)
@@ -142,27 +145,27 @@ def compile_graph(gm, inputs):
     nodes = _dead_code_elimination(g.nodes, kept)
     groups = schedule(nodes, kept)
     reads = {b.name: b.reads() for gr in groups if not isinstance(gr, ir.ExternCall) for b in gr.members}
-    sources, metas = [], []
+    functions, metas = [], []
     for gr in groups:
         if isinstance(gr, ir.ExternCall):
             continue
-        _kernel_counter[0] += 1
-        name = f"ember_k{_kernel_counter[0]}_" + "_".join(_kind(b) for b in gr.members)[:40]
+        # names by position: the same graph gives the same source (a kernel-cache hit)
+        name = f"ember_k{len(metas)}_" + "_".join(_kind(b) for b in gr.members)[:40]
         src, bufs, checks = generate_kernel(gr, name, reads, config.threads)
-        sources.append(PRELUDE + src)
+        functions.append(src)
         metas.append((gr, name, bufs, checks))
-    libs = load_many(sources)
+    # one source (one compiler process) per graph: starting the compiler is most of its cost
+    source = PRELUDE + "\n".join(functions)
+    lib = load_c(source) if metas else None
     kernels = {}
-    for lib, (gr, name, bufs, checks) in zip(libs, metas):
+    for gr, name, bufs, checks in metas:
         fn = getattr(lib, name)
-        import ctypes
         fn.argtypes = [ctypes.c_void_p] * len(bufs)
         fn.restype = ctypes.c_int
         kernels[id(gr)] = (fn, bufs, checks)
     wrapper_gm, pool = build_wrapper(g, groups, kernels, kept, None)
     wrapper_gm._ember_pool = pool           # the pool's arrays live as long as the wrapper
-    trace_log("output_code", lambda: "WRAPPER\n" + wrapper_gm.code + "\n" + "\n".join(
-        f"KERNEL {m[1]}\n{s[len(PRELUDE):]}" for s, m in zip(sources, metas)))
+    trace_log("output_code", lambda: "WRAPPER\n" + wrapper_gm.code + "\nKERNELS\n" + "\n".join(functions))
     return wrapper_gm
 
 

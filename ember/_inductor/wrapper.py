@@ -134,8 +134,7 @@ def build_wrapper(graph_lowering, groups, kernels, kept_names, output_names):
     g = graph_lowering
     graph = Graph()
     placeholders = [graph.placeholder(b.name) for b in g.inputs]
-    specs = tuple((tuple(b.shape), tuple(s * b.dtype.np.itemsize for s in b.strides), b.dtype.np)
-                  for b in g.inputs)
+    specs = tuple((tuple(b.shape), g.example_inputs[b.position]._data.strides, b.dtype.np) for b in g.inputs)
     graph.call_function(InputCheck(specs), tuple(placeholders))
     tensors = {b.name: p for b, p in zip(g.inputs, placeholders)}
     module_attrs = {}
