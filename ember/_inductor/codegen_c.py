@@ -226,7 +226,8 @@ def _loop_open(loops, lines, simd=None, parallel=None):
     for n, (v, r) in enumerate(loops):
         innermost, outermost = n == len(loops) - 1, n == 0
         if outermost and parallel and innermost and simd is not None:
-            lines.append(parallel.replace("parallel for", "parallel for simd") + f" {simd} ERR")
+            clause = "" if simd and simd in parallel else f" {simd}"       # a clause is given once
+            lines.append(parallel.replace("parallel for", "parallel for simd") + f"{clause} ERR")
         elif outermost and parallel:
             lines.append(parallel + " ERR")
         elif innermost and simd is not None:

@@ -38,6 +38,10 @@ def wrap(arr) -> Tensor:
     return _wrap_array(arr)
 
 
+def keep_alive(*tensors):
+    return None
+
+
 def raise_if_error(rc, kernel_name):
     if rc:
         raise RuntimeError("ZeroDivisionError")     # eager's message for integer division by zero
@@ -199,6 +203,11 @@ def build_wrapper(graph_lowering, groups, kernels, kept_names, output_names):
                     tensors[b.name] = graph.call_function(Alloc(b), ())
                 args.append(ptr(b.name))
         rc = graph.call_function(fn, tuple(args))
+        # the generated code drops a tensor after its last use: its pointer's; keep each array a
+        # kernel reads alive until the kernel has run
+        held = tuple(tensors[b.name] for b in bufs if b.name not in addresses and tensors[b.name].op != "placeholder")
+        if held:
+            graph.call_function(keep_alive, held)
         if checks:
             graph.call_function(raise_if_error, (rc, fn.__name__))
 
