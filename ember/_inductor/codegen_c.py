@@ -38,9 +38,18 @@ _INT_HELPERS = "\n".join(
     for t, u in (("int64_t", "uint64_t"), ("int32_t", "uint32_t"), ("int16_t", "uint16_t"),
                  ("int8_t", "uint8_t"), ("uint8_t", "uint8_t")))
 
+# Selects are bit operations, not `?:`: GCC 12 does not if-convert a loop that also calls a
+# (libmvec) function, so one `?:` next to an expf would keep the whole loop scalar.
+_SELECT = "\n".join(
+    f"static inline {t} sel_{n}(int c, {t} a, {t} b) {{ union {{ {t} f; {u} u; }} x = {{a}}, y = {{b}};"
+    f" {u} m = ({u})0 - ({u})(c != 0); x.u = (x.u & m) | (y.u & ~m); return x.f; }}"
+    for t, n, u in (("float", "f", "uint32_t"), ("double", "d", "uint64_t"), ("int64_t", "int64_t", "uint64_t"),
+                    ("int32_t", "int32_t", "uint32_t"), ("int16_t", "int16_t", "uint16_t"),
+                    ("int8_t", "int8_t", "uint8_t"), ("uint8_t", "uint8_t", "uint8_t"), ("_Bool", "_Bool", "uint8_t")))
+
 _FLOAT_HELPERS = "\n".join(
-    f"static inline {t} nanmax_{s or 'd'}({t} a, {t} b) {{ return (a != a || a > b) ? a : b; }}\n"
-    f"static inline {t} nanmin_{s or 'd'}({t} a, {t} b) {{ return (a != a || a < b) ? a : b; }}\n"
+    f"static inline {t} nanmax_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}(a != a || a > b, a, b); }}\n"
+    f"static inline {t} nanmin_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}(a != a || a < b, a, b); }}\n"
     f"#pragma omp declare reduction(nanmax_{s or 'd'}: {t}: omp_out = nanmax_{s or 'd'}(omp_out, omp_in)) "
     f"initializer(omp_priv = -INFINITY)\n"
     f"#pragma omp declare reduction(nanmin_{s or 'd'}: {t}: omp_out = nanmin_{s or 'd'}(omp_out, omp_in)) "
@@ -54,7 +63,7 @@ _FLOAT_HELPERS = "\n".join(
     for t, s in (("float", "f"), ("double", "")))
 
 PRELUDE = ("#include <math.h>\n#include <stdint.h>\n/* LIBMVEC_PROTOTYPES */\n" + LIBMVEC_PROTOTYPES +
-           "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n")
+           "\n" + _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n")
 
 # -- C text of each op ---------------------------------------------------------------------------
 UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t", "int8_t": "uint8_t",
@@ -62,8 +71,8 @@ UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t",
 _FLOAT_UNARY = {
     "neg": "(-{x})", "abs": "fabs{s}({x})", "rsqrt": "({one} / sqrt{s}({x}))", "reciprocal": "({one} / {x})",
     "sigmoid": "({one} / ({one} + exp{s}(-{x})))", "silu": "({x} / ({one} + exp{s}(-{x})))",
-    "round": "nearbyint{s}({x})", "relu": "({x} < 0 ? 0 : {x})", "frac": "({x} - trunc{s}({x}))",
-    "square": "({x} * {x})", "sign": "({x} > 0 ? {one} : ({x} < 0 ? -{one} : {x}))",
+    "round": "nearbyint{s}({x})", "relu": "sel_{n}({x} < 0, 0, {x})", "frac": "({x} - trunc{s}({x}))",
+    "square": "({x} * {x})", "sign": "sel_{n}({x} > 0, {one}, sel_{n}({x} < 0, -{one}, {x}))",
     "gelu": "({half} * {x} * ({one} + erf{s}({x} * ({one} / sqrt{s}(2 * {one})))))",
     "gelu_tanh": "({half} * {x} * ({one} + tanh{s}(sqrt{s}(2 * {one} / M_PI) * ({x} + 0.044715{s} * {x} * {x} * {x}))))",
     "isnan": "({x} != {x})", "isinf": "(isinf({x}) != 0)", "isfinite": "(isfinite({x}) != 0)",
@@ -71,8 +80,8 @@ _FLOAT_UNARY = {
 for _f in _MVEC_1 + ("sqrt", "floor", "ceil", "trunc"):
     _FLOAT_UNARY[_f] = _f + "{s}({x})"
 _INT_UNARY = {
-    "neg": "(({t})(0 - ({u}){x}))", "abs": "({x} < 0 ? ({t})(0 - ({u}){x}) : {x})", "floor": "{x}",
-    "ceil": "{x}", "trunc": "{x}", "round": "{x}", "relu": "({x} < 0 ? 0 : {x})",
+    "neg": "(({t})(0 - ({u}){x}))", "abs": "sel_{t}({x} < 0, ({t})(0 - ({u}){x}), {x})", "floor": "{x}",
+    "ceil": "{x}", "trunc": "{x}", "round": "{x}", "relu": "sel_{t}({x} < 0, 0, {x})",
     "square": "(({t})(({u}){x} * ({u}){x}))", "sign": "(({x} > 0) - ({x} < 0))", "bitwise_not": "(({t})~{x})",
     "logical_not": "(!{x})", "isnan": "0", "isinf": "0", "isfinite": "1"}
 _BOOL_UNARY = dict(_INT_UNARY, neg="(!{x})", bitwise_not="(!{x})", abs="{x}")
@@ -82,15 +91,15 @@ _FLOAT_BINARY = {
     "maximum": "nanmax_{n}({a}, {b})", "minimum": "nanmin_{n}({a}, {b})", "pow": "pow{s}({a}, {b})",
     "atan2": "atan2{s}({a}, {b})", "copysign": "copysign{s}({a}, {b})", "fmod": "fmod{s}({a}, {b})",
     "floordiv": "floordiv_{n}({a}, {b})", "remainder": "remainder_{n}({a}, {b})",
-    "truncdiv": "trunc{s}({a} / {b})", "clamp_min": "({a} < {b} ? {b} : {a})",
-    "clamp_max": "({a} > {b} ? {b} : {a})"}
+    "truncdiv": "trunc{s}({a} / {b})", "clamp_min": "sel_{n}({a} < {b}, {b}, {a})",
+    "clamp_max": "sel_{n}({a} > {b}, {b}, {a})"}
 _INT_BINARY = {
     "add": "(({t})(({u}){a} + ({u}){b}))", "sub": "(({t})(({u}){a} - ({u}){b}))",
-    "mul": "(({t})(({u}){a} * ({u}){b}))", "maximum": "({a} > {b} ? {a} : {b})",
-    "minimum": "({a} < {b} ? {a} : {b})", "bitwise_and": "({a} & {b})", "bitwise_or": "({a} | {b})",
+    "mul": "(({t})(({u}){a} * ({u}){b}))", "maximum": "sel_{t}({a} > {b}, {a}, {b})",
+    "minimum": "sel_{t}({a} < {b}, {a}, {b})", "bitwise_and": "({a} & {b})", "bitwise_or": "({a} | {b})",
     "bitwise_xor": "({a} ^ {b})", "floordiv": "floordiv_{t}({a}, {b})", "remainder": "remainder_{t}({a}, {b})",
     "fmod": "fmod_{t}({a}, {b})", "truncdiv": "truncdiv_{t}({a}, {b})",
-    "clamp_min": "({a} < {b} ? {b} : {a})", "clamp_max": "({a} > {b} ? {b} : {a})"}
+    "clamp_min": "sel_{t}({a} < {b}, {b}, {a})", "clamp_max": "sel_{t}({a} > {b}, {b}, {a})"}
 _BOOL_BINARY = {"add": "({a} | {b})", "mul": "({a} & {b})", "maximum": "({a} | {b})", "minimum": "({a} & {b})",
                 "bitwise_and": "({a} & {b})", "bitwise_or": "({a} | {b})", "bitwise_xor": "({a} ^ {b})"}
 _LOGICAL = {"logical_and": "({a} && {b})", "logical_or": "({a} || {b})", "logical_xor": "((!{a}) != (!{b}))"}
@@ -148,13 +157,14 @@ class CEmitter:
         return self._emit(ctype(dst), f"(({ctype(dst)}){x})")
 
     def where(self, c, a, b, dtype):
-        return self._emit(ctype(dtype), f"({c} ? {a} : {b})")
+        t = ctype(dtype)
+        return self._emit(t, f"sel_{ {'float': 'f', 'double': 'd'}.get(t, t)}({c}, {a}, {b})")
 
     def unary(self, name, x, dtype):
         t = ctype(dtype)
         if dtype.is_floating_point:
             s = "f" if t == "float" else ""
-            text = _FLOAT_UNARY[name].format(x=x, s=s, one="1.0" + s, half="0.5" + s)
+            text = _FLOAT_UNARY[name].format(x=x, s=s, n=s or "d", one="1.0" + s, half="0.5" + s)
         else:
             table = _BOOL_UNARY if t == "_Bool" else _INT_UNARY
             text = table[name].format(x=x, t=t, u=UNSIGNED[t])
