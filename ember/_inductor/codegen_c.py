@@ -48,8 +48,8 @@ _SELECT = "\n".join(
                     ("int8_t", "int8_t", "uint8_t"), ("uint8_t", "uint8_t", "uint8_t"), ("_Bool", "_Bool", "uint8_t")))
 
 _FLOAT_HELPERS = "\n".join(
-    f"static inline {t} nanmax_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}(a != a || a > b, a, b); }}\n"
-    f"static inline {t} nanmin_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}(a != a || a < b, a, b); }}\n"
+    f"static inline {t} nanmax_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}((a != a) | (a > b), a, b); }}\n"
+    f"static inline {t} nanmin_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}((a != a) | (a < b), a, b); }}\n"
     f"#pragma omp declare reduction(nanmax_{s or 'd'}: {t}: omp_out = nanmax_{s or 'd'}(omp_out, omp_in)) "
     f"initializer(omp_priv = -INFINITY)\n"
     f"#pragma omp declare reduction(nanmin_{s or 'd'}: {t}: omp_out = nanmin_{s or 'd'}(omp_out, omp_in)) "

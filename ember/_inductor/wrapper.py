@@ -17,6 +17,7 @@ of its argument). `pointer` is the one place that turns an array into an address
 """
 from __future__ import annotations
 
+import ctypes
 import operator
 
 import numpy as np
@@ -25,13 +26,21 @@ from .._core.tensor import AUTOGRAD_BIT, CPU_BIT, INFERENCE_BIT, Tensor, wrap as
 from . import ir
 
 
+_c_char, _addressof = ctypes.c_char, ctypes.addressof
+
+
 class GuardMismatch(Exception):
     """An input's shape/strides/dtype differ from the specialisation (the caller recompiles)."""
 
 
 def pointer(t) -> int:
-    """The address of a tensor's first element: the launcher's per-call cost (~1.5 us per array)."""
-    return t._data.ctypes.data
+    """The address of a tensor's first element: the launcher's per-call cost. Through the buffer
+    protocol (~0.3 us) when the array is writable and contiguous, else `.ctypes.data` (~1.5 us)."""
+    a = t._data
+    try:
+        return _addressof(_c_char.from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data
 
 
 def wrap(arr) -> Tensor:
