@@ -133,6 +133,7 @@ class CEmitter:
     def __init__(self, kernel, lines, rename, locals_):
         self.kernel, self.lines, self.rename, self.locals = kernel, lines, rename, locals_
         self.cse = {}
+        self.row_arrays = kernel.row_arrays     # name -> index rename that drops the outer loops
 
     def _emit(self, t, expr):
         key = (t, expr)
@@ -145,6 +146,8 @@ class CEmitter:
     def load(self, buf, index):
         if buf.name in self.locals:
             return self.locals[buf.name]
+        if buf.name in self.row_arrays:
+            return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render({**self.rename, **self.row_arrays[buf.name]})}]")
         self.kernel.use(buf)
         return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render(self.rename)}]")
 
@@ -220,6 +223,7 @@ class Kernel:
     def __init__(self, name):
         self.name, self.args, self._temps, self.checks_errors = name, {}, 0, False
         self.written = set()
+        self.row_arrays = {}
 
     def temp(self):
         self._temps += 1
@@ -286,6 +290,9 @@ def generate_kernel(group, name, reads, threads=1):
             shared.rename = full_rename
             with ir.set_handler(shared):
                 value = b.body.run((ovars, []))
+            if b.name in group.row_local:          # one element per row: a register
+                locals_[b.name] = value
+                continue
             body.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
             k.use(b)
             k.written.add(b.name)
@@ -293,9 +300,15 @@ def generate_kernel(group, name, reads, threads=1):
             lines = []
             with ir.set_handler(CEmitter(k, lines, full_rename, locals_)):
                 value = b.body.run((ovars, []))
-            lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
-            k.use(b)
-            k.written.add(b.name)
+            if b.name in group.row_local:          # a row of scratch, written and read in this row
+                drop = {f"i{d}": None for d in range(nk)}
+                k.row_arrays[b.name] = drop
+                body.append(f"{ctype(b.dtype)} {b.name}[{math.prod(inner)}];")
+                lines.append(f"{b.name}[{stores[b.name].render({**full_rename, **drop})}] = {value};")
+            else:
+                lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
+                k.use(b)
+                k.written.add(b.name)
             body.append("{")
             n = _loop_open(loops, body, "", omp_par if par_here else None)
             body.extend("    " + ln for ln in lines)

@@ -466,6 +466,8 @@ def softmax(g, meta, x, dim, dtype=None):
     m = _row_max(g, x, dims, dtype)
     shifted = pointwise(_Meta(x.shape, dtype), [x, m], dtype, lambda v, mx: ops.binary("sub", v, mx, dtype))
     e = pointwise(_Meta(x.shape, dtype), [shifted], dtype, lambda v: ops.unary("exp", v, dtype))
+    if not log:
+        e = g.realize(e)        # exp once per element: the scheduler keeps it as a per-row scratch array
     s = reduce(g, e, dims, True, "sum", dtype, dtype)
     if log:
         return pointwise(meta, [shifted, s], dtype,

@@ -26,6 +26,7 @@ class FusedGroup:
     def __init__(self, outer, members):
         self.outer, self.members = tuple(outer), list(members)
         self.local = set()          # names of reductions kept in registers
+        self.row_local = set()      # pointwise buffers read only here: a per-row array in the kernel
 
     def inner_ranges(self, buf):
         body = buf.body
@@ -34,7 +35,8 @@ class FusedGroup:
         return body.ranges[len(self.outer):]
 
     def __repr__(self):
-        names = ", ".join(b.name + (" (local)" if b.name in self.local else "") for b in self.members)
+        names = ", ".join(b.name + (" (local)" if b.name in self.local | self.row_local else "")
+                          for b in self.members)
         return f"kernel over {list(self.outer)}: {names}"
 
 
@@ -145,6 +147,12 @@ def _mark_local(groups, reads, kept_names):
     for g in groups:
         if isinstance(g, FusedGroup):
             for b in g.members:
-                if isinstance(b.body, ir.ReductionBody) and b.name not in kept_names and \
-                        readers.get(b.name, set()) <= {id(g)} and b.body.ranges == g.outer:
+                if b.name in kept_names or not readers.get(b.name, set()) <= {id(g)}:
+                    continue
+                if isinstance(b.body, ir.ReductionBody) and b.body.ranges == g.outer:
                     g.local.add(b.name)
+                elif isinstance(b.body, ir.PointwiseBody) and math.prod(b.shape[len(g.outer):]) <= ROW_LOCAL_LIMIT:
+                    g.row_local.add(b.name)
+
+
+ROW_LOCAL_LIMIT = 16384      # elements of a per-row scratch array (on the kernel's stack)
