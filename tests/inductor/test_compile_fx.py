@@ -96,6 +96,16 @@ def test_intermediates_share_pool_memory_between_calls():
         np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_benchmark_compiled_module_times_the_current_variant(capsys):
+    x = ember.randn(32, 8).t()
+    compiled = compiled_for(lambda t: (t * 2).exp().sum(0), x)
+    ms = compiled.benchmark_compiled_module(times=3, repeat=2)
+    assert ms > 0 and "ms per call" in capsys.readouterr().out
+    eager = compile_fx(make_fx(lambda t: t.add_(1))(ember.randn(3)), [ember.randn(3)])
+    with pytest.raises(RuntimeError, match="runs eagerly"):
+        eager.benchmark_compiled_module()
+
+
 def test_a_new_layout_compiles_another_variant_and_old_ones_stay():
     f = lambda t: (t * 2).sum(-1)
     x = ember.randn(4, 6)
