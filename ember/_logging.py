@@ -16,8 +16,9 @@ import os
 import sys
 
 ARTIFACTS = ("graph", "graph_code", "bytecode", "guards", "recompiles", "graph_breaks", "output_code",
-             "recompiles_verbose", "passes", "aot_graphs", "aot_joint_graph", "dynamo")
-# passes: ember.fx.passes.PassManager; aot_graphs / aot_joint_graph: ember._functorch.aot_autograd
+             "recompiles_verbose", "passes", "aot_graphs", "aot_joint_graph", "schedule", "fusion", "dynamo")
+# passes: ember.fx.passes.PassManager; aot_graphs / aot_joint_graph: ember._functorch.aot_autograd;
+# schedule / fusion: the fuser (ember/_inductor/scheduler.py)
 
 _enabled: set = set()
 

@@ -27,8 +27,6 @@ assume_static_by_default = True
 capture_scalar_outputs = False
 # ints read from the frame are specialised (CONSTANT_MATCH), as torch 2.13 does for ints by default
 specialize_int = True
-# print a one-line notice when a backend name falls back to the interpreter
-verbose_backend_fallback = True
 
 _DEFAULTS = {name: value for name, value in dict(globals()).items()
              if not name.startswith("_") and isinstance(value, (bool, int, float, str))}

@@ -9,16 +9,14 @@ A backend is ``backend(gm, example_inputs) -> callable``, like seed 003's ``my_c
 
 "aot_eager" is AOT autograd with compilers that return the graphs as they are
 (``aot_autograd(fw_compiler=nop, bw_compiler=nop)``, see common.py and ember/_functorch/aot_autograd.py).
-"inductor" runs the graph through ``ember.fx.Interpreter`` (printing a one-time notice) until the
-fuser issue replaces it.
+"inductor" is AOT autograd with the fuser as both compilers
+(``aot_autograd(fw_compiler=compile_fx, bw_compiler=compile_fx)``, ember/_inductor/compile_fx.py).
 """
 from __future__ import annotations
 
-import warnings
 
 _BACKENDS: dict = {}      # name -> callable
 _TAGS: dict = {}          # name -> tags
-_NOTICED: set = set()
 
 
 class InvalidBackend(RuntimeError):
@@ -74,23 +72,6 @@ def eager(gm, example_inputs):
     return gm.forward
 
 
-def _interpreter_backend(name):
-    def backend(gm, example_inputs, **options):
-        from .. import config
-        if name not in _NOTICED and config.verbose_backend_fallback:
-            _NOTICED.add(name)
-            warnings.warn(f"ember.compile: backend {name!r} is not built yet; graphs run through "
-                          f"ember.fx.Interpreter (shown once)", UserWarning, stacklevel=2)
-        from ...fx import Interpreter
-        interpreter = Interpreter(gm)
-
-        def run(*args):
-            return interpreter.run(*args)
-        return run
-    backend.__name__ = name
-    return backend
-
-
 @register_backend(name="aot_eager", tags=("debug",))
 def aot_eager(gm, example_inputs, **options):
     """AOT autograd (joint graph, default partition) with compilers that run the graphs as they are."""
@@ -98,4 +79,9 @@ def aot_eager(gm, example_inputs, **options):
     return aot_autograd(fw_compiler=nop, bw_compiler=nop)(gm, example_inputs, **options)
 
 
-register_backend(_interpreter_backend("inductor"), name="inductor")
+@register_backend(name="inductor")
+def inductor(gm, example_inputs, **options):
+    """AOT autograd with the fuser (ember._inductor.compile_fx) compiling the forward and the backward."""
+    from .common import aot_autograd
+    from ..._inductor.compile_fx import compile_fx
+    return aot_autograd(fw_compiler=compile_fx, bw_compiler=compile_fx)(gm, example_inputs, **options)

@@ -1,0 +1,177 @@
+"""Fused CPU kernels: ember.compile vs NumPy, torch eager and torch.compile, with a plain C copy of
+the same bytes as the memory roofline. float32, interleaved rounds, medians.
+
+    .venv/bin/python bench/fused_cpu.py [--sizes 1e4,1e6,1e7] [--threads 1,2] [--rounds 7] [--png out.png]
+
+Workloads: gelu_tanh(x*2+1); layer_norm over rows of 1024; softmax over rows of 1024; sum(x*x);
+a 6-op pointwise chain of two inputs. "copy" is a C loop (OpenMP with the same thread count)
+copying as many bytes as the workload reads plus writes: `copy/ember` near 1 means the kernel runs
+at memory speed. torch.compile is compiled once per size and thread count (its first compile is slow).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from _harness import header  # noqa: E402
+
+ROW = 1024
+COPY_C = """
+#include <stdint.h>
+#include <string.h>
+void ember_bench_copy(const float* src, float* dst, int64_t n, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1)
+    for (int64_t b = 0; b < n; b += 65536) {
+        int64_t e = b + 65536 < n ? b + 65536 : n;
+        #pragma omp simd
+        for (int64_t i = b; i < e; i++) dst[i] = src[i];
+    }
+}
+"""
+
+
+def workloads(lib):
+    """name -> (fn(lib, x, y), numpy fn(x, y), floats moved per element of x)."""
+    def gelu(L, x, y):
+        return L.nn.functional.gelu(x * 2 + 1, approximate="tanh")
+
+    def layer_norm(L, x, y):
+        return L.nn.functional.layer_norm(x, (ROW,))
+
+    def softmax(L, x, y):
+        return L.softmax(x, -1)
+
+    def sum_sq(L, x, y):
+        return (x * x).sum()
+
+    def chain(L, x, y):
+        return ((x * 1.5 + y).relu() - x * y).sigmoid()
+
+    def np_gelu(x, y):
+        t = x * 2 + 1
+        return 0.5 * t * (1 + np.tanh(np.float32(0.7978845608) * (t + np.float32(0.044715) * t * t * t)))
+
+    def np_layer_norm(x, y):
+        m = x.mean(-1, keepdims=True)
+        return (x - m) / np.sqrt(x.var(-1, keepdims=True) + np.float32(1e-5))
+
+    def np_softmax(x, y):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def np_chain(x, y):
+        return 1 / (1 + np.exp(-(np.maximum(x * np.float32(1.5) + y, 0) - x * y)))
+    return {"gelu_tanh(x*2+1)": (gelu, np_gelu, 2), "layer_norm(1024)": (layer_norm, np_layer_norm, 2),
+            "softmax(1024)": (softmax, np_softmax, 2), "sum(x*x)": (sum_sq, lambda x, y: (x * x).sum(), 1),
+            "6-op chain": (chain, np_chain, 3)}
+
+
+def timed(fn, min_seconds=0.02):
+    """Seconds per call: as many calls as fill ~min_seconds."""
+    n, t0 = 1, time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    n = max(1, int(min_seconds / max(first, 1e-7)))
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
+def run(sizes, threads, rounds):
+    import torch
+    from ember._inductor import config
+    from ember._inductor.codecache import load_c
+    import ctypes
+    copy = load_c(COPY_C).ember_bench_copy
+    copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int]
+    results = {}
+    for nthreads in threads:
+        torch.set_num_threads(nthreads)
+        config.threads = nthreads
+        for size in sizes:
+            rng = np.random.default_rng(0)
+            xn = rng.standard_normal(size, dtype=np.float32).reshape(-1, ROW) if size >= ROW else \
+                rng.standard_normal(size, dtype=np.float32).reshape(1, -1)
+            yn = rng.standard_normal(xn.shape, dtype=np.float32)
+            xe, ye = ember.from_numpy(xn), ember.from_numpy(yn)
+            xt, yt = torch.from_numpy(xn), torch.from_numpy(yn)
+            for name, (fn, np_fn, floats) in workloads(None).items():
+                if name in ("layer_norm(1024)", "softmax(1024)") and xn.shape[1] != ROW:
+                    continue
+                ember.compiler.reset()      # one lambda code object serves every workload: start clean
+                torch._dynamo.reset()
+                ember_fn = ember.compile(lambda x, y, fn=fn: fn(ember, x, y))
+                torch_fn = torch.compile(lambda x, y, fn=fn: fn(torch, x, y), dynamic=False)
+                n_copy = size * floats // 2
+                src, dst = np.empty(n_copy, np.float32), np.empty(n_copy, np.float32)
+                src[:] = 1
+                peers = {"ember.compile": lambda: ember_fn(xe, ye), "numpy": lambda: np_fn(xn, yn),
+                         "torch": lambda: fn(torch, xt, yt), "torch.compile": lambda: torch_fn(xt, yt),
+                         "C copy": lambda: copy(src.ctypes.data, dst.ctypes.data, n_copy, nthreads)}
+                t0 = time.perf_counter()
+                np.testing.assert_allclose(peers["ember.compile"]().numpy(), peers["torch"]().numpy(),
+                                           rtol=1e-3, atol=1e-3 * max(1.0, size ** 0.5 if "sum" in name else 1.0))
+                peers["torch.compile"]()
+                compile_s = time.perf_counter() - t0
+                samples = {k: [] for k in peers}
+                for _ in range(rounds):
+                    for k, f in peers.items():
+                        samples[k].append(timed(f))
+                med = {k: statistics.median(v) * 1e6 for k, v in samples.items()}
+                results[(nthreads, size, name)] = med
+                print(f"{nthreads}t {size:>9.0e} {name:<17}" + "".join(f"{k} {v:>10.1f}us  " for k, v in med.items())
+                      + f"tc/ember {med['torch.compile'] / med['ember.compile']:.2f}x  "
+                      f"copy/ember {med['C copy'] / med['ember.compile']:.2f}  (compiles {compile_s:.1f}s)", flush=True)
+    return results
+
+
+def write_png(results, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"# matplotlib is not installed (pip install ember[bench]); no chart written to {path}")
+        return
+    keys = sorted(results)
+    peers = ["ember.compile", "torch.compile", "torch", "numpy", "C copy"]
+    fig, ax = plt.subplots(figsize=(max(8, len(keys) * 0.6), 5))
+    width = 0.8 / len(peers)
+    for i, p in enumerate(peers):
+        ax.bar([k + i * width for k in range(len(keys))],
+               [results[key]["ember.compile"] / results[key][p] for key in keys], width, label=p)
+    ax.set_xticks([k + 0.4 for k in range(len(keys))])
+    ax.set_xticklabels([f"{n} {s:.0e} {t}t" for t, s, n in keys], rotation=70, ha="right", fontsize=7)
+    ax.set_ylabel("speed relative to ember.compile (higher is faster)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"# chart: {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1e4,1e6,1e7")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--png", default=None)
+    args = ap.parse_args()
+    header("fused CPU kernels: ember.compile vs NumPy, torch eager, torch.compile; C copy = memory roofline")
+    sizes = [int(float(s)) // ROW * ROW if float(s) >= ROW else int(float(s)) for s in args.sizes.split(",")]
+    results = run(sizes, [int(t) for t in args.threads.split(",")], args.rounds)
+    if args.png:
+        write_png(results, args.png)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,405 @@
+"""C code generation: a FusedGroup -> one C function (Inductor's codegen/cpp.py, in plain C).
+
+    source, args, checks_errors = generate_kernel(group, "ember_k0", threads=1)
+
+Loops: the group's outer loop nest, then each member's inner loops; adjacent loops merge into one
+when every index in the kernel allows it (`merge_loops`), so a contiguous chain is one flat loop.
+The outermost loop is `#pragma omp parallel for` when config.threads > 1 and the work is large
+enough; innermost loops are `#pragma omp simd` (reductions with a reduction clause: the SIMD lanes
+are the several accumulators), and libmvec gives vector expf/tanhf/logf...
+float32 sums add 4096-element blocks in float and the blocks in double. max/min propagate NaN.
+Integer arithmetic wraps (done in unsigned); integer division by zero sets the kernel's return
+code, which the wrapper turns into eager's RuntimeError("ZeroDivisionError").
+"""
+from __future__ import annotations
+
+import math
+
+from .._core import dtype as _dt
+from . import ir
+
+# -- the prelude (LIBMVEC_PROTOTYPES is the part codecache's shared prelude will replace) --------
+_MVEC_1 = ("exp", "log", "sin", "cos", "tan", "tanh", "erf", "erfc", "log1p", "expm1", "log2", "log10",
+           "exp2", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+_MVEC_2 = ("pow", "atan2")
+LIBMVEC_PROTOTYPES = "\n".join(
+    [f"#pragma omp declare simd notinbranch\nextern {t} {f}{s}({t});" for f in _MVEC_1
+     for t, s in (("float", "f"), ("double", ""))] +
+    [f"#pragma omp declare simd notinbranch\nextern {t} {f}{s}({t}, {t});" for f in _MVEC_2
+     for t, s in (("float", "f"), ("double", ""))])
+
+_INT_HELPERS = "\n".join(
+    f"static inline {t} floordiv_{t}({t} a, {t} b) {{ if (b == 0) return 0; if (b == ({t})-1) return ({t})(0 - ({u})a);"
+    f" {t} q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; return q; }}\n"
+    f"static inline {t} remainder_{t}({t} a, {t} b) {{ if (b == 0 || b == ({t})-1) return 0;"
+    f" {t} r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }}\n"
+    f"static inline {t} fmod_{t}({t} a, {t} b) {{ return (b == 0 || b == ({t})-1) ? 0 : a % b; }}\n"
+    f"static inline {t} truncdiv_{t}({t} a, {t} b) {{ return b == 0 ? 0 : (b == ({t})-1 ? ({t})(0 - ({u})a) : a / b); }}"
+    for t, u in (("int64_t", "uint64_t"), ("int32_t", "uint32_t"), ("int16_t", "uint16_t"),
+                 ("int8_t", "uint8_t"), ("uint8_t", "uint8_t")))
+
+# Selects are bit operations, not `?:`: GCC 12 does not if-convert a loop that also calls a
+# (libmvec) function, so one `?:` next to an expf would keep the whole loop scalar.
+_SELECT = "\n".join(
+    f"static inline {t} sel_{n}(int c, {t} a, {t} b) {{ union {{ {t} f; {u} u; }} x = {{a}}, y = {{b}};"
+    f" {u} m = ({u})0 - ({u})(c != 0); x.u = (x.u & m) | (y.u & ~m); return x.f; }}"
+    for t, n, u in (("float", "f", "uint32_t"), ("double", "d", "uint64_t"), ("int64_t", "int64_t", "uint64_t"),
+                    ("int32_t", "int32_t", "uint32_t"), ("int16_t", "int16_t", "uint16_t"),
+                    ("int8_t", "int8_t", "uint8_t"), ("uint8_t", "uint8_t", "uint8_t"), ("_Bool", "_Bool", "uint8_t")))
+
+_FLOAT_HELPERS = "\n".join(
+    f"static inline {t} nanmax_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}((a != a) | (a > b), a, b); }}\n"
+    f"static inline {t} nanmin_{s or 'd'}({t} a, {t} b) {{ return sel_{s or 'd'}((a != a) | (a < b), a, b); }}\n"
+    f"#pragma omp declare reduction(nanmax_{s or 'd'}: {t}: omp_out = nanmax_{s or 'd'}(omp_out, omp_in)) "
+    f"initializer(omp_priv = -INFINITY)\n"
+    f"#pragma omp declare reduction(nanmin_{s or 'd'}: {t}: omp_out = nanmin_{s or 'd'}(omp_out, omp_in)) "
+    f"initializer(omp_priv = INFINITY)\n"
+    # Python's (and NumPy's) float floor division and remainder, as eager computes them
+    f"static inline {t} floordiv_{s or 'd'}({t} a, {t} b) {{ if (b == 0) return a / b; {t} mod = fmod{s}(a, b);"
+    f" {t} div = (a - mod) / b; if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1; if (div == 0)"
+    f" return copysign{s}(0, a / b); {t} fl = floor{s}(div); if (div - fl > 0.5) fl += 1; return fl; }}\n"
+    f"static inline {t} remainder_{s or 'd'}({t} a, {t} b) {{ {t} mod = fmod{s}(a, b); if (b == 0) return mod;"
+    f" if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }} else mod = copysign{s}(0, b); return mod; }}"
+    for t, s in (("float", "f"), ("double", "")))
+
+PRELUDE = ("#include <math.h>\n#include <stdint.h>\n/* LIBMVEC_PROTOTYPES */\n" + LIBMVEC_PROTOTYPES +
+           "\n" + _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n")
+
+# -- C text of each op ---------------------------------------------------------------------------
+UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t", "int8_t": "uint8_t",
+            "uint8_t": "uint8_t", "_Bool": "_Bool"}
+_FLOAT_UNARY = {
+    "neg": "(-{x})", "abs": "fabs{s}({x})", "rsqrt": "({one} / sqrt{s}({x}))", "reciprocal": "({one} / {x})",
+    "sigmoid": "({one} / ({one} + exp{s}(-{x})))", "silu": "({x} / ({one} + exp{s}(-{x})))",
+    "round": "nearbyint{s}({x})", "relu": "sel_{n}({x} < 0, 0, {x})", "frac": "({x} - trunc{s}({x}))",
+    "square": "({x} * {x})", "sign": "sel_{n}({x} > 0, {one}, sel_{n}({x} < 0, -{one}, {x}))",
+    "gelu": "({half} * {x} * ({one} + erf{s}({x} * ({one} / sqrt{s}(2 * {one})))))",
+    "gelu_tanh": "({half} * {x} * ({one} + tanh{s}(sqrt{s}(2 * {one} / M_PI) * ({x} + 0.044715{s} * {x} * {x} * {x}))))",
+    "isnan": "({x} != {x})", "isinf": "(isinf({x}) != 0)", "isfinite": "(isfinite({x}) != 0)",
+    "logical_not": "(!{x})"}
+for _f in _MVEC_1 + ("sqrt", "floor", "ceil", "trunc"):
+    _FLOAT_UNARY[_f] = _f + "{s}({x})"
+_INT_UNARY = {
+    "neg": "(({t})(0 - ({u}){x}))", "abs": "sel_{t}({x} < 0, ({t})(0 - ({u}){x}), {x})", "floor": "{x}",
+    "ceil": "{x}", "trunc": "{x}", "round": "{x}", "relu": "sel_{t}({x} < 0, 0, {x})",
+    "square": "(({t})(({u}){x} * ({u}){x}))", "sign": "(({x} > 0) - ({x} < 0))", "bitwise_not": "(({t})~{x})",
+    "logical_not": "(!{x})", "isnan": "0", "isinf": "0", "isfinite": "1"}
+_BOOL_UNARY = dict(_INT_UNARY, neg="(!{x})", bitwise_not="(!{x})", abs="{x}")
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_FLOAT_BINARY = {
+    "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "truediv": "({a} / {b})",
+    "maximum": "nanmax_{n}({a}, {b})", "minimum": "nanmin_{n}({a}, {b})", "pow": "pow{s}({a}, {b})",
+    "atan2": "atan2{s}({a}, {b})", "copysign": "copysign{s}({a}, {b})", "fmod": "fmod{s}({a}, {b})",
+    "floordiv": "floordiv_{n}({a}, {b})", "remainder": "remainder_{n}({a}, {b})",
+    "truncdiv": "trunc{s}({a} / {b})", "clamp_min": "sel_{n}({a} < {b}, {b}, {a})",
+    "clamp_max": "sel_{n}({a} > {b}, {b}, {a})"}
+_INT_BINARY = {
+    "add": "(({t})(({u}){a} + ({u}){b}))", "sub": "(({t})(({u}){a} - ({u}){b}))",
+    "mul": "(({t})(({u}){a} * ({u}){b}))", "maximum": "sel_{t}({a} > {b}, {a}, {b})",
+    "minimum": "sel_{t}({a} < {b}, {a}, {b})", "bitwise_and": "({a} & {b})", "bitwise_or": "({a} | {b})",
+    "bitwise_xor": "({a} ^ {b})", "floordiv": "floordiv_{t}({a}, {b})", "remainder": "remainder_{t}({a}, {b})",
+    "fmod": "fmod_{t}({a}, {b})", "truncdiv": "truncdiv_{t}({a}, {b})",
+    "clamp_min": "sel_{t}({a} < {b}, {b}, {a})", "clamp_max": "sel_{t}({a} > {b}, {b}, {a})"}
+_BOOL_BINARY = {"add": "({a} | {b})", "mul": "({a} & {b})", "maximum": "({a} | {b})", "minimum": "({a} & {b})",
+                "bitwise_and": "({a} & {b})", "bitwise_or": "({a} | {b})", "bitwise_xor": "({a} ^ {b})"}
+_LOGICAL = {"logical_and": "({a} && {b})", "logical_or": "({a} || {b})", "logical_xor": "((!{a}) != (!{b}))"}
+_DIVISIONS = ("floordiv", "remainder", "fmod", "truncdiv")
+
+
+def ctype(dtype) -> str:
+    return ir.C_TYPES[dtype]
+
+
+def literal(value, dtype) -> str:
+    t = ctype(dtype)
+    if dtype.is_floating_point:
+        value = float(value)
+        if math.isnan(value):
+            return "NAN"
+        if math.isinf(value):
+            return "INFINITY" if value > 0 else "-INFINITY"
+        return f"{value!r}f" if t == "float" else repr(value)
+    if t == "_Bool":
+        return "1" if value else "0"
+    value = int(value)
+    if t == "int64_t":
+        return "INT64_MIN" if value == -2 ** 63 else f"INT64_C({value})"
+    return f"(({t}){value})"
+
+
+class CEmitter:
+    """The ops handler that writes C: each op is one `type tN = expr;` line (common ones shared)."""
+
+    def __init__(self, kernel, lines, rename, locals_):
+        self.kernel, self.lines, self.rename, self.locals = kernel, lines, rename, locals_
+        self.cse = {}
+        self.row_arrays = kernel.row_arrays     # name -> index rename that drops the outer loops
+
+    def _emit(self, t, expr):
+        key = (t, expr)
+        if key not in self.cse:
+            name = self.kernel.temp()
+            self.lines.append(f"{t} {name} = {expr};")
+            self.cse[key] = name
+        return self.cse[key]
+
+    def load(self, buf, index):
+        if buf.name in self.locals:
+            return self.locals[buf.name]
+        if buf.name in self.row_arrays:
+            return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render({**self.rename, **self.row_arrays[buf.name]})}]")
+        self.kernel.use(buf)
+        return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render(self.rename)}]")
+
+    def constant(self, value, dtype):
+        return literal(value, dtype)
+
+    def to_dtype(self, x, src, dst):
+        if dst == _dt.bool_:
+            return self._emit("_Bool", f"({x} != 0)")
+        return self._emit(ctype(dst), f"(({ctype(dst)}){x})")
+
+    def where(self, c, a, b, dtype):
+        t = ctype(dtype)
+        return self._emit(t, f"sel_{ {'float': 'f', 'double': 'd'}.get(t, t)}({c}, {a}, {b})")
+
+    def unary(self, name, x, dtype):
+        t = ctype(dtype)
+        if dtype.is_floating_point:
+            s = "f" if t == "float" else ""
+            text = _FLOAT_UNARY[name].format(x=x, s=s, n=s or "d", one="1.0" + s, half="0.5" + s)
+        else:
+            table = _BOOL_UNARY if t == "_Bool" else _INT_UNARY
+            text = table[name].format(x=x, t=t, u=UNSIGNED[t])
+        out = "_Bool" if name in ("isnan", "isinf", "isfinite", "logical_not") else t
+        return self._emit(out, text)
+
+    def binary(self, name, a, b, dtype):
+        t = ctype(dtype)
+        if name in _COMPARE:
+            return self._emit("_Bool", f"({a} {_COMPARE[name]} {b})")
+        if name in _LOGICAL:
+            return self._emit("_Bool", _LOGICAL[name].format(a=a, b=b))
+        if dtype.is_floating_point:
+            s = "f" if t == "float" else ""
+            return self._emit(t, _FLOAT_BINARY[name].format(a=a, b=b, s=s, n=s or "d"))
+        if name in _DIVISIONS:
+            self.kernel.checks_errors = True
+            self.lines.append(f"err |= ({b} == 0);")
+        table = _BOOL_BINARY if t == "_Bool" else _INT_BINARY
+        return self._emit(t, table[name].format(a=a, b=b, t=t, u=UNSIGNED[t]))
+
+# -- kernels -------------------------------------------------------------------------------------
+
+
+def merge_loops(variables, ranges, exprs):
+    """([(var, range)] after merging adjacent loops, rename): two loops merge when every index
+    expression uses them as one (coeff(outer) == coeff(inner) * range(inner)); size-1 loops vanish."""
+    rename, loops = {}, []
+    head, hrange = None, 1
+    for v, r in zip(reversed(variables), reversed(ranges)):
+        if r == 1:
+            rename[v] = None
+        elif head is None:
+            head, hrange = v, r
+        elif all(e.coeff(v) == e.coeff(head) * hrange for e in exprs):
+            rename[v], hrange = None, hrange * r
+        else:
+            loops.append((head, hrange))
+            head, hrange = v, r
+    if head is not None:
+        loops.append((head, hrange))
+    return loops[::-1], rename
+
+
+_REDUCE_INIT = {"sum": "0", "prod": "1", "any": "0", "all": "1"}
+_INT_LIMITS = {"int64_t": ("INT64_MIN", "INT64_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX"),
+               "int16_t": ("INT16_MIN", "INT16_MAX"), "int8_t": ("INT8_MIN", "INT8_MAX"),
+               "uint8_t": ("0", "UINT8_MAX"), "_Bool": ("0", "1")}
+SUM_BLOCK = 4096
+
+
+class Kernel:
+    def __init__(self, name):
+        self.name, self.args, self._temps, self.checks_errors = name, {}, 0, False
+        self.written = set()
+        self.row_arrays = {}
+
+    def temp(self):
+        self._temps += 1
+        return f"t{self._temps - 1}"
+
+    def use(self, buf):
+        self.args.setdefault(buf.name, buf)
+
+
+def _loop_open(loops, lines, simd=None, parallel=None):
+    """Open `loops`; `simd`: the innermost loop's clause ("" for none) or None for no simd pragma;
+    `parallel`: the outermost loop's `parallel for` pragma or None. Each pragma ends with ERR,
+    replaced by the error-flag reduction clause when the kernel has one. Returns the braces to close."""
+    for n, (v, r) in enumerate(loops):
+        innermost, outermost = n == len(loops) - 1, n == 0
+        if outermost and parallel and innermost and simd is not None:
+            clause = "" if simd and simd in parallel else f" {simd}"       # a clause is given once
+            lines.append(parallel.replace("parallel for", "parallel for simd") + f"{clause} ERR")
+        elif outermost and parallel:
+            lines.append(parallel + " ERR")
+        elif innermost and simd is not None:
+            lines.append(f"#pragma omp simd {simd} ERR")
+        lines.append(f"for (int64_t {v} = 0; {v} < {r}; {v}++) {{")
+    return len(loops)
+
+
+def generate_kernel(group, name, reads, threads=1):
+    """C source of one kernel computing `group`; returns (function source, [buffers], checks_errors)."""
+    k = Kernel(name)
+    outer = group.outer
+    nk = len(outer)
+    exprs, member_exprs, stores = [], {}, {}
+    for b in group.members:
+        ovars, rvars = b.canonical_vars()
+        own = [e for p, e in reads[b.name]]
+        if isinstance(b.body, ir.ReductionBody):
+            stores[b.name] = ir.strided_index([ir.Expr.var(v) for v in ovars], b.strides)
+            if b.body.reduction_type.startswith("arg"):
+                own.append(ir.strided_index([ir.Expr.var(v) for v in rvars],
+                                            ir.contiguous_strides(b.body.reduction_ranges)))
+        else:
+            stores[b.name] = ir.strided_index([ir.Expr.var(v) for v in ovars], b.strides)
+        own.append(stores[b.name])
+        member_exprs[b.name] = own
+        exprs += own
+    outer_loops, rename = merge_loops([f"i{d}" for d in range(nk)], outer, exprs)
+    work = max(b.numel * max(1, math.prod(getattr(b.body, "reduction_ranges", ()))) for b in group.members)
+    parallel = threads > 1 and work >= 32768
+    err_clause = " reduction(|:err)"
+    omp_par = f"#pragma omp parallel for num_threads({threads}) schedule(static)" if parallel else None
+    body, locals_ = [], {}
+    flat = all(not group.inner_ranges(b) or math.prod(group.inner_ranges(b)) == 1 for b in group.members)
+    shared = CEmitter(k, body, rename, locals_)
+    for b in group.members:
+        inner = list(group.inner_ranges(b))
+        ovars, rvars = b.canonical_vars()
+        inner_vars = (rvars if isinstance(b.body, ir.ReductionBody) else ovars[nk:])
+        loops, irename = merge_loops(inner_vars, inner, member_exprs[b.name])
+        full_rename = dict(rename, **irename)
+        par_here = parallel and not outer_loops
+        if isinstance(b.body, ir.ReductionBody):
+            _emit_reduction(k, b, group, loops, full_rename, locals_, body, stores[b.name], threads, par_here)
+        elif not loops:
+            shared.rename = full_rename
+            with ir.set_handler(shared):
+                value = b.body.run((ovars, []))
+            if b.name in group.row_local:          # one element per row: a register
+                locals_[b.name] = value
+                continue
+            body.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
+            k.use(b)
+            k.written.add(b.name)
+        else:
+            lines = []
+            with ir.set_handler(CEmitter(k, lines, full_rename, locals_)):
+                value = b.body.run((ovars, []))
+            if b.name in group.row_local:          # a row of scratch, written and read in this row
+                drop = {f"i{d}": None for d in range(nk)}
+                k.row_arrays[b.name] = drop
+                body.append(f"{ctype(b.dtype)} {b.name}[{math.prod(inner)}];")
+                lines.append(f"{b.name}[{stores[b.name].render({**full_rename, **drop})}] = {value};")
+            else:
+                lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
+                k.use(b)
+                k.written.add(b.name)
+            body.append("{")
+            n = _loop_open(loops, body, "", omp_par if par_here else None)
+            body.extend("    " + ln for ln in lines)
+            body.append("}" * n)
+            body.append("}")
+    out = []
+    n = _loop_open(outer_loops, out, "" if flat else None, omp_par)
+    out.extend("    " + ln for ln in body)
+    out.append("}" * n)
+    text = "\n".join(out)
+    text = text.replace("ERR", err_clause if k.checks_errors else "")
+    args = list(k.args.values())
+    params = ", ".join(("" if a.name in k.written else "const ") + f"{ctype(a.dtype)}* {a.name}" for a in args)
+    src = f"int {name}({params}) {{\n    int err = 0;\n" + "\n".join(
+        "    " + ln for ln in text.split("\n")) + "\n    return err;\n}\n"
+    return src, args, k.checks_errors
+
+
+def _emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, parallel):
+    rt, src = b.body.reduction_type, b.body.src_dtype
+    t, ot = ctype(src), ctype(b.dtype)
+    acc = k.temp()
+    ovars, rvars = b.canonical_vars()
+    lines = []
+    with ir.set_handler(CEmitter(k, lines, rename, locals_)):
+        value = b.body.run((ovars, rvars))
+    floating = src.is_floating_point
+    s = ("f" if t == "float" else "d")
+    clause, combine, init = None, None, None
+    if rt in ("sum", "prod"):
+        op = "+" if rt == "sum" else "*"
+        init, clause, combine = _REDUCE_INIT[rt], f"reduction({op}:{acc})", f"{acc} {op}= {value};"
+    elif rt in ("any", "all"):
+        op = "|" if rt == "any" else "&"
+        t = "int"
+        init, clause, combine = _REDUCE_INIT[rt], f"reduction({op}:{acc})", f"{acc} {op}= ({value} != 0);"
+    elif rt in ("max", "min"):
+        if floating:
+            init = "-INFINITY" if rt == "max" else "INFINITY"
+            clause, combine = f"reduction(nan{rt}_{s}:{acc})", f"{acc} = nan{rt}_{s}({acc}, {value});"
+        else:
+            init = _INT_LIMITS[t][0 if rt == "max" else 1]
+            cmp = ">" if rt == "max" else "<"
+            clause, combine = f"reduction({rt}:{acc})", f"{acc} = {acc} {cmp} {value} ? {acc} : {value};"
+    else:                                   # argmax / argmin: first index of the extreme, NaN wins
+        better = ">" if rt == "argmax" else "<"
+        if floating:
+            init = "-INFINITY" if rt == "argmax" else "INFINITY"
+            cond = f"!({acc} != {acc}) && ({value} {better} {acc} || {value} != {value})"
+        else:
+            init = _INT_LIMITS[t][0 if rt == "argmax" else 1]
+            cond = f"{value} {better} {acc}"
+        idx = ir.strided_index([ir.Expr.var(v) for v in rvars], ir.contiguous_strides(b.body.reduction_ranges))
+        lines.append(f"if ({cond}) {{ {acc} = {value}; {acc}_i = {idx.render(rename)}; }}")
+        body.append(f"{t} {acc} = {init}; int64_t {acc}_i = 0;")
+        n = _loop_open(loops, body)
+        body.extend("    " + ln for ln in lines)
+        body.append("}" * n)
+        _finish(k, b, group, f"{acc}_i", ot, locals_, body, store, rename)
+        return
+    lines.append(combine)
+    block = rt == "sum" and t == "float" and loops and loops[-1][1] > SUM_BLOCK
+    par = (f"#pragma omp parallel for num_threads({threads}) schedule(static) "
+           + (f"reduction(+:{acc}_d)" if block else clause)) if parallel else None
+    if block:                                 # float blocks of SUM_BLOCK, added up in double
+        v, r = loops[-1]
+        body.append(f"double {acc}_d = 0;")
+        n = _loop_open(loops[:-1], body, None, par if len(loops) > 1 else None)
+        if len(loops) == 1 and par:
+            body.append(par + " ERR")
+        body.append(f"for (int64_t {v}_b = 0; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{")
+        body.append(f"{t} {acc} = 0; const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};")
+        body.append(f"#pragma omp simd {clause} ERR")
+        body.append(f"for (int64_t {v} = {v}_b; {v} < {v}_e; {v}++) {{")
+        body.extend("    " + ln for ln in lines)
+        body.append(f"}} {acc}_d += {acc}; }}" + "}" * n)
+        _finish(k, b, group, f"{acc}_d", ot, locals_, body, store, rename)
+        return
+    body.append(f"{t} {acc} = {init};")
+    n = _loop_open(loops, body, clause, par if loops else None)
+    body.extend("    " + ln for ln in lines)
+    body.append("}" * n)
+    _finish(k, b, group, acc, ot, locals_, body, store, rename)
+
+
+def _finish(k, b, group, acc, ot, locals_, body, store, rename):
+    res = k.temp()
+    body.append(f"const {ot} {res} = ({ot}){acc};")
+    if b.name in group.local:
+        locals_[b.name] = res
+    else:
+        k.use(b)
+        k.written.add(b.name)
+        body.append(f"{b.name}[{store.render(rename)}] = {res};")

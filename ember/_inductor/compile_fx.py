@@ -1,0 +1,212 @@
+"""compile_fx: a GraphModule + example inputs -> a callable running generated C kernels.
+
+    fn = compile_fx(gm, example_inputs)     # gm: an aten graph (make_fx) or what dynamo captured
+    fn(*inputs)                             # specialised to the inputs' shapes/strides/dtypes;
+                                            # other layouts compile another variant
+
+The pipeline (seed 001): make_fx (if gm is not an aten graph of these inputs) -> GraphLowering
+(lowering.py: aten -> loop IR) -> scheduler (fusion) -> codegen_c (one C function per fused
+group) -> codecache.load_many -> wrapper (an fx GraphModule calling kernels). The fallback is
+eager: a graph that cannot be compiled exactly (NotLowerable: an in-place op, a non-tensor
+input), no C compiler, or a compile error runs `gm` itself, with one warning for compiler
+problems; `config.strict` turns these into errors. EMBER_LOGS=output_code prints the wrapper and
+the kernels.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+
+from .._logging import trace_log
+from . import config
+from .graph import GraphLowering, NotLowerable, _leaves
+from .wrapper import GuardMismatch, build_wrapper
+from . import ir
+
+MAX_VARIANTS = 8
+_warned: set = set()
+
+
+def compile_fx(gm, example_inputs):
+    """The compiled callable for `gm` (see the module docstring)."""
+    return CompiledFunction(gm, list(example_inputs))
+
+
+class CompiledFunction:
+    def __init__(self, gm, example_inputs):
+        self.gm = gm
+        self.variants = {}
+        self.lock = threading.Lock()
+        self.current = self._variant(example_inputs)
+
+    def __call__(self, *args):
+        current = self.current
+        if current is not None:
+            try:
+                with self.lock:          # the intermediate pool is one per variant
+                    return current.forward(*args)
+            except GuardMismatch:
+                pass
+        return self._slow_path(args)
+
+    def benchmark_compiled_module(self, times=10, repeat=5) -> float:
+        """Median milliseconds per call of the current variant on fresh random inputs of the layout
+        it was compiled for (Inductor's `benchmark_compiled_module`); prints it too."""
+        import statistics
+        import time
+        import ember
+        if self.current is None:
+            raise RuntimeError("benchmark_compiled_module: this graph runs eagerly (nothing was compiled)")
+        inputs = []
+        for shape, stride, dtype in self.current._ember_layouts:
+            t = ember.empty_strided(tuple(shape), stride, dtype=dtype)
+            inputs.append(t.normal_() if dtype.is_floating_point else t.zero_())
+        samples = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(times):
+                self(*inputs)
+            samples.append((time.perf_counter() - t0) / times * 1e3)
+        ms = statistics.median(samples)
+        print(f"{ms:.4f} ms per call")
+        return ms
+
+    def _slow_path(self, args):
+        variant = self._variant(args)
+        if variant is None:
+            return self.gm(*args)
+        self.current = variant
+        try:
+            with self.lock:
+                return variant.forward(*args)
+        except GuardMismatch:          # e.g. an input that records autograd now: eager does that
+            return self.gm(*args)
+
+    def _variant(self, inputs):
+        from .._core.tensor import Tensor
+        if not all(isinstance(t, Tensor) for t in inputs):
+            return None
+        # the ndarray's own strides: what the wrapper's input check compares (a size-1 or empty
+        # dim's NumPy stride can differ between tensors PyTorch calls alike)
+        key = tuple((t.shape, getattr(t._data, "strides", None), t.dtype) for t in inputs)
+        if key in self.variants:
+            return self.variants[key]
+        if len(self.variants) >= MAX_VARIANTS or any(t.requires_grad for t in inputs) or \
+                any(t.device.type != "cpu" for t in inputs):
+            return None
+        self.variants[key] = variant = _compile_or_fallback(self.gm, inputs)
+        if variant is not None:
+            variant._ember_layouts = [(t.shape, t.stride(), t.dtype) for t in inputs]
+        return variant
+
+
+def _compile_or_fallback(gm, inputs):
+    from .codecache import CCompileError, CompilerUnavailable
+    try:
+        return compile_graph(gm, inputs)
+    except NotLowerable as e:
+        if config.strict:
+            raise
+        trace_log("output_code", lambda: f"ember._inductor: graph runs eagerly: {e}")
+        return None
+    except (CompilerUnavailable, CCompileError) as e:
+        if config.strict:
+            raise
+        if type(e) not in _warned:
+            _warned.add(type(e))
+            where = f" (source kept at {e.source_path})" if isinstance(e, CCompileError) else ""
+            warnings.warn(f"ember._inductor: {type(e).__name__}{where}; graphs run eagerly", RuntimeWarning,
+                          stacklevel=4)
+        return None
+
+
+def _aten_graph(gm, inputs):
+    """gm itself when it is already an aten graph traced for inputs of this layout, else make_fx of it
+    (run on the real inputs without recording autograd, the random generator's state restored)."""
+    from .._core.dispatch import OperatorHandle
+    import operator
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    vals = [n.meta.get("val") for n in placeholders]
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    if len(vals) == len(inputs) and all(v is not None and tuple(v.shape) == tuple(t.shape) and v.stride() == t.stride()
+                                        and v.dtype == t.dtype for v, t in zip(vals, inputs)) and \
+            all(isinstance(n.target, OperatorHandle) or n.target is operator.getitem for n in calls) and \
+            all("val" in n.meta for n in calls):
+        return gm
+    import ember
+    from .._functorch import make_fx
+    state = ember.get_rng_state()
+    try:
+        with ember.no_grad():
+            return make_fx(gm)(*inputs)
+    except NotLowerable:
+        raise
+    except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
+        raise NotLowerable(f"make_fx could not trace the graph: {type(e).__name__}: {e}") from e
+    finally:
+        ember.set_rng_state(state)
+
+
+def compile_graph(gm, inputs):
+    """Lower, schedule, generate, compile and wrap: the wrapper GraphModule for these inputs."""
+    import ctypes
+    from .codecache import load_c
+    from .codegen_c import PRELUDE, generate_kernel
+    from .scheduler import schedule
+    aten_gm = _aten_graph(gm, inputs)
+    g = GraphLowering(aten_gm, inputs).run()
+    # outputs not yet in memory are computed into fresh buffers
+    def realize_out(v):
+        if isinstance(v, (list, tuple)):
+            return type(v)(realize_out(x) for x in v)
+        return g.realize(v) if isinstance(v, ir.Pointwise) else v
+    g.outputs = realize_out(g.outputs)
+    kept = {v.buffer.name for v in _leaves(g.outputs) if isinstance(v, ir.BufferValue)}
+    for node in g.nodes:
+        if isinstance(node, ir.ExternCall):
+            kept |= {a.buffer.name for a in _leaves([node.args, list(node.kwargs.values())])
+                     if isinstance(a, ir.BufferValue)}
+    nodes = _dead_code_elimination(g.nodes, kept)
+    groups = schedule(nodes, kept)
+    reads = {b.name: b.reads() for gr in groups if not isinstance(gr, ir.ExternCall) for b in gr.members}
+    functions, metas = [], []
+    for gr in groups:
+        if isinstance(gr, ir.ExternCall):
+            continue
+        # names by position: the same graph gives the same source (a kernel-cache hit)
+        name = f"ember_k{len(metas)}_" + "_".join(_kind(b) for b in gr.members)[:40]
+        src, bufs, checks = generate_kernel(gr, name, reads, config.threads)
+        functions.append(src)
+        metas.append((gr, name, bufs, checks))
+    # one source (one compiler process) per graph: starting the compiler is most of its cost
+    source = PRELUDE + "\n".join(functions)
+    lib = load_c(source) if metas else None
+    kernels = {}
+    for gr, name, bufs, checks in metas:
+        fn = getattr(lib, name)
+        fn.argtypes = [ctypes.c_void_p] * len(bufs)
+        fn.restype = ctypes.c_int
+        kernels[id(gr)] = (fn, bufs, checks)
+    wrapper_gm, pool = build_wrapper(g, groups, kernels, kept, None)
+    wrapper_gm._ember_pool = pool           # the pool's arrays live as long as the wrapper
+    trace_log("output_code", lambda: "WRAPPER\n" + wrapper_gm.code + "\nKERNELS\n" + "\n".join(functions))
+    return wrapper_gm
+
+
+def _kind(buf):
+    body = buf.body
+    return body.reduction_type if isinstance(body, ir.ReductionBody) else "pointwise"
+
+
+def _dead_code_elimination(nodes, kept):
+    needed = set(kept)
+    out = []
+    for node in reversed(nodes):
+        if isinstance(node, ir.ExternCall):
+            out.append(node)
+            needed |= {a.buffer.name for a in _leaves([node.args, list(node.kwargs.values())])
+                       if isinstance(a, ir.BufferValue)}
+        elif node.name in needed:
+            out.append(node)
+            needed |= {p.name for p, _ in node.reads()}
+    return out[::-1]

@@ -1,0 +1,146 @@
+"""GraphLowering: an aten GraphModule -> buffers of loop IR (Inductor's graph.py).
+
+    g = GraphLowering(aten_gm, example_inputs)
+    g.run()
+    g.nodes        # [ComputedBuffer | ExternCall] in program order
+    g.outputs      # the output structure, leaves are ir.Values (or Python constants)
+
+Each call_function node goes through `lowering.LOWERINGS` by its "name.overload"; an op without a
+lowering, a lowering that declines (returns None), or any op touching a dtype the C code does not
+compute becomes an extern call: its eager kernel runs inside the compiled graph. An op that writes
+to its arguments raises NotLowerable (the whole graph then runs eagerly: a fused kernel may read an
+input after the write would have happened).
+"""
+from __future__ import annotations
+
+import operator
+
+from .._core.dispatch import OperatorHandle
+from .._core.tensor import Tensor
+from . import ir
+from .lowering import LOWERINGS
+
+
+class NotLowerable(RuntimeError):
+    """This graph cannot be compiled exactly; it runs eagerly."""
+
+
+def _tree_map(fn, x):
+    if isinstance(x, (tuple, list)):
+        return type(x)(_tree_map(fn, v) for v in x)
+    return fn(x)
+
+
+def _leaves(x):
+    if isinstance(x, (tuple, list)):
+        for v in x:
+            yield from _leaves(v)
+    else:
+        yield x
+
+
+class GraphLowering:
+    def __init__(self, gm, example_inputs):
+        self.gm, self.example_inputs = gm, list(example_inputs)
+        self.nodes = []                 # ComputedBuffer | ExternCall, in order
+        self.inputs = []                # InputBuffer, by position (constants appended after)
+        self.constants = {}             # InputBuffer name -> the tensor (get_attr)
+        self.env = {}
+        self.outputs = None
+        self.current_key = None
+        self._counter = 0
+
+    def new_name(self, prefix="buf"):
+        self._counter += 1
+        return f"{prefix}{self._counter - 1}"
+
+    # -- what lowerings call ---------------------------------------------------------------------
+    def realize(self, value):
+        """A BufferValue for `value` (a Pointwise becomes a ComputedBuffer)."""
+        if isinstance(value, ir.BufferValue):
+            return value
+        buf = ir.ComputedBuffer(self.new_name(), value.shape, value.dtype,
+                                ir.PointwiseBody(value.shape, value.make_loader()))
+        self.nodes.append(buf)
+        return ir.BufferValue(buf)
+
+    def reduction(self, body, dtype):
+        buf = ir.ComputedBuffer(self.new_name(), body.ranges, dtype, body)
+        self.nodes.append(buf)
+        return ir.BufferValue(buf)
+
+    def extern(self, op, args, kwargs, meta):
+        def arg(a):
+            return self.realize(a) if isinstance(a, ir.Value) else a
+        call = ir.ExternCall(self.new_name("extern"), op, _tree_map(arg, list(args)),
+                             {k: _tree_map(arg, v) for k, v in kwargs.items()})
+        self.nodes.append(call)
+        call.returns_tuple = isinstance(meta, (tuple, list))
+        if call.returns_tuple and any(isinstance(m, (tuple, list)) for m in meta):
+            raise NotLowerable(f"{getattr(op, 'name', op)} returns nested sequences")
+
+        def out(m):
+            if not isinstance(m, Tensor):
+                raise NotLowerable(f"{getattr(op, 'name', op)} returns a {type(m).__name__}")
+            buf = ir.ExternBuffer(f"{call.name}_{len(call.outputs)}", m.shape, m.dtype, m.stride(),
+                                  call, len(call.outputs))
+            call.outputs.append(buf)
+            return ir.BufferValue(buf)
+        return _tree_map(out, meta)
+
+    # -- the interpreter -------------------------------------------------------------------------
+    def run(self):
+        position = 0
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                t = self.example_inputs[position]
+                if not isinstance(t, Tensor):
+                    raise NotLowerable(f"input {node.name} is a {type(t).__name__}, not a tensor")
+                buf = ir.InputBuffer(f"arg{position}", t.shape, t.dtype, t.stride(), position)
+                self.inputs.append(buf)
+                self.env[node] = ir.BufferValue(buf)
+                position += 1
+            elif node.op == "get_attr":
+                t = getattr(self.gm, node.target)
+                buf = ir.InputBuffer(self.new_name("const"), t.shape, t.dtype, t.stride(), None)
+                self.constants[buf.name] = t
+                self.env[node] = ir.BufferValue(buf)
+            elif node.op == "call_function":
+                self.env[node] = self.call_function(node)
+            elif node.op == "output":
+                self.outputs = _tree_map(self._lookup, node.args[0])
+            else:
+                raise NotLowerable(f"node {node.name}: op {node.op} in an aten graph")
+        return self
+
+    def _lookup(self, a):
+        from ..fx import Node
+        return self.env[a] if isinstance(a, Node) else a
+
+    def call_function(self, node):
+        target = node.target
+        args = _tree_map(self._lookup, list(node.args))
+        kwargs = {k: _tree_map(self._lookup, v) for k, v in node.kwargs.items()}
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if not isinstance(target, OperatorHandle):
+            raise NotLowerable(f"node {node.name}: {target} is not an aten operator")
+        from ..ops import properties
+        props = properties.of_op(target)
+        if props.mutates:
+            raise NotLowerable(f"node {node.name}: {target.name} writes to its arguments")
+        meta = node.meta.get("val")
+        key = target.name.split("::", 1)[1]
+        key = key if "." in key else key + ".default"       # "aten::sigmoid" is sigmoid.default
+        self.current_key = key
+        lower = LOWERINGS.get(key)
+        values = [v for v in _leaves([args, list(kwargs.values())]) if isinstance(v, ir.Value)]
+        metas = list(_leaves(meta)) if meta is not None else []
+        computable = all(isinstance(m, Tensor) and m.dtype in ir.C_TYPES for m in metas) and metas and \
+            all(v.dtype in ir.C_TYPES for v in values) and not props.is_random
+        result = lower(self, meta, *args, **kwargs) if lower is not None and computable else None
+        if result is None:
+            return self.extern(target, args, kwargs, meta)
+        if isinstance(result, ir.Pointwise) and result.should_realize(len(node.users)):
+            result = self.realize(result)
+        return result

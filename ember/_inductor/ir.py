@@ -1,0 +1,280 @@
+"""The loop IR: what a lowered aten graph is before it becomes C.
+
+    Expr                      an affine index: {loop variable: coefficient} + constant (views are
+                              rewrites of these, so they copy nothing)
+    ops.add(a, b, dtype)      the `ops` handler protocol: an `inner_fn(index)` body calls ops.*;
+                              whoever runs it (codegen_c's C emitter, the dependency collector)
+                              decides what a value is
+    Value                     what a lowering returns (Inductor's TensorBox): shape, dtype, loader
+      BufferValue             a strided window onto a Buffer (input, computed, extern output)
+      Pointwise               `inner_fn(index)` not yet stored anywhere: inlined into its readers
+    Buffer                    InputBuffer | ComputedBuffer(Pointwise | ReductionBody) | ExternBuffer
+
+Realisation (a Pointwise becomes a ComputedBuffer): graph outputs, extern arguments, reshapes that
+are not strided rewrites, and values read by several consumers whose body is expensive (see
+`Pointwise.should_realize`). Everything else is inlined into the consumer: that is vertical fusion.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+
+from .._core import dtype as _dt
+
+# -- affine index expressions ------------------------------------------------------------------
+
+
+class Expr:
+    """sum(coeff * var) + const over loop variables (strings); immutable."""
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms=None, const=0):
+        self.terms = {v: c for v, c in (terms or {}).items() if c}
+        self.const = int(const)
+
+    @staticmethod
+    def var(name):
+        return Expr({name: 1})
+
+    def __add__(self, other):
+        if isinstance(other, int):
+            return Expr(self.terms, self.const + other)
+        terms = dict(self.terms)
+        for v, c in other.terms.items():
+            terms[v] = terms.get(v, 0) + c
+        return Expr(terms, self.const + other.const)
+
+    def __mul__(self, k: int):
+        return Expr({v: c * k for v, c in self.terms.items()}, self.const * k)
+
+    def coeff(self, var) -> int:
+        return self.terms.get(var, 0)
+
+    def render(self, rename=None) -> str:
+        """C text; `rename` maps a variable to a new name, or to None (merged into another loop)."""
+        parts = []
+        for v, c in self.terms.items():
+            if rename is not None and v in rename:
+                v = rename[v]
+                if v is None:
+                    continue
+            parts.append(v if c == 1 else f"{c}*{v}")
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts)
+
+    def __repr__(self):
+        return self.render()
+
+
+def strided_index(index, strides, offset=0) -> Expr:
+    out = Expr(const=offset)
+    for i, s in zip(index, strides):
+        out = out + i * s
+    return out
+
+
+def contiguous_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+# -- the ops handler ---------------------------------------------------------------------------
+
+
+class _OpsProxy:
+    """`ops.<name>(...)` calls the current handler's method (set with `set_handler`)."""
+    handler = None
+
+    def __getattr__(self, name):
+        return getattr(_OpsProxy.handler, name)
+
+
+ops = _OpsProxy()
+
+
+@contextlib.contextmanager
+def set_handler(handler):
+    prev, _OpsProxy.handler = _OpsProxy.handler, handler
+    try:
+        yield handler
+    finally:
+        _OpsProxy.handler = prev
+
+
+class DependencyCollector:
+    """An ops handler that records loads [(buffer, Expr)] and nothing else (values are None)."""
+
+    def __init__(self):
+        self.loads = []
+
+    def load(self, buf, index):
+        self.loads.append((buf, index))
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+# -- buffers -----------------------------------------------------------------------------------
+
+# dtypes the C code computes in; anything else runs its eager kernel (extern)
+C_TYPES = {_dt.float32: "float", _dt.float64: "double", _dt.int64: "int64_t", _dt.int32: "int32_t",
+           _dt.int16: "int16_t", _dt.int8: "int8_t", _dt.uint8: "uint8_t", _dt.bool_: "_Bool"}
+
+
+class Buffer:
+    """Memory with a name, shape, dtype and element strides."""
+    kind = "buffer"
+
+    def __init__(self, name, shape, dtype, strides=None):
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+        self.strides = tuple(strides) if strides is not None else contiguous_strides(shape)
+
+    @property
+    def numel(self):
+        return math.prod(self.shape)
+
+    def __repr__(self):
+        return f"{self.kind} {self.name}: {self.dtype} {list(self.shape)} strides {list(self.strides)}"
+
+
+class InputBuffer(Buffer):
+    kind = "input"
+
+    def __init__(self, name, shape, dtype, strides, position):
+        super().__init__(name, shape, dtype, strides)
+        self.position = position
+
+
+class ComputedBuffer(Buffer):
+    """A buffer written by a generated kernel: body is a PointwiseBody or a ReductionBody."""
+    kind = "computed"
+
+    def __init__(self, name, shape, dtype, body):
+        super().__init__(name, shape, dtype)
+        self.body = body
+
+    def reads(self):
+        """[(buffer, Expr)] over the body's canonical loop variables (i0.. outer, r0.. reduction)."""
+        collector = DependencyCollector()
+        with set_handler(collector):
+            self.body.run(self.canonical_vars())
+        return collector.loads
+
+    def canonical_vars(self):
+        return self.body.vars("i", "r")
+
+    def __repr__(self):
+        return super().__repr__() + f" = {self.body!r}"
+
+
+class ExternBuffer(Buffer):
+    """One output of an eager op called from the compiled graph (matmul, conv, anything unlowered)."""
+    kind = "extern"
+
+    def __init__(self, name, shape, dtype, strides, call, output_index):
+        super().__init__(name, shape, dtype, strides)
+        self.call, self.output_index = call, output_index
+
+
+class ExternCall:
+    """`op(*args, **kwargs)` run eagerly; tensor arguments are BufferValues, outputs ExternBuffers."""
+
+    def __init__(self, name, op, args, kwargs):
+        self.name, self.op, self.args, self.kwargs = name, op, args, kwargs
+        self.outputs = []
+
+    def __repr__(self):
+        return f"extern {self.name} = {getattr(self.op, 'name', self.op)}"
+
+
+class PointwiseBody:
+    def __init__(self, ranges, inner_fn):
+        self.ranges, self.inner_fn = tuple(ranges), inner_fn
+
+    def vars(self, outer, _reduction):
+        return [f"{outer}{d}" for d in range(len(self.ranges))], []
+
+    def run(self, variables):
+        return self.inner_fn([Expr.var(v) for v in variables[0]])
+
+    def __repr__(self):
+        return f"pointwise{list(self.ranges)}"
+
+
+class ReductionBody:
+    """reduction_type over reduction_ranges of inner_fn(index, rindex), for each index in ranges.
+
+    reduction_type: sum prod max min any all argmax argmin. src_dtype is what inner_fn yields."""
+
+    def __init__(self, ranges, reduction_ranges, reduction_type, inner_fn, src_dtype):
+        self.ranges, self.reduction_ranges = tuple(ranges), tuple(reduction_ranges)
+        self.reduction_type, self.inner_fn, self.src_dtype = reduction_type, inner_fn, src_dtype
+
+    def vars(self, outer, reduction):
+        return ([f"{outer}{d}" for d in range(len(self.ranges))],
+                [f"{reduction}{d}" for d in range(len(self.reduction_ranges))])
+
+    def run(self, variables):
+        outer, rvars = variables
+        return self.inner_fn([Expr.var(v) for v in outer], [Expr.var(v) for v in rvars])
+
+    def __repr__(self):
+        return f"{self.reduction_type}{list(self.ranges)} over {list(self.reduction_ranges)}"
+
+# -- values (what lowerings pass around) -------------------------------------------------------
+
+
+class Value:
+    shape: tuple
+    dtype: object
+
+    def make_loader(self):
+        raise NotImplementedError
+
+
+class BufferValue(Value):
+    """A strided window (shape, strides, offset in elements) onto `buffer`; views rewrite these."""
+
+    def __init__(self, buffer, shape=None, strides=None, offset=0):
+        self.buffer = buffer
+        self.shape = tuple(buffer.shape if shape is None else shape)
+        self.strides = tuple(buffer.strides if strides is None else strides)
+        self.offset = offset
+        self.dtype = buffer.dtype
+
+    def make_loader(self):
+        buf, strides, offset = self.buffer, self.strides, self.offset
+        return lambda index: ops.load(buf, strided_index(index, strides, offset))
+
+    def is_whole_buffer(self):
+        b = self.buffer
+        return self.shape == b.shape and self.strides == b.strides and self.offset == 0
+
+    def is_contiguous(self):
+        return self.strides == contiguous_strides(self.shape) or math.prod(self.shape) <= 1
+
+
+class Pointwise(Value):
+    """A value defined by `inner_fn(index) -> ops value`, inlined wherever it is read."""
+
+    def __init__(self, shape, dtype, inner_fn, cost=1):
+        self.shape, self.dtype, self.inner_fn = tuple(shape), dtype, inner_fn
+        self.cost = cost        # ops in the body (inlined reads included): the realisation heuristic
+
+    def make_loader(self):
+        return self.inner_fn
+
+    # a value read by more than one consumer is stored once its body costs more than this many ops
+    # (re-computing it in each reader would then cost more than the extra memory traffic)
+    SHARED_COST_LIMIT = 12
+    # any body this large is stored (bounds the size of generated loops)
+    COST_LIMIT = 200
+
+    def should_realize(self, num_users: int) -> bool:
+        return self.cost > self.COST_LIMIT or (num_users > 1 and self.cost > self.SHARED_COST_LIMIT)
+
+
+def cost_of(value) -> int:
+    return value.cost if isinstance(value, Pointwise) else 1
