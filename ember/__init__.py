@@ -67,7 +67,12 @@ def get_num_threads() -> _builtins.int:
     return config.threads
 
 
-_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "compiler", "_logging")
+_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "compiler", "_logging", "accelerator", "cuda", "backends", "onnx",
+                    "sparse")
+
+
+_LEGACY_TENSOR_TYPES = frozenset(("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+                                  "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"))
 
 
 def __getattr__(name):
@@ -75,6 +80,9 @@ def __getattr__(name):
     import importlib
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in _LEGACY_TENSOR_TYPES:
+        from ._core import legacy
+        return getattr(legacy, name)
     if name == "compile":
         from ._dynamo.eval_frame import compile as compile_fn
         return compile_fn

@@ -4,3 +4,11 @@ from .parameter import Parameter, Buffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules.module import Module  # noqa: F401
 from . import init, utils  # noqa: F401
+
+
+def __getattr__(name):
+    """``nn.parallel`` loads on first use (most programs only import it)."""
+    if name == "parallel":
+        import importlib
+        return importlib.import_module(".parallel", __name__)
+    raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")

@@ -111,7 +111,7 @@ def to_float_list(x, op, name, pos, size=None):
 def to_tensor_list(x, op, name, pos):
     if isinstance(x, (list, tuple)):
         for i, v in enumerate(x):
-            if not isinstance(v, Tensor):
+            if not isinstance(v, Tensor) and not hasattr(type(v), "__ember_dispatch__"):  # (an fx Proxy may)
                 raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of Tensors, "
                                 f"not {_type_name(v)}")
         return x
