@@ -38,7 +38,7 @@ def synchronize(device=None) -> None:
 
 
 def empty_cache() -> None:
-    """Nothing is cached without an accelerator (PyTorch's CPU build also returns quietly)."""
+    raise RuntimeError(_NONE)
 
 
 current_device_idx, set_device_idx = current_device_index, set_device_index

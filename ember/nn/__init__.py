@@ -7,8 +7,9 @@ from . import init, utils  # noqa: F401
 
 
 def __getattr__(name):
-    """``nn.parallel`` loads on first use (most programs only import it)."""
-    if name == "parallel":
+    """``nn.parallel`` (and ``nn.DataParallel``) load on first use (most programs only import them)."""
+    if name in ("parallel", "DataParallel"):
         import importlib
-        return importlib.import_module(".parallel", __name__)
+        parallel = importlib.import_module(".parallel", __name__)
+        return parallel if name == "parallel" else parallel.DataParallel
     raise AttributeError(f"module 'ember.nn' has no attribute '{name}'")
