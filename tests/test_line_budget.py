@@ -19,7 +19,7 @@ BUDGET = {
     "_inductor": 5000,
     "_dynamo": 7100,
     "fx": 3800,
-    "nn": 2960,
+    "nn": 3060,
     "_core": 1560,
     "autograd": 1400,
     "optim": 1100,

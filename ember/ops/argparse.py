@@ -49,6 +49,8 @@ def to_tensor_or_number(x, op, name, pos):
     one-element arrays become numbers; anything else is "must be Tensor" like PyTorch."""
     if isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor):
         return to_number(x, op, name, pos)
+    if hasattr(type(x), "__ember_dispatch__"):  # an fx Proxy: dispatched through its keys
+        return x
     raise arg_error(op, name, pos, "Tensor", x)
 
 

@@ -14,7 +14,8 @@ from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, Fea
 from .sparse import Embedding  # noqa: F401
 from .loss import (L1Loss, MSELoss, NLLLoss, CrossEntropyLoss, BCELoss, BCEWithLogitsLoss,  # noqa: F401
                    KLDivLoss, SmoothL1Loss, HuberLoss, CosineSimilarity, PairwiseDistance)
-from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
+from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
+                          TransformerDecoderLayer, TransformerDecoder, Transformer)
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
            "Linear", "Bilinear", "Flatten", "Unflatten", "PixelShuffle", "PixelUnshuffle", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
@@ -24,4 +25,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "Embedding", "L1Loss",
            "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "SmoothL1Loss",
            "HuberLoss", "CosineSimilarity", "PairwiseDistance", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerEncoder"] + list(_activation_all)
+           "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"] + list(_activation_all)
