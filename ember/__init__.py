@@ -83,6 +83,9 @@ def __getattr__(name):
     if name in _LEGACY_TENSOR_TYPES:
         from ._core import legacy
         return getattr(legacy, name)
+    if name in ("sparse_coo_tensor", "spmm", "sparse_coo"):
+        from . import sparse
+        return sparse.SparseCOOTensor.layout if name == "sparse_coo" else getattr(sparse, name)
     if name == "compile":
         from ._dynamo.eval_frame import compile as compile_fn
         return compile_fn

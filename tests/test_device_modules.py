@@ -112,7 +112,7 @@ def test_submodules_import_by_name():
 def test_import_ember_loads_none_of_them():
     code = ("import sys, ember; print(sorted(m for m in sys.modules if m.split('.')[:2] in "
             "(['ember','cuda'], ['ember','accelerator'], ['ember','backends'], ['ember','onnx'], "
-            "['ember','_pickled_checkpoint']) or m.startswith('ember._core.legacy') or m == 'ember.nn.parallel'))")
+            "['ember','_pickled_checkpoint'], ['ember','sparse']) or m.startswith('ember._core.legacy') or m == 'ember.nn.parallel'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

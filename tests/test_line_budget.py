@@ -26,7 +26,7 @@ BUDGET = {
     "utils": 650,
     "profiler": 600,
     "backends": 100,
-    "<top>": 1150,
+    "<top>": 1300,
 }
 
 

@@ -167,6 +167,11 @@ class Tensor:
     is_xpu = is_mps = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_mkldnn = property(lambda self: False)
     is_sparse = is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
 
+    def to_sparse(self, sparse_dim=None):
+        """A sparse COO copy of the nonzero entries (ember/sparse.py)."""
+        from ..sparse import to_sparse
+        return to_sparse(self, sparse_dim)
+
     @property
     def layout(self):
         return "strided"
