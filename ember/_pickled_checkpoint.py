@@ -124,7 +124,8 @@ _WEIGHTS_ONLY_FAILED = (
 class _Unpickler(pickle.Unpickler):
     def __init__(self, data, tensors, weights_only: bool):
         super().__init__(io.BytesIO(data))
-        self.tensors, self.weights_only = tensors, weights_only
+        # only an explicit False opts in to unpickling code: None (PyTorch's "use the default") stays safe
+        self.tensors, self.weights_only = tensors, weights_only is not False
 
     def persistent_load(self, pid):
         if type(pid) is not int or not 0 <= pid < len(self.tensors):

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core.dispatch import DispatchKey
+
 __all__ = ["SparseCOOTensor", "sparse_coo_tensor", "mm", "spmm", "FloatTensor", "DoubleTensor", "LongTensor"]
 
 
 class SparseCOOTensor:
     """A sparse tensor in coordinate format: ``indices`` (int64, sparse_dim x nnz) and ``values`` (nnz)."""
 
-    _keys = 1 << 11       # DispatchKey.Python: ember operators hand the call to __ember_dispatch__
+    _keys = 1 << DispatchKey.Python   # ember operators hand the call to __ember_dispatch__
     is_sparse = True
     is_sparse_csr = False
     layout = "sparse_coo"

@@ -116,6 +116,12 @@ def test_add_and_clear_safe_globals():
         assert cls not in lib.serialization.get_safe_globals()
 
 
+@pytest.mark.parametrize("weights_only", [None, True, 0, "False"])
+def test_only_an_explicit_false_unpickles(weights_only):
+    with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
+        ember.load(saved(ember, EmberNet()), weights_only=weights_only)
+
+
 def test_module_inside_a_container_and_map_location(tmp_path):
     net = EmberNet()
     opt = ember.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)

@@ -30,6 +30,8 @@ import operator
 import os
 import sys
 
+from .._core.dispatch import DispatchKey
+
 __all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError", "GraphAppendingTracer", "user_frame",
            "format_frames"]
 
@@ -139,7 +141,7 @@ class Proxy:
     # keys: a Proxy answers the Python key, whose fallback (ember/utils/_python_dispatch.py) hands the
     # call to `__ember_dispatch__`, which records it as call_function of the aten operator, as
     # torch.fx records torch functions through Proxy.__torch_function__.
-    _keys = 1 << 11   # DispatchKey.Python (asserted equal in tests/fx/test_proxy_dispatch.py)
+    _keys = 1 << DispatchKey.Python
 
     @staticmethod
     def __ember_dispatch__(op, args, kwargs):
