@@ -62,14 +62,14 @@ def _argument_dispatch(op, args):
     schema = op.schema
     positional = tuple(a for a, arg in zip(args, schema.arguments) if not arg.kwarg_only)
     kwargs = {arg.name: a for a, arg in zip(args, schema.arguments) if arg.kwarg_only}
-    stack = list(args)
+    stack = list(reversed(args))   # the first argument that defines it, as PyTorch picks a subclass
     while stack:
         a = stack.pop()
         handler = getattr(type(a), "__ember_dispatch__", None)
         if handler is not None:
             return handler(op, positional, kwargs)
         if isinstance(a, (list, tuple)):
-            stack.extend(a)
+            stack.extend(reversed(a))
     raise RuntimeError(f"{op.name}: the Python dispatch key is set but no mode is active and no argument "
                        f"defines __ember_dispatch__")
 
