@@ -67,9 +67,14 @@ def get_num_threads() -> _builtins.int:
     return config.threads
 
 
-_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging")
+_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda",
+                    "backends", "onnx", "sparse")
 # torch.lstm, torch.lstm_cell & co (torch._VF's recurrent kernels), loaded with the recurrent layers
 _RNN_FUNCTIONS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
+
+
+_LEGACY_TENSOR_TYPES = frozenset(("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+                                  "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"))
 
 
 def __getattr__(name):
@@ -77,6 +82,12 @@ def __getattr__(name):
     import importlib
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in _LEGACY_TENSOR_TYPES:
+        from ._core import legacy
+        return getattr(legacy, name)
+    if name in ("sparse_coo_tensor", "spmm", "sparse_coo"):
+        from . import sparse
+        return sparse.SparseCOOTensor.layout if name == "sparse_coo" else getattr(sparse, name)
     if name == "compile":
         from ._dynamo.eval_frame import compile as compile_fn
         return compile_fn

@@ -57,6 +57,17 @@ class Tensor:
     __slots__ = ("_data", "_keys", "_version_counter", "_autograd", "__dict__", "__weakref__")
     __array_priority__ = 1000  # make NumPy defer to our reflected operators
 
+    def __new__(cls, *args, **kwargs):
+        # ``ember.Tensor(2, 3)`` / ``ember.Tensor(data)``: the legacy constructor. Ops never come here
+        # (they build tensors with object.__new__), so this costs the hot path nothing.
+        from .legacy import construct
+        t = construct(None, args, kwargs)
+        if cls is not Tensor:  # a subclass without its own __new__: same storage, its class
+            sub = object.__new__(cls)
+            sub._data, sub._keys = t._data, t._keys
+            t = sub
+        return t
+
     def __getattr__(self, name):
         # Slots that most tensors never set read as None (saves two stores per op).
         if name in _LAZY_NONE:
@@ -151,6 +162,15 @@ class Tensor:
     @property
     def is_meta(self) -> bool:
         return bool(self._keys & META_BIT)
+
+    # the other backends PyTorch names: an ember tensor is never on them
+    is_xpu = is_mps = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_mkldnn = property(lambda self: False)
+    is_sparse = is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
+
+    def to_sparse(self, sparse_dim=None):
+        """A sparse COO copy of the nonzero entries (ember/sparse.py)."""
+        from ..sparse import to_sparse
+        return to_sparse(self, sparse_dim)
 
     @property
     def layout(self):

@@ -30,6 +30,8 @@ import operator
 import os
 import sys
 
+from .._core.dispatch import DispatchKey
+
 __all__ = ["Proxy", "Attribute", "ParameterProxy", "TraceError", "GraphAppendingTracer", "user_frame",
            "format_frames"]
 
@@ -132,12 +134,19 @@ class Proxy:
         if name.startswith("__") and name.endswith("__"):
             # protocol probes (numpy's __array__, copy's __reduce_ex__ ...) must not become nodes
             raise AttributeError(name)
-        if name == "_keys":
-            raise TraceError("symbolic_trace: an ember operator received a Proxy without being recorded. "
-                             "It was called through a reference that tracing does not patch (a binding "
-                             "saved before tracing, e.g. `f = ember.sigmoid` in a closure); call it "
-                             "through its module (ember.sigmoid(x)) or register it with ember.fx.wrap.")
         return Attribute(self, name)
+
+    # An ember operator reached without the trace's patched names (a reference taken before tracing,
+    # `mm = ember.mm`; or a Proxy built by hand, outside symbolic_trace) reads its arguments' dispatch
+    # keys: a Proxy answers the Python key, whose fallback (ember/utils/_python_dispatch.py) hands the
+    # call to `__ember_dispatch__`, which records it as call_function of the aten operator, as
+    # torch.fx records torch functions through Proxy.__torch_function__.
+    _keys = 1 << DispatchKey.Python
+
+    @staticmethod
+    def __ember_dispatch__(op, args, kwargs):
+        from ._symbolic_trace import _find_proxy
+        return _find_proxy(args, kwargs).tracer.create_proxy("call_function", op, args, kwargs)
 
     def __call__(self, *args, **kwargs):
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)

@@ -7,9 +7,14 @@ from . import init, utils  # noqa: F401
 
 
 def __getattr__(name):
-    """``nn.LSTM`` & co load on first use (ember/nn/modules/rnn.py)."""
+    """``nn.LSTM`` & co (ember/nn/modules/rnn.py) and ``nn.parallel`` / ``nn.DataParallel`` load on
+    first use (most programs only import them)."""
     if name in modules._RNN_NAMES:
         return getattr(modules, name)
+    if name in ("parallel", "DataParallel"):
+        import importlib
+        parallel = importlib.import_module(".parallel", __name__)
+        return parallel if name == "parallel" else parallel.DataParallel
     raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
 
 

@@ -49,6 +49,8 @@ def to_tensor_or_number(x, op, name, pos):
     one-element arrays become numbers; anything else is "must be Tensor" like PyTorch."""
     if isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor):
         return to_number(x, op, name, pos)
+    if hasattr(type(x), "__ember_dispatch__"):  # an fx Proxy: dispatched through its keys
+        return x
     raise arg_error(op, name, pos, "Tensor", x)
 
 
@@ -111,7 +113,7 @@ def to_float_list(x, op, name, pos, size=None):
 def to_tensor_list(x, op, name, pos):
     if isinstance(x, (list, tuple)):
         for i, v in enumerate(x):
-            if not isinstance(v, Tensor):
+            if not isinstance(v, Tensor) and not hasattr(type(v), "__ember_dispatch__"):  # (an fx Proxy may)
                 raise TypeError(f"{op}(): argument '{name}' (position {pos + 1}) must be tuple of Tensors, "
                                 f"not {_type_name(v)}")
         return x

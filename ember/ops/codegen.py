@@ -113,13 +113,15 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
             number_ok = numbers_as_tensors and (i > 0 or numbers_as_tensors == "all")
             guard = f"if {n} is not None:\n        " if a.optional else ""
             if number_ok:
+                # the last branch (not a number, not a tensor: NumPy scalars, fx Proxies) is off the hot
+                # path; a stand-in that dispatches like a tensor keeps its keys
+                convert = f"else:\n        {n} = _ap.to_tensor_or_number({n}, {label}); _ks |= getattr({n}, '_keys', 0)"
                 line = (f"if {n}.__class__ in _NUMBER_TYPES: pass\n    "
-                        f"elif {n}.__class__ is _Tensor or isinstance({n}, _Tensor): _ks |= {n}._keys\n    "
-                        f"else: {n} = _ap.to_tensor_or_number({n}, {label})")
+                        f"elif {n}.__class__ is _Tensor or isinstance({n}, _Tensor): _ks |= {n}._keys\n    " + convert)
                 if a.optional:
                     line = (f"if {n} is None or {n}.__class__ in _NUMBER_TYPES: pass\n    "
                             f"elif {n}.__class__ is _Tensor or isinstance({n}, _Tensor): _ks |= {n}._keys\n    "
-                            f"else: {n} = _ap.to_tensor_or_number({n}, {label})")
+                            + convert)
                 body.append(line)
             elif first_tensor and not a.optional:
                 body.append(f"try: _ks = {n}._keys\n    except AttributeError: _ap.to_tensor_arg({n}, {label})")

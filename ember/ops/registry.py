@@ -435,6 +435,21 @@ def _matcher(schema: FunctionSchema):
     return matches
 
 
+def _stands_in(values) -> bool:
+    return any(hasattr(type(v), "__ember_dispatch__") or (isinstance(v, (list, tuple)) and _stands_in(v))
+               for v in values)
+
+
+def _as_tensor_shape(v):
+    """`v` with stand-ins replaced by a meta tensor, for overload matching only."""
+    if hasattr(type(v), "__ember_dispatch__"):
+        from .._core.tensor import wrap_meta
+        return wrap_meta((), _dt.float32)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_as_tensor_shape(x) for x in v)
+    return v
+
+
 def _resolver(name, overloads, key=None):
     matchers = [(_matcher(schema), fn) for schema, fn in overloads]
     # Without keywords, an arity that only one overload accepts needs no type matching: that
@@ -455,6 +470,14 @@ def _resolver(name, overloads, key=None):
         for matches, fn in matchers:
             if matches(args, kwargs):
                 return fn(*args, **kwargs)
+        # (the failure path only) a stand-in that dispatches like a tensor (an fx Proxy) picks the
+        # overload a tensor in its place would pick
+        if _stands_in(args) or _stands_in(kwargs.values()):
+            as_tensors = [_as_tensor_shape(a) for a in args]
+            as_kwargs = {k: _as_tensor_shape(v) for k, v in kwargs.items()}
+            for matches, fn in matchers:
+                if matches(as_tensors, as_kwargs):
+                    return fn(*args, **kwargs)
         got = ", ".join(type(a).__name__ for a in args)
         expected = "\n".join(f" * ({', '.join(str(a) for a in s.arguments)})" for s, _ in overloads)
         raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected "

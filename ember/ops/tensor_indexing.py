@@ -73,7 +73,7 @@ def _count_specified(items) -> int:
     for it in items:
         if isinstance(it, Tensor):
             n += it.ndim if _is_mask(it) else 1
-        elif isinstance(it, (list, np.ndarray)):
+        elif isinstance(it, (list, range, np.ndarray)):
             a = np.asarray(it)
             n += a.ndim if a.dtype.kind == "b" else 1
         elif not (it is None or it is Ellipsis or it is True or it is False or isinstance(it, np.bool_)):
@@ -133,7 +133,7 @@ def _apply_slicing(self: Tensor, items):
             else:
                 result = _select(result, dim, int(it.item()), real_dim)
                 real_dim += 1
-        elif isinstance(it, (Tensor, list, np.ndarray)) and not (isinstance(it, np.ndarray) and it.ndim == 0):
+        elif isinstance(it, (Tensor, list, range, np.ndarray)) and not (isinstance(it, np.ndarray) and it.ndim == 0):
             t = _to_index_tensor(it, self)
             tensors[dim] = t
             n = t.ndim if _is_mask(t) else 1

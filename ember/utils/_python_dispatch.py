@@ -56,7 +56,27 @@ def _get_current_dispatch_mode():
     return _stack.modes[-1] if _stack.modes else None
 
 
+def _argument_dispatch(op, args):
+    """The Python key came from an argument, not a mode: an object that is not a Tensor but answers
+    dispatch keys (an fx Proxy) takes the call through its ``__ember_dispatch__(op, args, kwargs)``."""
+    schema = op.schema
+    positional = tuple(a for a, arg in zip(args, schema.arguments) if not arg.kwarg_only)
+    kwargs = {arg.name: a for a, arg in zip(args, schema.arguments) if arg.kwarg_only}
+    stack = list(reversed(args))   # the first argument that defines it, as PyTorch picks a subclass
+    while stack:
+        a = stack.pop()
+        handler = getattr(type(a), "__ember_dispatch__", None)
+        if handler is not None:
+            return handler(op, positional, kwargs)
+        if isinstance(a, (list, tuple)):
+            stack.extend(reversed(a))
+    raise RuntimeError(f"{op.name}: the Python dispatch key is set but no mode is active and no argument "
+                       f"defines __ember_dispatch__")
+
+
 def _python_key_fallback(op, key_set, *args):
+    if not _stack.modes:
+        return _argument_dispatch(op, args)
     mode = _stack.modes.pop()
     _sync_key()
     try:

@@ -2,7 +2,7 @@
 from .module import Module  # noqa: F401
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .linear import Identity, Linear, Bilinear  # noqa: F401
-from .flatten import Flatten, Unflatten  # noqa: F401
+from .flatten import Flatten, Unflatten, PixelShuffle, PixelUnshuffle  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
 from .pooling import (MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d,  # noqa: F401
                       AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d)
@@ -14,17 +14,18 @@ from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout, Fea
 from .sparse import Embedding  # noqa: F401
 from .loss import (L1Loss, MSELoss, NLLLoss, CrossEntropyLoss, BCELoss, BCEWithLogitsLoss,  # noqa: F401
                    KLDivLoss, SmoothL1Loss, HuberLoss, CosineSimilarity, PairwiseDistance)
-from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
+from .transformer import (MultiheadAttention, TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
+                          TransformerDecoderLayer, TransformerDecoder, Transformer)
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
-           "Linear", "Bilinear", "Flatten", "Unflatten", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+           "Linear", "Bilinear", "Flatten", "Unflatten", "PixelShuffle", "PixelUnshuffle", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
            "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "BatchNorm1d", "BatchNorm2d",
            "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "LayerNorm", "GroupNorm", "RMSNorm", "Dropout",
            "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "Embedding", "L1Loss",
            "MSELoss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "SmoothL1Loss",
            "HuberLoss", "CosineSimilarity", "PairwiseDistance", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerEncoder"] + list(_activation_all)
+           "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"] + list(_activation_all)
 
 # The recurrent layers load on first use (``import ember`` stays small); not in __all__, so the
 # star-import of ember.nn does not load them either.

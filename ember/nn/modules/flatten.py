@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .module import Module
 
-__all__ = ["Flatten", "Unflatten"]
+__all__ = ["Flatten", "Unflatten", "PixelShuffle", "PixelUnshuffle"]
 
 
 class Flatten(Module):
@@ -50,3 +50,33 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class PixelShuffle(Module):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        from .. import functional as F
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W): the inverse of PixelShuffle."""
+
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        from .. import functional as F
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"

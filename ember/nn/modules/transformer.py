@@ -13,6 +13,7 @@ import math
 import warnings
 
 from ... import zeros, zeros_like, cat, bmm, baddbmm, bool as _bool
+from ... import triu as _triu, full as _full, get_default_dtype as _get_default_dtype
 from .. import functional as F, init
 from ..parameter import Parameter
 from ._common import empty
@@ -311,3 +312,119 @@ class TransformerEncoder(Module):
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, attention over the encoder's memory, then feed-forward; post-norm by default."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
+                                                 **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _get_activation_fn(activation) if isinstance(activation, str) else activation
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                           need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                is_causal=is_causal, need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerDecoder(Module):
+    """A stack of `num_layers` deep copies of `decoder_layer`, with an optional final norm."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal: bool = False):
+        batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
+        seq_len = None if tgt.dim() != 3 else tgt.shape[1 if batch_first else 0]
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        output = tgt
+        for mod in self.layers:
+            output = mod(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                         tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                         tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    """The encoder-decoder model of "Attention Is All You Need", laid out as PyTorch's (same parameter
+    names, xavier-uniform init of every matrix), so state dicts load both ways."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        layer = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
+                     layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first, bias=bias, **kw)
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
+            TransformerEncoderLayer(d_model, nhead, **layer), num_encoder_layers,
+            LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
+            TransformerDecoderLayer(d_model, nhead, **layer), num_decoder_layers,
+            LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal: bool = False):
+        batch_dim = 0 if self.batch_first else 1
+        if src.dim() == 3 and src.size(batch_dim) != tgt.size(batch_dim):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """A float mask of -inf above the diagonal: position i attends to positions <= i."""
+        return _triu(_full((sz, sz), float("-inf"), dtype=dtype or _get_default_dtype(), device=device), diagonal=1)

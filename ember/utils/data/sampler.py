@@ -73,7 +73,11 @@ class RandomSampler(Sampler):
         n, wanted = len(self.data_source), self.num_samples
         generator = _epoch_generator(self.generator)
         if self.replacement:
-            yield from ember.randint(high=n, size=(wanted,), dtype=ember.int64, generator=generator).tolist()
+            # in chunks of 32 draws, as PyTorch does: num_samples may be far more than fits in memory
+            for _ in range(wanted // 32):
+                yield from ember.randint(high=n, size=(32,), dtype=ember.int64, generator=generator).tolist()
+            if wanted % 32:
+                yield from ember.randint(high=n, size=(wanted % 32,), dtype=ember.int64, generator=generator).tolist()
             return
         while wanted > 0:
             perm = ember.randperm(n, generator=generator).tolist()
