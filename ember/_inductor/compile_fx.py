@@ -91,8 +91,9 @@ class CompiledFunction:
         key = tuple((t.shape, getattr(t._data, "strides", None), t.dtype) for t in inputs)
         if key in self.variants:
             return self.variants[key]
-        if len(self.variants) >= MAX_VARIANTS or any(t.requires_grad for t in inputs) or \
-                any(t.device.type != "cpu" for t in inputs):
+        # inputs that require grad are compiled too: the wrapper's input check runs the graph eagerly
+        # only on a call that would record autograd (grad mode on); AOT autograd calls it under no_grad
+        if len(self.variants) >= MAX_VARIANTS or any(t.device.type != "cpu" for t in inputs):
             return None
         self.variants[key] = variant = _compile_or_fallback(self.gm, inputs)
         if variant is not None:
