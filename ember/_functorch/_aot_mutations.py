@@ -1,0 +1,93 @@
+"""Mutation in AOT autograd: a program that writes tensors in place is traced *functionalised*
+(functionalize.py's Functionalize key), so its joint graph holds no mutating op, and the runtime
+puts eager's side effects back around the compiled graphs (PyTorch's "input mutations as outputs"):
+
+* every graph input the program wrote becomes an extra forward output, its final value (the
+  leading outputs of the forward graph: ordinary forward outputs, never saved activations);
+* after the compiled forward, an *epilogue* writes each of them into the real input with
+  ``copy_``: with grad mode on when the traced new value requires grad (a non-leaf input written
+  by a differentiable op: the input's history becomes ``CopyBackwards`` of the compiled output,
+  which gets a tangent, as eager's in-place op would rebase it), under ``no_grad`` otherwise
+  (BatchNorm's running stats, a parameter updated inside ``no_grad``);
+* a leaf input that requires grad, written by a differentiable op, is refused by eager ("a leaf
+  Variable that requires grad is being used in an in-place operation"): the call runs eagerly,
+  so it raises exactly that;
+* outputs that are (views of) an input are regenerated from the real input after the write-back:
+  the wrapper's view chain (``ViewMeta``) replayed on it, so they alias it as in eager;
+* a saved activation that shares memory with a written input (the input itself, a view of it) is
+  cloned before the write-back, so the backward reads the value the forward used.
+
+What still runs eagerly (functionalize.py refuses it with NotImplementedError): metadata-only
+mutation of an input (``x.t_()``, ``squeeze_``), ``set_``/``resize_``/``.data =``, and a write to
+an input that shares memory with another input.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from .._core.tensor import Tensor
+from ..autograd.grad_mode import no_grad, set_grad_enabled
+from . import functional_tensor as ft
+from .functionalize import _root, _run, _Session
+
+
+@dataclasses.dataclass
+class InputMutations:
+    """What the runtime does around a functionalised graph (module docstring)."""
+    inputs: list                 # indices of the written inputs (their new values lead the forward outputs)
+    differentiable: list         # per written input: its new value requires grad (copy_ with grad mode on)
+    aliases: dict                # user output index -> (input index, [ViewMeta], requires grad): regenerate
+
+
+def run_functionalised(fn, traced):
+    """``fn(*traced)`` functionalised (call under the tracer): ``(new values of the written inputs,
+    fn's result with plain tensors, InputMutations)``."""
+    from .aot_autograd import _flat_outputs
+    with _Session(False):
+        wrappers, result = _run(fn, tuple(traced), {}, False)
+        outs, _ = _flat_outputs(result)
+        written = [i for i, (_, w) in enumerate(wrappers) if w._storage.mutated]
+        new_values = [wrappers[i][1]._storage.base for i in written]
+        storage_owner = {id(w._storage): i for i, (_, w) in enumerate(wrappers)}
+        aliases = {k: (storage_owner[id(o._storage)], list(o._metas), bool(ft.current(o).requires_grad))
+                   for k, o in enumerate(outs) if isinstance(o, ft.FunctionalTensor) and id(o._storage) in storage_owner}
+        plain = ft.unwrap(result) if isinstance(result, (list, tuple)) else (
+            ft.current(result) if isinstance(result, ft.FunctionalTensor) else result)
+    mutations = InputMutations(written, [bool(v.requires_grad) for v in new_values], aliases)
+    return new_values, plain, mutations
+
+
+def eager_refuses(mutations, args) -> bool:
+    """Eager would refuse this call: a differentiable write to a leaf input that requires grad."""
+    return any(d and args[i].requires_grad and args[i].grad_fn is None
+               for i, d in zip(mutations.inputs, mutations.differentiable))
+
+
+def protect_saved(saved, primals, mutations):
+    """Saved activations, with those sharing memory with a written input cloned (the write-back
+    would change them under the backward)."""
+    roots = [_root(primals[i]) for i in mutations.inputs]
+    return [s.clone() if isinstance(s, Tensor) and any(_root(s) is r for r in roots) else s for s in saved]
+
+
+def write_back(mutations, args, new_values):
+    """The epilogue: each written input gets its new value (module docstring)."""
+    for i, differentiable, value in zip(mutations.inputs, mutations.differentiable, new_values):
+        if differentiable:
+            with set_grad_enabled(True):
+                args[i].copy_(value)
+        else:
+            with no_grad():
+                args[i].copy_(value)
+
+
+def regenerate_aliases(mutations, args, outs):
+    """Outputs that are (views of) an input, made again from the real input after the write-back."""
+    for k, (i, metas, requires_grad) in mutations.aliases.items():
+        value = args[i]
+        if metas:
+            with set_grad_enabled(requires_grad):
+                for meta in metas:
+                    value = meta.forward(value)
+        outs[k] = value
+    return outs
