@@ -31,6 +31,18 @@ from . import functional_tensor as ft
 from .functionalize import _root, _run, _Session
 
 
+class _TraceSession(_Session):
+    """A functionalised AOT trace: its inputs are leaves standing for the caller's tensors, which
+    may not be; writes to them are let through and `runs_eagerly` decides per call."""
+
+    def __init__(self, traced):
+        super().__init__(False)
+        self.inputs = {id(t) for t in traced}
+
+    def leaf_write_allowed(self, value) -> bool:
+        return id(value) in self.inputs
+
+
 @dataclasses.dataclass
 class InputMutations:
     """What the runtime does around a functionalised graph (module docstring)."""
@@ -43,8 +55,12 @@ def run_functionalised(fn, traced):
     """``fn(*traced)`` functionalised (call under the tracer): ``(new values of the written inputs,
     fn's result with plain tensors, InputMutations)``."""
     from .aot_autograd import _flat_outputs
-    with _Session(False):
+    with _TraceSession(traced):
         wrappers, result = _run(fn, tuple(traced), {}, False)
+        for i, (t, w) in enumerate(wrappers):
+            if w._storage.mutated and t.requires_grad and not w._storage.base.requires_grad:
+                raise NotImplementedError(f"input {i} requires grad and is written under no_grad: eager keeps it "
+                                          "a leaf that later ops differentiate, a functional graph cannot")
         outs, _ = _flat_outputs(result)
         written = [i for i, (_, w) in enumerate(wrappers) if w._storage.mutated]
         new_values = [wrappers[i][1]._storage.base for i in written]
@@ -57,10 +73,20 @@ def run_functionalised(fn, traced):
     return new_values, plain, mutations
 
 
-def eager_refuses(mutations, args) -> bool:
-    """Eager would refuse this call: a differentiable write to a leaf input that requires grad."""
+def runs_eagerly(mutations, args) -> bool:
+    """This call must run eagerly: eager refuses it (a differentiable write to a leaf input that
+    requires grad), or a written input shares memory with another input (the trace saw them apart:
+    eager's write shows through the other, the graph's would not)."""
     return any(d and args[i].requires_grad and args[i].grad_fn is None
-               for i, d in zip(mutations.inputs, mutations.differentiable))
+               for i, d in zip(mutations.inputs, mutations.differentiable)) or \
+        any(_shares_memory(args[i], a) for i in mutations.inputs for j, a in enumerate(args) if j != i)
+
+
+def _shares_memory(a, b) -> bool:
+    import numpy as np
+    if _root(a) is not _root(b):
+        return False
+    return not isinstance(a._data, np.ndarray) or np.may_share_memory(a._data, b._data)
 
 
 def protect_saved(saved, primals, mutations):

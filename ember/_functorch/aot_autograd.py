@@ -26,10 +26,11 @@ What a traced graph cannot show is handled here, never approximated:
   numbers: the generator state is restored after the trace.
 * **Outputs that alias inputs** (an input returned, or a view of one) are regenerated on the real
   input after the call (the view replayed), so they alias as in eager.
-* **Input mutation** (an op the op-properties table says writes a graph input, e.g. ``x.add_(1)``,
-  BatchNorm's running stats): the graph runs eagerly instead -- functionalisation (issue 13 item 3,
-  ember/_functorch/functionalize.py) will turn such graphs into functional ones with a ``copy_``
-  epilogue; it plugs in at `_FUNCTIONALIZE_HERE`.
+* **Mutation** (any op the op-properties table says writes a tensor: ``x.add_(1)``, ``x[0].mul_(2)``,
+  ``out=``, BatchNorm's running stats, a view of an intermediate): the program is traced again
+  *functionalised* (functionalize.py), so the graphs hold no mutating op; the written inputs' new
+  values become extra forward outputs and a runtime epilogue writes them back with ``copy_``
+  (_aot_mutations.py says how, and which writes still run eagerly).
 * **Data-dependent Python** (``bool(t)``, ``t.item()`` on a traced tensor): the trace would bake this
   run's value in, so the program runs eagerly.
 
@@ -139,7 +140,12 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True, fu
             if hidden:
                 raise AOTFallback(hidden)
             if tangent_outputs:
-                grads = _record_backward(ember, tracer, traced, [outs[i] for i in tangent_outputs])
+                try:
+                    grads = _record_backward(ember, tracer, traced, [outs[i] for i in tangent_outputs])
+                except RuntimeError as e:
+                    # eager's backward would refuse too (a saved tensor modified in place ...): eager
+                    # raises it at .backward(), after the forward's values and side effects
+                    raise AOTFallback(f"the traced backward failed as eager's would: {e}") from e
                 for node in tracer.graph.nodes:
                     node.meta.setdefault("aot_stage", "backward")
             tracer.set_output(tuple(outs) + (tuple(grads) if tangent_outputs else ()))
@@ -181,7 +187,7 @@ def _restructure(outs, out_kind):
 
 
 # ---------------------------------------------------------------------------------------------
-# what the trace cannot express: aliases of inputs, input mutation
+# what the trace cannot express: aliases of inputs, hidden saved values; mutating nodes
 # ---------------------------------------------------------------------------------------------
 def _view_base(node):
     """The node a view (or getitem of a multi-view op) reads its memory from, else None."""
@@ -213,20 +219,6 @@ def mutating_nodes(gm):
     """The nodes of `gm` that write a tensor in place, by the op-properties table."""
     from ..fx.passes import purity
     return (n for n in gm.graph.nodes if n.op == "call_function" and purity.mutated_inputs(n))
-
-
-def written_graph_inputs(gm) -> list:
-    """``"<op> writes <input>"`` for every op of `gm` that writes a graph input or constant (through
-    views too), by the op-properties table (ember.fx.passes.purity)."""
-    from ..fx.passes import purity
-    found = []
-    for node in gm.graph.nodes:
-        for arg in purity.mutated_inputs(node) if node.op == "call_function" else ():
-            while arg is not None and arg.op not in ("placeholder", "get_attr"):
-                arg = _view_base(arg)
-            if arg is not None:
-                found.append(f"{getattr(node.target, 'name', node.target)} writes {arg.name}")
-    return found
 
 
 def hidden_saved_value(tracer, outputs):
@@ -305,7 +297,12 @@ class CompiledGraph:
             # where the caller's input is not a leaf (the functional trace decides; eager refusals stay)
             if "leaf Variable that requires grad" not in str(e):
                 raise
-        return trace_joint(fn, args, decompositions=decompositions, functional=True)
+        try:
+            return trace_joint(fn, args, decompositions=decompositions, functional=True)
+        except RuntimeError as e:
+            if "Variable that requires grad" not in str(e):     # a write to a view of a leaf input ...
+                raise
+            raise AOTFallback(f"eager refuses this write where the caller's tensor is a leaf: {e}") from e
 
     def _fall_back(self, reason):
         self.fallback_reason = reason
@@ -348,7 +345,7 @@ class CompiledGraph:
 
     def __call__(self, args):
         if self.fallback_reason is not None or (
-                self.mutations is not None and _aot_mutations.eager_refuses(self.mutations, args)):
+                self.mutations is not None and _aot_mutations.runs_eagerly(self.mutations, args)):
             return self.fn(*args)
         if self.function is None:
             with no_grad():      # no output is differentiable (grad-mode switches are not in the graph)

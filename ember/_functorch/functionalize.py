@@ -52,6 +52,11 @@ class _Session:
     def __init__(self, remove_views: bool):
         self.remove_views = remove_views
 
+    def leaf_write_allowed(self, value) -> bool:
+        """Whether a write to `value`, a leaf that requires grad, is let through (eager refuses it;
+        AOT autograd's trace, whose inputs stand for the caller's, lets the runtime decide)."""
+        return False
+
     def __enter__(self):
         if ft.state.session is not None:
             raise NotImplementedError("functionalize: nested functionalize() calls are not supported")

@@ -1,7 +1,8 @@
 """ember._functorch.aot_autograd against torch._functorch.aot_autograd and eager ember: the joint
 graph of seed 001's mm example has torch's shape; compiled functions give eager's values, gradients,
 random numbers and aliasing; the backward is compiled once, lazily; programs a graph cannot express
-exactly (input mutation, data-dependent Python) run eagerly and say why; the graphs print."""
+exactly (data-dependent Python) run eagerly and say why; the graphs print (input mutation:
+test_aot_input_mutation.py)."""
 from __future__ import annotations
 
 import numpy as np
