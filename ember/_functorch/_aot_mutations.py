@@ -17,9 +17,13 @@ puts eager's side effects back around the compiled graphs (PyTorch's "input muta
 * a saved activation that shares memory with a written input (the input itself, a view of it) is
   cloned before the write-back, so the backward reads the value the forward used.
 
-What still runs eagerly (functionalize.py refuses it with NotImplementedError): metadata-only
-mutation of an input (``x.t_()``, ``squeeze_``), ``set_``/``resize_``/``.data =``, and a write to
-an input that shares memory with another input.
+* an input's in-place metadata change (``x.t_()``, ``unsqueeze_``) is replayed on the real input
+  with the same in-place method, after its data is written back (views of it regenerated first:
+  their chains start from its old layout).
+
+What still runs eagerly: metadata changes of an input that requires grad, ``set_``/``resize_``/
+``.data =`` (functionalize.py refuses them), a write to an input that shares memory with another
+input (checked per call), an input that requires grad written under no_grad.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ class _TraceSession(_Session):
     """A functionalised AOT trace: its inputs are leaves standing for the caller's tensors, which
     may not be; writes to them are let through and `runs_eagerly` decides per call."""
 
+    input_metadata_writes_allowed = True
+
     def __init__(self, traced):
         super().__init__(False)
         self.inputs = {id(t) for t in traced}
@@ -48,7 +54,8 @@ class InputMutations:
     """What the runtime does around a functionalised graph (module docstring)."""
     inputs: list                 # indices of the written inputs (their new values lead the forward outputs)
     differentiable: list         # per written input: its new value requires grad (copy_ with grad mode on)
-    aliases: dict                # user output index -> (input index, [ViewMeta], requires grad): regenerate
+    aliases: dict                # user output index -> (input index, [ViewMeta] or None: the input, requires grad)
+    metadata: dict               # input index -> [ViewMeta]: its in-place metadata changes (t_ ...), replayed
 
 
 def run_functionalised(fn, traced):
@@ -61,15 +68,24 @@ def run_functionalised(fn, traced):
             if w._storage.mutated and t.requires_grad and not w._storage.base.requires_grad:
                 raise NotImplementedError(f"input {i} requires grad and is written under no_grad: eager keeps it "
                                           "a leaf that later ops differentiate, a functional graph cannot")
+        metadata = {i: list(w._metas) for i, (t, w) in enumerate(wrappers) if w._metas}
+        for i, metas in metadata.items():
+            if wrappers[i][0].requires_grad or not all(_metadata_method(m) for m in metas):
+                raise NotImplementedError(f"functionalize: input {i}'s metadata changed in place "
+                                          f"({', '.join(m.op.schema.name + '_' for m in metas)}) on a tensor that "
+                                          "requires grad or through an op without an in-place method")
         outs, _ = _flat_outputs(result)
         written = [i for i, (_, w) in enumerate(wrappers) if w._storage.mutated]
         new_values = [wrappers[i][1]._storage.base for i in written]
         storage_owner = {id(w._storage): i for i, (_, w) in enumerate(wrappers)}
-        aliases = {k: (storage_owner[id(o._storage)], list(o._metas), bool(ft.current(o).requires_grad))
+        # the input itself (`is`): returned as the very object; else a view, regenerated from the input
+        aliases = {k: (storage_owner[id(o._storage)],
+                       None if o is wrappers[storage_owner[id(o._storage)]][1] else list(o._metas),
+                       bool(ft.current(o).requires_grad))
                    for k, o in enumerate(outs) if isinstance(o, ft.FunctionalTensor) and id(o._storage) in storage_owner}
         plain = ft.unwrap(result) if isinstance(result, (list, tuple)) else (
             ft.current(result) if isinstance(result, ft.FunctionalTensor) else result)
-    mutations = InputMutations(written, [bool(v.requires_grad) for v in new_values], aliases)
+    mutations = InputMutations(written, [bool(v.requires_grad) for v in new_values], aliases, metadata)
     return new_values, plain, mutations
 
 
@@ -108,12 +124,21 @@ def write_back(mutations, args, new_values):
 
 
 def regenerate_aliases(mutations, args, outs):
-    """Outputs that are (views of) an input, made again from the real input after the write-back."""
+    """Outputs that are (views of) an input, made again from the real input after the write-back
+    (views from its layout before its metadata changes, which are replayed last)."""
     for k, (i, metas, requires_grad) in mutations.aliases.items():
         value = args[i]
-        if metas:
-            with set_grad_enabled(requires_grad):
-                for meta in metas:
-                    value = meta.forward(value)
+        with set_grad_enabled(requires_grad):
+            for meta in metas or ():
+                value = meta.forward(value)
         outs[k] = value
+    for i, metas in mutations.metadata.items():
+        for meta in metas:
+            getattr(args[i], _metadata_method(meta))(*meta.args)
     return outs
+
+
+def _metadata_method(meta):
+    """The in-place method that makes this view of a tensor in place (``transpose`` -> ``transpose_``)."""
+    name = meta.op.schema.name + "_"
+    return name if meta.index is None and hasattr(Tensor, name) else None

@@ -259,22 +259,72 @@ def test_backward_eager_refuses_is_refused_at_backward():
     assert "backward failed" in next(iter(f.graphs.values())).fallback_reason
 
 
-@pytest.mark.parametrize("case", ["t_", "aliased inputs"])
+def _view_then_t_(x):
+    v = x[0]
+    x.t_()
+    x.mul_(2)
+    return v
+
+
+MORE_WRITES = {      # no input requires grad: the inference graph
+    "non-contiguous input": (lambda x: (x.add_(1), x * 2)[1], lambda: [ember.arange(12.0).view(3, 4)[:, 1]]),
+    "integer input": (lambda x: (x.mul_(3), x + 1)[1], lambda: [ember.arange(6).view(2, 3)]),
+    "add(out=x)": (lambda x, y: (ember.add(x, y, out=x), x * 2)[1], lambda: [ember.zeros(3), ember.ones(3)]),
+    "through a transpose": (lambda x: (x.t()[0].add_(5), x.sum())[1], lambda: [ember.arange(6.0).view(2, 3)]),
+    "clamp_": (lambda x: x.clamp_(min=0.5).exp(), lambda: [ember.linspace(-1, 1, 5)]),
+    "two inputs, each other's values": (lambda x, y: (x.add_(y), y.mul_(x), x * y)[2],
+                                        lambda: [ember.linspace(-1, 1, 3), ember.linspace(2, 0, 3)]),
+    "returns the written view": (lambda x: x.view(-1)[1:].mul_(2), lambda: [ember.arange(6.0).view(2, 3)]),
+    "t_": (lambda x: x.t_() * 2, lambda: [ember.arange(6.0).view(2, 3)]),
+    "t_ then a write, a view returned": (lambda x: (x.t_(), x.add_(1), x[0])[2], lambda: [ember.arange(6.0).view(2, 3)]),
+    "unsqueeze_, the input returned": (lambda x: (x.unsqueeze_(0), x)[1], lambda: [ember.arange(3.0)]),
+    "view taken before t_": (_view_then_t_, lambda: [ember.arange(6.0).view(2, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE_WRITES))
+def test_more_writes_compile_with_eagers_values_layout_and_aliasing(name):
+    fn, make = MORE_WRITES[name]
+    capture = Capture()
+    f = aot_function(fn, capture)
+    eager_args, compiled_args = make(), make()
+    expected, got = fn(*eager_args), f(*compiled_args)
+    assert next(iter(f.graphs.values())).fallback_reason is None
+    assert all(_mutating_ops(gm) == [] for gm in capture.graphs)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    assert got.dtype == expected.dtype
+    for e, c in zip(eager_args, compiled_args):
+        assert (list(c.shape), c.stride()) == (list(e.shape), e.stride())
+        np.testing.assert_array_equal(c.numpy(), e.numpy())
+    # an output that is an input (or a view of one) is that (a view of that) tensor, as in eager
+    assert [got is a for a in compiled_args] == [expected is a for a in eager_args]
+    alias_in_eager = [np.shares_memory(expected.numpy(), a.numpy()) for a in eager_args]
+    assert [np.shares_memory(got.numpy(), a.numpy()) for a in compiled_args] == alias_in_eager
+
+
+def test_noncontiguous_input_writes_its_base():
+    base = ember.arange(12.0).view(3, 4)
+    aot_function(lambda v: (v.add_(1), v * 2)[1], Capture())(base[:, 1])
+    np.testing.assert_array_equal(base.numpy()[:, 1], [2.0, 6.0, 10.0])
+    np.testing.assert_array_equal(base.numpy()[:, 0], [0.0, 4.0, 8.0])
+
+
+@pytest.mark.parametrize("case", ["aliased inputs", "t_ of a tensor that requires grad"])
 def test_what_remains_eager(case):
-    """Metadata-only mutation and writes to an input another input aliases still run eagerly
-    (with their reason), with eager's values and side effects."""
-    if case == "t_":
-        fn, make = (lambda x: x.t_() * 2), (lambda: [ember.arange(6.0).view(2, 3)])
-    else:
+    """A write to an input another input aliases (decided per call) and a metadata change of an
+    input that requires grad still run eagerly, with eager's values and side effects."""
+    if case == "aliased inputs":
         fn, make = (lambda x, y: (x.add_(1), y * 2)[1]), (lambda: [ember.zeros(3)] * 2)
+    else:
+        fn, make = (lambda x: x.t_() * 2), (lambda: [ember.arange(6.0).view(2, 3).requires_grad_() * 1])
     f = aot_function(fn, Capture())
     eager_args, compiled_args = make(), make()
     expected, got = fn(*eager_args), f(*compiled_args)
-    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
     for e, c in zip(eager_args, compiled_args):
         assert list(c.shape) == list(e.shape)
-        np.testing.assert_array_equal(c.numpy(), e.numpy())
-    if case == "t_":
+        np.testing.assert_array_equal(c.detach().numpy(), e.detach().numpy())
+    if case != "aliased inputs":
         assert "metadata" in next(iter(f.graphs.values())).fallback_reason
 
 
