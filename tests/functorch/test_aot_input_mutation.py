@@ -343,3 +343,16 @@ def test_batchnorm_train_step_under_aot_function_matches_torch():
     for k, v in t_bn.state_dict().items():
         np.testing.assert_allclose(e_bn.state_dict()[k].numpy(), v.numpy(), rtol=1e-10, err_msg=k)
     assert capture.graphs and all(_mutating_ops(gm) == [] for gm in capture.graphs)
+
+
+def test_data_dependent_python_after_a_write_runs_eagerly():
+    """The functionalised trace refuses data-dependent Python on its wrappers too."""
+    def fn(x):
+        x.add_(1)
+        return x * 2 if x.sum() > 0 else x * 3
+    f = aot_function(fn, Capture())
+    for sign in (1.0, -3.0):
+        x, ex = ember.full((3,), sign), ember.full((3,), sign)
+        np.testing.assert_array_equal(f(x).numpy(), fn(ex).numpy())
+        np.testing.assert_array_equal(x.numpy(), ex.numpy())
+    assert "DataDependentTrace" in next(iter(f.graphs.values())).fallback_reason
