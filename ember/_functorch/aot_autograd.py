@@ -26,10 +26,11 @@ What a traced graph cannot show is handled here, never approximated:
   numbers: the generator state is restored after the trace.
 * **Outputs that alias inputs** (an input returned, or a view of one) are regenerated on the real
   input after the call (the view replayed), so they alias as in eager.
-* **Input mutation** (an op the op-properties table says writes a graph input, e.g. ``x.add_(1)``,
-  BatchNorm's running stats): the graph runs eagerly instead -- functionalisation (issue 13 item 3,
-  ember/_functorch/functionalize.py) will turn such graphs into functional ones with a ``copy_``
-  epilogue; it plugs in at `_FUNCTIONALIZE_HERE`.
+* **Mutation** (any op the op-properties table says writes a tensor: ``x.add_(1)``, ``x[0].mul_(2)``,
+  ``out=``, BatchNorm's running stats, a view of an intermediate): the program is traced again
+  *functionalised* (functionalize.py), so the graphs hold no mutating op; the written inputs' new
+  values become extra forward outputs and a runtime epilogue writes them back with ``copy_``
+  (_aot_mutations.py says how, and which writes still run eagerly).
 * **Data-dependent Python** (``bool(t)``, ``t.item()`` on a traced tensor): the trace would bake this
   run's value in, so the program runs eagerly.
 
@@ -50,7 +51,7 @@ from .._core.tensor import Tensor
 from .._core.tensor_spec import spec_of
 from .._logging import trace_log
 from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, no_grad, set_grad_enabled
-from . import data_dependence
+from . import _aot_mutations, data_dependence
 from .make_fx import Tracer, tracing
 from .partitioners import default_partition
 
@@ -100,11 +101,12 @@ def joint_decompositions() -> dict:
     return {aten.dropout.default: _dropout_through_a_mask, aten.feature_dropout.default: _feature_dropout_through_a_mask}
 
 
-def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
+def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True, functional: bool = False):
     """The joint graph of ``fn(*args)`` (module docstring, step 1), or its forward alone when
     `with_backward` is False or nothing requires grad. Returns ``(gm, info)``; info: ``num_fwd_outputs``,
     ``tangent_outputs`` (which outputs get a tangent), ``out_kind`` (how fn returned: "single",
-    "tuple", "list")."""
+    "tuple", "list"), ``mutations`` (`functional`: fn runs functionalised, the new values of the
+    inputs it wrote lead the forward outputs; an `InputMutations`, else None)."""
     import ember
     tracer = Tracer(decompositions={**joint_decompositions(), **(decompositions or {})})
     traced = _trace_inputs(args)
@@ -114,7 +116,10 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
     grad_mode = is_grad_enabled()
     try:
         with tracing(tracer), data_dependence.forbidden(tracer):
-            result = fn(*traced)
+            if functional:
+                new_values, result, mutations = _aot_mutations.run_functionalised(fn, traced)
+            else:
+                new_values, result, mutations = [], fn(*traced), None
             # a program may leave grad mode switched (dynamo's graphs end with the mode the code set);
             # the graph records ops only, so the runtime sets it afterwards
             grad_mode_after = is_grad_enabled()
@@ -122,7 +127,11 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
             outs, out_kind = _flat_outputs(result)
             for node in tracer.graph.nodes:
                 node.meta["aot_stage"] = "forward"
-            aliased = {i for i, o in enumerate(outs) if _input_alias(tracer, o) is not None}
+            if mutations is None:
+                aliased = {i for i, o in enumerate(outs) if _input_alias(tracer, o) is not None}
+            else:
+                aliased = {len(new_values) + k for k in mutations.aliases}
+            outs = new_values + outs
             wants_grad = [t for t in traced if t.requires_grad]
             tangent_outputs = [i for i, o in enumerate(outs) if with_backward and wants_grad and i not in aliased
                                and isinstance(o, Tensor) and o.requires_grad and o.dtype.category >= 2]
@@ -131,7 +140,12 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
             if hidden:
                 raise AOTFallback(hidden)
             if tangent_outputs:
-                grads = _record_backward(ember, tracer, traced, [outs[i] for i in tangent_outputs])
+                try:
+                    grads = _record_backward(ember, tracer, traced, [outs[i] for i in tangent_outputs])
+                except RuntimeError as e:
+                    # eager's backward would refuse too (a saved tensor modified in place ...): eager
+                    # raises it at .backward(), after the forward's values and side effects
+                    raise AOTFallback(f"the traced backward failed as eager's would: {e}") from e
                 for node in tracer.graph.nodes:
                     node.meta.setdefault("aot_stage", "backward")
             tracer.set_output(tuple(outs) + (tuple(grads) if tangent_outputs else ()))
@@ -139,6 +153,7 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True):
         ember.set_rng_state(rng)
         _set_grad_enabled(grad_mode)
     info = {"num_fwd_outputs": len(outs), "tangent_outputs": tangent_outputs, "out_kind": out_kind,
+            "mutations": mutations,
             "grad_mode_after": grad_mode_after if grad_mode_after != grad_mode else None}
     return tracer.graph_module(), info
 
@@ -172,7 +187,7 @@ def _restructure(outs, out_kind):
 
 
 # ---------------------------------------------------------------------------------------------
-# what the trace cannot express: aliases of inputs, input mutation
+# what the trace cannot express: aliases of inputs, hidden saved values; mutating nodes
 # ---------------------------------------------------------------------------------------------
 def _view_base(node):
     """The node a view (or getitem of a multi-view op) reads its memory from, else None."""
@@ -200,18 +215,10 @@ def _input_alias(tracer, value):
     return alias_chain(entry[1]) if entry is not None and entry[0] is value else None
 
 
-def written_graph_inputs(gm) -> list:
-    """``"<op> writes <input>"`` for every op of `gm` that writes a graph input or constant (through
-    views too), by the op-properties table (ember.fx.passes.purity)."""
+def mutating_nodes(gm):
+    """The nodes of `gm` that write a tensor in place, by the op-properties table."""
     from ..fx.passes import purity
-    found = []
-    for node in gm.graph.nodes:
-        for arg in purity.mutated_inputs(node) if node.op == "call_function" else ():
-            while arg is not None and arg.op not in ("placeholder", "get_attr"):
-                arg = _view_base(arg)
-            if arg is not None:
-                found.append(f"{getattr(node.target, 'name', node.target)} writes {arg.name}")
-    return found
+    return (n for n in gm.graph.nodes if n.op == "call_function" and purity.mutated_inputs(n))
 
 
 def hidden_saved_value(tracer, outputs):
@@ -252,24 +259,19 @@ class CompiledGraph:
         self.fn = fn
         self.fallback_reason = None
         try:
-            joint, info = trace_joint(fn, args, decompositions=decompositions)
+            joint, info = self._trace(fn, args, decompositions)
         except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
-            # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward)
+            # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward),
+            # or a mutation functionalisation cannot express (_aot_mutations' docstring)
             self._fall_back(f"{type(e).__name__}: {e}")
             return
         self.info = info
         self.out_kind = info["out_kind"]
         self.num_fwd = info["num_fwd_outputs"]
+        self.mutations = info["mutations"]
         outputs = list(joint.graph.nodes)[-1].args[0]
         self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
-        self.aliases = {i: c for i, c in self.aliases.items() if c is not None}
-        mutations = written_graph_inputs(joint)
-        if mutations:
-            # _FUNCTIONALIZE_HERE: functionalisation rewrites `joint` into a functional graph plus
-            # copy_ of the new values into the mutated inputs; until then the program runs eagerly.
-            self._fall_back("the graph mutates its inputs (" + "; ".join(mutations) + "): functionalisation "
-                            "is not integrated yet")
-            return
+        self.aliases = {i: c for i, c in self.aliases.items() if c is not None and self.mutations is None}
         self.tangent_outputs = info["tangent_outputs"]
         if not self.tangent_outputs:
             _log_graph("aot_graphs", f"Forward graph {self.graph_id} (inference)", joint)
@@ -281,6 +283,26 @@ class CompiledGraph:
         _log_graph("aot_graphs", f"Forward graph {self.graph_id}", fw_gm)
         self.forward = fw_compiler(fw_gm, list(args))
         self.function = self._autograd_function(bw_compiler or fw_compiler)
+
+    @staticmethod
+    def _trace(fn, args, decompositions):
+        """The joint graph; traced again functionalised when the plain trace holds a mutating op (or
+        eager autograd refused one on the trace's leaf inputs), so the compiled graphs never write."""
+        try:
+            joint, info = trace_joint(fn, args, decompositions=decompositions)
+            if not any(mutating_nodes(joint)):
+                return joint, info
+        except RuntimeError as e:
+            # the trace's inputs are leaves: a write to an input that requires grad is refused here even
+            # where the caller's input is not a leaf (the functional trace decides; eager refusals stay)
+            if "leaf Variable that requires grad" not in str(e):
+                raise
+        try:
+            return trace_joint(fn, args, decompositions=decompositions, functional=True)
+        except RuntimeError as e:
+            if "Variable that requires grad" not in str(e):     # a write to a view of a leaf input ...
+                raise
+            raise AOTFallback(f"eager refuses this write where the caller's tensor is a leaf: {e}") from e
 
     def _fall_back(self, reason):
         self.fallback_reason = reason
@@ -296,8 +318,10 @@ class CompiledGraph:
             @staticmethod
             def forward(ctx, *primals):
                 results = compiled.forward(*primals)
-                outs = results[:num_fwd]
-                ctx.save_for_backward(*results[num_fwd:])
+                outs, saved = results[:num_fwd], results[num_fwd:]
+                if compiled.mutations is not None:
+                    saved = _aot_mutations.protect_saved(saved, primals, compiled.mutations)
+                ctx.save_for_backward(*saved)
                 ctx.mark_non_differentiable(*[o for i, o in enumerate(outs)
                                               if i not in differentiable and isinstance(o, Tensor)])
                 return tuple(outs)
@@ -317,9 +341,11 @@ class CompiledGraph:
         return CompiledFunction
 
     backward = None
+    mutations = None
 
     def __call__(self, args):
-        if self.fallback_reason is not None:
+        if self.fallback_reason is not None or (
+                self.mutations is not None and _aot_mutations.runs_eagerly(self.mutations, args)):
             return self.fn(*args)
         if self.function is None:
             with no_grad():      # no output is differentiable (grad-mode switches are not in the graph)
@@ -329,6 +355,10 @@ class CompiledGraph:
             # (the program may switch it on itself: the switch is not in the graph)
             with set_grad_enabled(True):
                 outs = list(self.function.apply(*args))
+        if self.mutations is not None:
+            written = len(self.mutations.inputs)
+            _aot_mutations.write_back(self.mutations, args, outs[:written])
+            outs = _aot_mutations.regenerate_aliases(self.mutations, args, outs[written:])
         for i, (placeholder, chain) in self.aliases.items():
             outs[i] = _replay_views(args, placeholder, chain)
         if self.info["grad_mode_after"] is not None:

@@ -16,6 +16,7 @@ import functools
 import threading
 
 from .._core.tensor import Tensor
+from .functional_tensor import FunctionalTensor, current
 
 CONVERSIONS = ("__bool__", "item", "tolist", "__int__", "__float__", "__index__", "numpy", "__array__")
 
@@ -37,8 +38,9 @@ def _guarded(name, original):
     def conversion(self, *args, **kwargs):
         tracer = _state.tracer
         if tracer is not None:
-            entry = tracer.values.get(id(self))
-            if entry is not None and entry[0] is self:
+            probe = current(self) if isinstance(self, FunctionalTensor) else self     # a functionalised trace
+            entry = tracer.values.get(id(probe))
+            if entry is not None and entry[0] is probe:
                 raise DataDependentTrace(f"Tensor.{name}() of a traced tensor: the program's Python depends on "
                                          f"tensor values ({entry[1].name}), which a graph cannot replay")
         return original(self, *args, **kwargs)

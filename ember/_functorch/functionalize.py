@@ -52,6 +52,14 @@ class _Session:
     def __init__(self, remove_views: bool):
         self.remove_views = remove_views
 
+    # AOT autograd replays an input's in-place metadata changes (t_, unsqueeze_ ...) after the call
+    input_metadata_writes_allowed = False
+
+    def leaf_write_allowed(self, value) -> bool:
+        """Whether a write to `value`, a leaf that requires grad, is let through (eager refuses it;
+        AOT autograd's trace, whose inputs stand for the caller's, lets the runtime decide)."""
+        return False
+
     def __enter__(self):
         if ft.state.session is not None:
             raise NotImplementedError("functionalize: nested functionalize() calls are not supported")
@@ -113,7 +121,7 @@ def _run(fn, args, kwargs, remove_views):
     wrapped_kwargs = _map(wrap_input, dict(kwargs))
     result = fn(*wrapped_args, **wrapped_kwargs)
     for t, w in wrappers:
-        if w._metas:
+        if w._metas and not ft.state.session.input_metadata_writes_allowed:
             raise NotImplementedError("functionalize: the function changed the metadata of an input in place "
                                       "(t_, transpose_, squeeze_, unsqueeze_ ...); ember cannot functionalize that")
         if w._storage.mutated and _shares_memory_with_another(t, wrappers):

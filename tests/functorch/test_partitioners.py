@@ -236,8 +236,9 @@ def test_unused_random_op_still_draws():
 
 def test_mutation_of_an_intermediate_through_a_view_is_kept():
     """m = (x * 2).detach(); m.view(-1)[:1] += 1: the in-place op is not an ancestor of the output node
-    (it writes through a view) yet must run; min-cut falls back to the default partition for such
-    graphs. (ember's autograd refuses in-place ops on views of tensors that require grad.)"""
+    (it writes through a view) yet must run; AOT autograd functionalises the program (the write becomes
+    a slice_scatter the output reads), and min-cut falls back to the default partition for graphs still
+    holding a write. (ember's autograd refuses in-place ops on views of tensors that require grad.)"""
     def fn(x):
         m = (x * 2).detach()
         m.view(-1)[:1].add_(1)
