@@ -8,6 +8,7 @@ from itertools import islice
 
 from ..._core.tensor import Tensor
 from ..parameter import Parameter
+from ._common import TrackedDict
 from .module import Module, _addindent, _typename
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
@@ -22,7 +23,7 @@ def _abs_index(idx, size):
 
 def _renumber(module):
     # Keys of list-like containers stay 0..n-1 after a deletion, as in PyTorch.
-    module._modules = OrderedDict(zip([str(i) for i in range(len(module._modules))], module._modules.values()))
+    module._modules = TrackedDict(zip([str(i) for i in range(len(module._modules))], module._modules.values()))
 
 
 def _no_digits(keys):
