@@ -243,14 +243,19 @@ class ModuleTreePlan:
         exprs.append(f"___distinct_members(({members}{',' if self.members else ''}))")
         return names, exprs
 
+    def same_arrays_part(self) -> str:
+        """Covered tensors still hold the arrays the last full pass saw: an in-place metadata change
+        (``.data = ``, a resize, an in-place view op) swaps the array. Failing it is not a guard
+        failure (the new array may have the same spec): the full pass decides."""
+        return "all(map(___is, map(___data_of, ___lt), ___ltdata))" if self.tensor_sources else "True"
+
     def batch_parts(self) -> list:
-        """The fast tier's batched checks: covered tensors keep the array, dispatch keys and class the
-        last full pass saw (any in-place metadata change -- ``.data = ``, ``requires_grad_``, a resize
-        -- swaps the array or the keys), and attributes read off covered objects stay the same objects."""
+        """The fast tier's batched checks, each as final as the guards it stands for: covered tensors
+        keep the dispatch keys and class the last full pass saw (``requires_grad_`` changes the keys),
+        and attributes read off covered objects (class members) stay the same objects."""
         parts = []
         if self.tensor_sources:
-            parts.append("all(map(___is, map(___data_of, ___lt), ___ltdata))"
-                         " and tuple(map(___meta_of, ___lt)) == ___ltmeta")
+            parts.append("tuple(map(___meta_of, ___lt)) == ___ltmeta")
         if self.members:
             parts.append("all(map(___is, map(getattr, ___lm[0], ___lm[1]), ___lm[2]))")
         return parts
