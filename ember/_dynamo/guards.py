@@ -389,7 +389,9 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
     rows = sorted(set(guards), key=lambda g: (GUARD_KINDS[g.kind].order, _depth(g.source),
                                               source_sort_key(g.source, names)))
     rows = _add_dispatch_state_and_aliasing(rows)
-    env = {"G": f_globals, "___tls": tls, "___tensor_spec": spec_of, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
+    import builtins
+    import sys
+    env = {"G": f_globals, "___sys_modules": sys.modules, "___builtins": builtins, "___tls": tls, "___tensor_spec": spec_of, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
            "___default_dtype": get_default_dtype, "___dtype_box": _default_dtype_box,
            "___grad_enabled": lambda: (tls.exclude & AUTOGRAD_BIT) == 0}
     constants: dict = {}
