@@ -143,9 +143,12 @@ class ModuleList(Module):
             self += modules
 
     def __getitem__(self, idx):
+        modules = self._modules
+        if type(idx) is int and 0 <= idx < len(modules):   # the common case, without the general checks
+            return modules[str(idx)]
         if isinstance(idx, slice):
-            return self.__class__(list(self._modules.values())[idx])
-        return self._modules[str(_abs_index(idx, len(self)))]
+            return self.__class__(list(modules.values())[idx])
+        return modules[str(_abs_index(idx, len(self)))]
 
     def __setitem__(self, idx, module):
         setattr(self, str(_abs_index(idx, len(self))), module)
