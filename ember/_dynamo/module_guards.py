@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..nn.modules._common import STATE_VERSION, TRACKED_TYPES
+from ..nn.modules._common import STATE_VERSION, is_tracked
 from ..nn.modules.module import Module
 from .source import AttrSource, GetItemSource, Source
 
@@ -35,9 +35,11 @@ _STATE_DICTS = ("_parameters", "_buffers", "_modules", "_forward_hooks", "_forwa
 _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
 
 
-def _container_types():
+def _is_container(value) -> bool:
+    """An instance of exactly ModuleList, Sequential or ModuleDict (compared by identity)."""
     from ..nn.modules.container import ModuleDict, ModuleList, Sequential
-    return (ModuleList, Sequential, ModuleDict)
+    cls = type(value)
+    return cls is ModuleList or cls is Sequential or cls is ModuleDict
 
 
 def tracked_module(m) -> bool:
@@ -46,7 +48,7 @@ def tracked_module(m) -> bool:
     if cls.__setattr__ is not Module.__setattr__ or cls.__delattr__ is not Module.__delattr__:
         return False
     d = object.__getattribute__(m, "__dict__")
-    return type(d) in TRACKED_TYPES and all(type(d.get(name)) in TRACKED_TYPES for name in _STATE_DICTS)
+    return is_tracked(d) and all(is_tracked(d.get(name)) for name in _STATE_DICTS)
 
 
 def _class_attr(cls, name):
@@ -78,7 +80,7 @@ def owned_value(m, name):
 
 def container_item(c, key):
     """(True, child) for ``c[key]`` of a built-in module container, read from its tracked _modules."""
-    if type(c) not in _container_types() or not tracked_module(c):
+    if not _is_container(c) or not tracked_module(c):
         return False, None
     modules = object.__getattribute__(c, "__dict__")["_modules"]
     if type(key) is int and type(c).__name__ != "ModuleDict":
@@ -92,7 +94,7 @@ def container_item(c, key):
 
 
 def item_of(d, key):
-    if type(d) in TRACKED_TYPES and key in d:
+    if is_tracked(d) and key in d:
         return True, d[key]
     return False, None
 
@@ -186,7 +188,7 @@ class ModuleTreePlan:
         if k is kinds.EQUALS_MATCH:
             return _immutable(g.expected)
         if k in (kinds.DICT_KEYS, kinds.LENGTH_CHECK):
-            return type(value) in TRACKED_TYPES or (type(value) in _container_types() and tracked_module(value))
+            return is_tracked(value) or (_is_container(value) and tracked_module(value))
         return False
 
     def _fast_part(self, g, guard_kinds, tensor_sources):
@@ -228,7 +230,7 @@ class ModuleTreePlan:
             elif self.resolve(base)[0] and isinstance(self.resolve(base)[1], Module):
                 conds.append(f"___container_item({base.expr()}, {s.index!r})[0]")
             else:
-                conds.append(f"type({base.expr()}) in ___tracked")
+                conds.append(f"___is_tracked({base.expr()})")
         return conds
 
     def live_assignments(self) -> tuple:
@@ -275,4 +277,4 @@ def env_entries() -> dict:
     return {"___is": operator.is_, "___data_of": operator.attrgetter("_data"),
             "___meta_of": operator.attrgetter("_keys", "__class__"), "___distinct_members": _distinct_members,
             "___version": STATE_VERSION, "___owned": owned_value, "___container_item": container_item,
-            "___tracked": TRACKED_TYPES}
+            "___is_tracked": is_tracked}

@@ -103,6 +103,12 @@ TrackedOrderedDict = _tracked(OrderedDict)
 TRACKED_TYPES = (TrackedDict, TrackedOrderedDict)
 
 
+def is_tracked(value) -> bool:
+    """`value` is one of the tracked dicts (by identity of its type: runs no metaclass __eq__)."""
+    cls = type(value)
+    return cls is TrackedDict or cls is TrackedOrderedDict
+
+
 class RemovableHandle:
     """Returned by ``register_*_hook``: ``handle.remove()`` unregisters the hook."""
 
