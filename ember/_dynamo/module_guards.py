@@ -125,7 +125,7 @@ class ModuleTreePlan:
         self.live: dict = {}           # covered source -> live name
         self.conditions: list = []     # re-checked before each stamp (slow tier only)
         self.fast_parts: list = []
-        tensor_sources, seen, self.members = [], set(), []
+        tensor_sources, seen, self.members, self.aliasing_covered = [], set(), [], []
         for g in rows:
             part = self._fast_part(g, guard_kinds, tensor_sources)
             if part is not None and part not in seen:
@@ -208,6 +208,7 @@ class ModuleTreePlan:
             return f"{self.fast_source(g.source).expr()} is {self.fast_source(g.expected).expr()}"
         if g.kind is kinds.NO_TENSOR_ALIASING:
             loose = [s for s in g.expected if not self.covered(s)]
+            self.aliasing_covered = [s for s in g.expected if self.covered(s)]
             if not loose:
                 return None   # distinct while the tree stands still
             if len(loose) == len(g.expected):
@@ -239,8 +240,9 @@ class ModuleTreePlan:
         names = list(self.live.values()) + ["___lt", "___ltmeta", "___ltdata", "___lids", "___lm"]
         exprs = [s.expr() for s in self.live]
         tensors = "(" + "".join(f"{s.expr()}, " for s, _ in self.tensor_sources) + ")"
+        distinct = "(" + "".join(f"{s.expr()}, " for s in self.aliasing_covered) + ")"
         exprs += [tensors, f"tuple(map(___meta_of, {tensors}))", f"tuple(map(___data_of, {tensors}))",
-                  f"frozenset(map(id, {tensors}))"]
+                  f"frozenset(map(id, {distinct}))"]
         members = ", ".join(f"({b.expr()}, {m!r}, {self.const(e)})" for b, m, e in self.members)
         exprs.append(f"___distinct_members(({members}{',' if self.members else ''}))")
         return names, exprs

@@ -59,10 +59,13 @@ class Compiled:
         return [e for (c, _), cache in eval_frame._caches.items() if c is code for e in cache.entries]
 
     def guards_agree(self, x):
+        self.guards_agree_with(x)
+
+    def guards_agree_with(self, *args):
         for entry in self.entries():
-            fast = entry.check.fn(self.model, x)
-            full = entry.check.failure_reason(self.model, x) is None
-            assert fast == full, (fast, entry.check.failure_reason(self.model, x))
+            fast = entry.check.fn(self.model, *args)
+            full = entry.check.failure_reason(self.model, *args) is None
+            assert fast == full, (fast, entry.check.failure_reason(self.model, *args))
 
     def __call__(self, x):
         self.guards_agree(x)
@@ -298,3 +301,66 @@ def test_state_writes_bump_the_version():
         before = STATE_VERSION[0]
         write()
         assert STATE_VERSION[0] > before
+
+
+class Configured(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.sizes = [1, 2]                                   # a plain list attribute
+
+        class Cfg:
+            gain = 2.0
+        self.cfg = Cfg()                                       # a plain object attribute
+
+    def forward(self, x):
+        return self.lin(x) * self.cfg.gain + len(self.sizes) + self.sizes[0]
+
+
+@pytest.mark.parametrize("change", ["list_in_place", "list_item", "object_attribute"])
+def test_mutable_attributes_of_modules_are_read_live(change):
+    model = Configured()
+    c = Compiled(model)
+    x = ember.randn(2, 3)
+    c(x)
+    c(x)
+    before = STATE_VERSION[0]
+    if change == "list_in_place":
+        model.sizes.append(3)          # no module write: the version does not move
+    elif change == "list_item":
+        model.sizes[0] = 5
+    else:
+        model.cfg.gain = 3.0
+    assert STATE_VERSION[0] == before
+    c(x)
+    assert len(c.graphs) == 2
+
+
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Linear(3, 3, bias=False)
+        self.out = nn.Linear(3, 3, bias=False)
+        self.out.weight = self.emb.weight
+
+    def forward(self, x, w):
+        return self.out(self.emb(x)) + w
+
+
+def test_tied_weights_and_a_parameter_passed_as_input():
+    model = Tied()
+    c = Compiled(model)
+    x, w = ember.randn(3, 3), ember.randn(3, 3)
+
+    def call(wt):
+        c.guards_agree_with(x, wt)
+        got = c.fn(x, wt)
+        np.testing.assert_allclose(got.detach().numpy(), model(x, wt).detach().numpy(), rtol=1e-6)
+    call(w)
+    call(w)
+    call(model.emb.weight)     # now an input aliases a parameter: the aliasing guard fails
+    n = len(c.graphs)
+    call(w)
+    model.out.weight = nn.Parameter(ember.randn(3, 3))   # untied
+    call(w)
+    assert len(c.graphs) == n + 1
