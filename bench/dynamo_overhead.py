@@ -8,6 +8,10 @@
    compile entry's own cost.
 2. Capture latency of seed 003's toy_example (both frames: the function and the resume function it
    reaches), from an empty cache, for each library.
+3. Module-heavy: a 12-layer GPT built from nn modules (bench/_gpt_modules.py, 151 modules), compiled
+   with a recording backend: the guard check alone (ember: the entry's generated check; torch: the
+   cache entry's guard manager, `check(f_locals)`), and the whole compiled call against calling the
+   captured graph directly and against eager, under no_grad.
 """
 from __future__ import annotations
 
@@ -87,12 +91,80 @@ def capture_ms(lib, repeats: int) -> list:
     return times
 
 
+def module_heavy_cases():
+    """({(lib, 'guard'): fn}, {(lib, 'compiled' | 'graph' | 'eager'): fn}, modules) for the 12-layer GPT."""
+    import torch
+    from _gpt_modules import count_modules, gpt_classes
+    guards, calls, modules = {}, {}, 0
+    tokens = np.random.default_rng(0).integers(0, 64, (2, 16))
+    for lib in (ember, torch):
+        name = lib.__name__
+        lib.manual_seed(0)
+        model = gpt_classes(lib)().eval()
+        modules = count_modules(model)
+        idx = lib.from_numpy(tokens.copy())
+        recorded = []
+
+        def backend(gm, example_inputs, recorded=recorded):
+            recorded.append((gm, list(example_inputs)))
+            return gm.forward
+        lib._dynamo.reset()
+        compiled = lib.compile(model, backend=backend)
+        with lib.no_grad():
+            compiled(idx)
+        assert len(recorded) == 1, f"{name}: the GPT compiled to {len(recorded)} graphs"
+        gm, example_inputs = recorded[0]
+        code = type(model).forward.__code__
+        if lib is ember:
+            from ember._dynamo import eval_frame
+            entry = next(e for (c, _), cache in eval_frame._caches.items() if c is code for e in cache.entries)
+            guard = (lambda check, m, i: lambda: check(m, i))(entry.check.fn, model, idx)
+        else:
+            from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+            manager = _debug_get_cache_entry_list(code)[0].guard_manager
+            f_locals = {"self": model, "idx": idx, "lib": torch}   # `lib` is a free variable of forward
+            guard = (lambda check, f: lambda: check(f))(manager.check, f_locals)
+        with lib.no_grad():
+            assert guard(), f"{name}: the guard check fails on the call it was captured from"
+        guards[(name, "guard")] = guard
+
+        def under_no_grad(fn, lib=lib):
+            def run():
+                with lib.no_grad():
+                    return fn()
+            return run
+        calls[(name, "compiled")] = under_no_grad(lambda c=compiled, i=idx: c(i))
+        calls[(name, "graph")] = under_no_grad(lambda g=gm, xs=example_inputs: g(*xs))
+        calls[(name, "eager")] = under_no_grad(lambda m=model, i=idx: m(i))
+    return guards, calls, modules
+
+
+def report_module_heavy(rounds: int, number: int) -> None:
+    guards, calls, modules = module_heavy_cases()
+    header(f"module-heavy: 12-layer GPT from nn modules ({modules} modules), backend records the graph, no_grad")
+    import torch
+    with ember.no_grad(), torch.no_grad():   # the grad mode the entries were captured in
+        g = interleaved(guards, rounds=rounds, number=number)
+    c = interleaved(calls, rounds=rounds, number=max(3, number // 200))
+    print(f"{'library':<8}{'guard':>12}{'compiled':>14}{'graph':>14}{'eager':>14}{'over graph':>14}")
+    for lib in ("ember", "torch"):
+        print(f"{lib:<8}{g[(lib, 'guard')]:>10.2f}us{c[(lib, 'compiled')] / 1000:>12.3f}ms"
+              f"{c[(lib, 'graph')] / 1000:>12.3f}ms{c[(lib, 'eager')] / 1000:>12.3f}ms"
+              f"{c[(lib, 'compiled')] - c[(lib, 'graph')]:>12.1f}us")
+    print(f"guard check per call: ember {g[('ember', 'guard')]:.1f}us, torch {g[('torch', 'guard')]:.1f}us "
+          f"({g[('ember', 'guard')] / g[('torch', 'guard')]:.2f}x)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=2000)
     parser.add_argument("--capture-repeats", type=int, default=7)
+    parser.add_argument("--only-module-heavy", action="store_true")
     args = parser.parse_args()
+    if args.only_module_heavy:
+        report_module_heavy(args.rounds, args.number)
+        return
     header("dynamo per-call overhead: compiled `(a + b) * 2` on 10-element tensors, backend 'eager'")
     med = interleaved(per_call_cases(), rounds=args.rounds, number=args.number)
     print(f"{'library':<8}{'compiled':>12}{'graph':>12}{'eager':>12}{'over graph':>14}{'over eager':>14}")
@@ -109,6 +181,8 @@ def main():
     for lib in (ember, torch):
         times = capture_ms(lib, args.capture_repeats)
         print(f"{lib.__name__:<8}{statistics.median(times):>10.1f} ms total ({statistics.median(times) / 2:.1f} ms/frame)")
+    print()
+    report_module_heavy(args.rounds, args.number)
 
 
 if __name__ == "__main__":

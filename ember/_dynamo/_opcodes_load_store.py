@@ -14,6 +14,9 @@ from .exc import unimplemented
 from .variables import NullVariable, VariableTracker
 from .variables.misc import BoundMethodVariable
 
+import builtins as _builtins
+_ORIGINAL_IMPORT = _builtins.__import__   # (as the process started: a later replacement is refused)
+
 
 def _nop(tx, inst):
     pass
@@ -141,6 +144,55 @@ def _load_assertion_error(tx, inst):
     tx.push(PythonValueVariable(AssertionError))
 
 
+def _import_name(tx, inst):
+    """``import a.b`` / ``from .x import y`` of modules already in sys.modules: resolved the way
+    __import__ would, without calling it (an import that would run a module's code, or a replaced
+    __import__, is not captured). Each module read is pinned by an ID_MATCH on ``sys.modules[name]``:
+    a module removed from sys.modules (eager would import it again) recompiles."""
+    import builtins
+    import importlib.util
+    import sys
+    from . import source as src
+    from .variables.builder import wrap
+    fromlist = tx.stack[-1].as_python_constant()   # (popped once resolved: a refusal leaves the
+    level = tx.stack[-2].as_python_constant()      # stack as the instruction found it)
+    name = inst.argval
+    if tx.f_builtins not in (builtins, builtins.__dict__) or builtins.__import__ is not _ORIGINAL_IMPORT:
+        unimplemented("an import statement with a replaced __import__")
+    tx.output.guard(src.BuiltinImportSource(), "ID_MATCH", _ORIGINAL_IMPORT)
+    if level:
+        package = tx.f_globals.get("__package__")
+        if not isinstance(package, str) or not package:
+            unimplemented(f"relative import of {name!r} from a module without __package__")
+        try:
+            absolute = importlib.util.resolve_name("." * level + name, package)
+        except ImportError as e:
+            unimplemented(f"ImportError: {e}")
+    else:
+        absolute = name
+    parts = absolute.split(".")
+    for i in range(1, len(parts) + 1):   # every package on the way must be imported already
+        prefix = ".".join(parts[:i])
+        if not isinstance(sys.modules.get(prefix), types.ModuleType):
+            unimplemented(f"import of {prefix!r}, which is not imported yet (importing runs its code)")
+        tx.output.guard(src.ImportedModuleSource(prefix), "ID_MATCH", sys.modules[prefix])
+    target = absolute if fromlist else parts[0]
+    if fromlist:
+        module = sys.modules[absolute]
+        for attr in fromlist:   # __import__ would import a missing one as a submodule
+            if attr == "*" or attr not in vars(module):
+                unimplemented(f"from {absolute} import {attr}: not an attribute of the imported module")
+    module_vt = wrap(tx, sys.modules[target], src.ImportedModuleSource(target))
+    tx.pop()
+    tx.pop()
+    tx.push(module_vt)
+
+
+def _import_from(tx, inst):
+    module = tx.stack[-1]
+    tx.push(module.var_getattr(tx, inst.argval))
+
+
 def register(handlers: dict) -> None:
     """Add the load/store and stack-shuffle opcodes to a translator's handler table."""
     for name in ("NOP", "RESUME", "PRECALL", "MAKE_CELL", "COPY_FREE_VARS", "EXTENDED_ARG", "CACHE"):
@@ -152,4 +204,5 @@ def register(handlers: dict) -> None:
         "STORE_GLOBAL": _store_global, "LOAD_DEREF": _load_deref, "LOAD_CLASSDEREF": _load_deref,
         "STORE_DEREF": _store_deref, "LOAD_CLOSURE": _load_closure, "LOAD_ATTR": _load_attr,
         "LOAD_METHOD": _load_method, "STORE_ATTR": _store_attr, "LOAD_ASSERTION_ERROR": _load_assertion_error,
+        "IMPORT_NAME": _import_name, "IMPORT_FROM": _import_from,
     })

@@ -389,7 +389,9 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
     rows = sorted(set(guards), key=lambda g: (GUARD_KINDS[g.kind].order, _depth(g.source),
                                               source_sort_key(g.source, names)))
     rows = _add_dispatch_state_and_aliasing(rows)
-    env = {"G": f_globals, "___tls": tls, "___tensor_spec": spec_of, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
+    import builtins
+    import sys
+    env = {"G": f_globals, "___sys_modules": sys.modules, "___builtins": builtins, "___tls": tls, "___tensor_spec": spec_of, "___object_getattribute": object.__getattribute__, "___keys": KEYS,
            "___default_dtype": get_default_dtype, "___dtype_box": _default_dtype_box,
            "___grad_enabled": lambda: (tls.exclude & AUTOGRAD_BIT) == 0}
     constants: dict = {}
@@ -424,6 +426,10 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
            f"        return {body}\n"
            f"    except Exception:\n"
            f"        return False\n")
+    if any(g.kind is GuardKind.NN_MODULE for g in rows):
+        src = _two_tier_source(rows, params, body, const, env)
+        for cname, value in constants.values():
+            env[cname] = value
     env.update({"___d": tuple(defaults or ()), "___kd": dict(kwdefaults or {}),
                 "___default_closure": closure})
     fn = _compile_fn(src, "___check", env)
@@ -432,6 +438,40 @@ def build_check_fn(guards, code: types.CodeType, f_globals: dict, closure: tuple
     binder = _compile_fn(f"def ___bind({bind_params}):\n"
                          f"    return {{{', '.join(f'{n!r}: {n}' for n in local_names)}}}\n", "___bind", env)
     return CheckFn(fn, rows, parts, src, binder, env, closure)
+
+
+def _two_tier_source(rows, params, body, const, env) -> str:
+    """The check of an entry that reads nn.Modules: a fast tier while no module state was written
+    since the last full pass, else every guard (module_guards.py explains the split)."""
+    from .module_guards import ModuleTreePlan, env_entries
+    plan = ModuleTreePlan(rows, const, GUARD_KINDS, GuardKind)
+    if not plan.covered_sources:
+        return (f"def ___check({params}):\n    try:\n        return {body}\n"
+                f"    except Exception:\n        return False\n")
+    env.update(env_entries())
+    env["___stamp"] = [-1]            # the STATE_VERSION of the last full pass (none yet)
+    env["___live"] = [None]
+    names, exprs = plan.live_assignments()
+    fast = plan.fast_parts + plan.batch_parts()
+    fast_body = "\n                and ".join(f"({p})" for p in fast) or "True"
+    conditions = " and ".join(f"({c})" for c in plan.stamp_conditions()) or "True"
+    return (f"def ___check({params}):\n"
+            f"    try:\n"
+            f"        if ___version[0] == ___stamp[0]:\n"
+            f"            {', '.join(names)}, = ___live[0]\n"
+            f"            if not (\n                {fast_body}\n            ):\n"
+            f"                return False\n"
+            f"            if {plan.same_arrays_part()}:\n"
+            f"                return True\n"
+            f"        ___v = ___version[0]\n"
+            f"        if not {body}:\n"
+            f"            return False\n"
+            f"        if {conditions}:\n"
+            f"            ___live[0] = ({', '.join(exprs)},)\n"
+            f"            ___stamp[0] = ___v\n"
+            f"        return True\n"
+            f"    except Exception:\n"
+            f"        return False\n")
 
 
 def _add_dispatch_state_and_aliasing(rows: list) -> list:

@@ -145,6 +145,43 @@ class GlobalStateSource(Source):
 
 
 @dataclasses.dataclass(frozen=True)
+class ImportedModuleSource(Source):
+    """An already-imported module read from ``sys.modules`` by an import statement in captured code
+    (guard functions see sys.modules as ``___sys_modules``): ``sys.modules['ember.nn']``."""
+    module_name: str
+
+    def name(self) -> str:
+        return f"sys.modules[{self.module_name!r}]"
+
+    def expr(self) -> str:
+        return f"___sys_modules[{self.module_name!r}]"
+
+    def short_name(self) -> str:
+        return self.name()
+
+    def reconstruct(self, codegen) -> None:
+        import sys
+        codegen.load_python_value(sys.modules)
+        codegen.load_const(self.module_name)
+        codegen.subscr()
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltinImportSource(Source):
+    """``builtins.__import__`` (guard functions: ``___builtins.__import__``): import statements were
+    resolved at capture without calling it, so replacing it recompiles."""
+
+    def name(self) -> str:
+        return "builtins.__import__"
+
+    def expr(self) -> str:
+        return "___builtins.__import__"
+
+    def reconstruct(self, codegen) -> None:
+        raise NotImplementedError("BuiltinImportSource.reconstruct")
+
+
+@dataclasses.dataclass(frozen=True)
 class ClosureCellSource(Source):
     """A free variable of the function, read through its closure cell: printed ``L['k']`` like torch."""
     cell_name: str

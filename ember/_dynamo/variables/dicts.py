@@ -165,7 +165,8 @@ class DictViewVariable(VariableTracker):
 @tracks(dict)
 def _wrap_dict(tx, value, source, guard):
     """A dict (or OrderedDict, defaultdict, Counter) read from the frame; other subclasses: user objects."""
-    if type(value) is not dict and type(value).__module__ != "collections":
+    from ...nn.modules._common import is_tracked   # a module's state dicts: plain dicts that bump a version
+    if type(value) is not dict and type(value).__module__ != "collections" and not is_tracked(value):
         return None
     if guard:
         tx.output.guard(source, "TYPE_MATCH", value)

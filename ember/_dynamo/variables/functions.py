@@ -60,8 +60,26 @@ def bind_arguments(code, args, kwargs, defaults, kwdefaults, name):
     return bound
 
 
+_COMPILING_FLAGS = {("ember.compiler", "is_compiling"), ("ember.compiler", "is_dynamo_compiling"),
+                    ("ember._dynamo.eval_frame", "is_compiling")}
+
+
+def _is_compiling_flag(code) -> bool:
+    """`code` is that of ember.compiler.is_compiling & co. (compared by code object: reading a
+    tracker's ``fn`` would pin the function object itself)."""
+    import sys
+    for module, name in _COMPILING_FLAGS:
+        fn = getattr(sys.modules.get(module), name, None)
+        if fn is not None and fn.__code__ is code:
+            return True
+    return False
+
+
 class BaseUserFunctionVariable(VariableTracker):
     def call_function(self, tx, args, kwargs):
+        if not args and not kwargs and _is_compiling_flag(self.get_code()):
+            from .constant import ConstantVariable
+            return ConstantVariable(True)   # what the call answers while this frame is captured
         return tx.inline_user_function(self, list(args), dict(kwargs))
 
     def python_type(self):

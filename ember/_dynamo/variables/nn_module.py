@@ -105,10 +105,10 @@ class NNModuleVariable(VariableTracker):
         if self.source is not None:
             tx.output.guard(_src().AttrSource(self.source, "_modules"), "DICT_KEYS", self.module._modules)
 
-    def _children(self):
+    def _children(self, tx):
         src = _src()
-        return [(key, NNModuleVariable(child, src.GetItemSource(self.source, i if not self._is_dict() else key)
-                                       if self.source is not None else None))
+        return [(key, _child(tx, child, src.GetItemSource(self.source, i if not self._is_dict() else key)
+                             if self.source is not None else None))
                 for i, (key, child) in enumerate(self.module._modules.items())]
 
     def _is_dict(self):
@@ -146,7 +146,7 @@ class NNModuleVariable(VariableTracker):
         if isinstance(self.module, ember.nn.ModuleDict):
             return [ConstantVariable(k) for k in self.module._modules]
         if isinstance(self.module, (ember.nn.Sequential, ember.nn.ModuleList)):
-            return [child for _, child in self._children()]
+            return [child for _, child in self._children(tx)]
         unimplemented(f"iteration over {type(self.module).__name__}")
 
     def call_method(self, tx, name, args, kwargs):
@@ -164,19 +164,19 @@ class NNModuleVariable(VariableTracker):
         if name == "__getitem__":
             key = args[0].as_python_constant()
             if isinstance(m, ember.nn.ModuleDict):
-                return NNModuleVariable(m[key], src.GetItemSource(self.source, key) if self.source else None)
+                return _child(tx, m[key], src.GetItemSource(self.source, key) if self.source else None)
             if isinstance(key, slice):
                 unimplemented("slicing a module container")
             if key < 0:
                 self._pin_children(tx)   # m[-1] depends on the length
             index = key if key >= 0 else len(m) + key
-            return NNModuleVariable(m[index], src.GetItemSource(self.source, index) if self.source else None)
+            return _child(tx, m[index], src.GetItemSource(self.source, index) if self.source else None)
         if name in ("__contains__",) and isinstance(m, ember.nn.ModuleDict):
             self._pin_children(tx)
             return ConstantVariable(args[0].as_python_constant() in m._modules)
         if name in ("keys", "values", "items") and isinstance(m, ember.nn.ModuleDict):
             self._pin_children(tx)
-            children = self._children()
+            children = self._children(tx)
             if name == "keys":
                 return ListIteratorVariable([ConstantVariable(k) for k, _ in children])
             if name == "values":
@@ -184,7 +184,7 @@ class NNModuleVariable(VariableTracker):
             return ListIteratorVariable([TupleVariable([ConstantVariable(k), c]) for k, c in children])
         if name in ("children", "named_children"):
             self._pin_children(tx)
-            children = self._children()
+            children = self._children(tx)
             if name == "children":
                 return ListIteratorVariable([c for _, c in children])
             return ListIteratorVariable([TupleVariable([ConstantVariable(k), c]) for k, c in children])
@@ -251,6 +251,14 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__})"
+
+
+def _child(tx, module, source):
+    """A container's child: pinned like any module read from the frame (identity, training flag,
+    hooks), so swapping it or flipping its training flag recompiles."""
+    if source is not None:
+        tx.output.guard(source, "NN_MODULE", module)
+    return NNModuleVariable(module, source)
 
 
 @tracks(Module)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 from itertools import repeat
 
 from ..._core.tensor import Tensor
@@ -65,6 +65,48 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
+
+
+# ------------------------------------------------------------------------------------------------
+# Module state version: one counter for every Module of the process, bumped by each write to a
+# module's state (Module.__setattr__/__delattr__, and the dicts below: the instance __dict__,
+# _parameters, _buffers, _modules and the forward hook dicts). Compiled-code guards (ember/_dynamo/
+# module_guards.py) skip re-reading a module tree while the counter is where their last full check
+# left it. Writes that reach a module's dict through C without calling these methods (only
+# ``object.__setattr__(module, ...)``) are the one way around it.
+
+STATE_VERSION = [0]
+
+
+def _tracked(base):
+    """A `base` (dict / OrderedDict) subclass whose every mutating method bumps STATE_VERSION first."""
+    def bump(name):
+        method = getattr(base, name)
+
+        def mutate(self, *args, **kwargs):
+            STATE_VERSION[0] += 1
+            return method(self, *args, **kwargs)
+        mutate.__name__ = name
+        return mutate
+    names = ["__setitem__", "__delitem__", "__ior__", "pop", "popitem", "clear", "update", "setdefault"]
+    if base is OrderedDict:
+        names.append("move_to_end")
+    namespace = {name: bump(name) for name in names}
+    # pickles and copies as the plain base type (Module.__setstate__ tracks again)
+    namespace["__reduce__"] = lambda self: (base, (base(self),))
+    namespace["__slots__"] = ()
+    return type(f"Tracked{base.__name__}", (base,), namespace)
+
+
+TrackedDict = _tracked(dict)
+TrackedOrderedDict = _tracked(OrderedDict)
+TRACKED_TYPES = (TrackedDict, TrackedOrderedDict)
+
+
+def is_tracked(value) -> bool:
+    """`value` is one of the tracked dicts (by identity of its type: runs no metaclass __eq__)."""
+    cls = type(value)
+    return cls is TrackedDict or cls is TrackedOrderedDict
 
 
 class RemovableHandle:

@@ -8,6 +8,7 @@ from itertools import islice
 
 from ..._core.tensor import Tensor
 from ..parameter import Parameter
+from ._common import TrackedDict
 from .module import Module, _addindent, _typename
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
@@ -22,7 +23,7 @@ def _abs_index(idx, size):
 
 def _renumber(module):
     # Keys of list-like containers stay 0..n-1 after a deletion, as in PyTorch.
-    module._modules = OrderedDict(zip([str(i) for i in range(len(module._modules))], module._modules.values()))
+    module._modules = TrackedDict(zip([str(i) for i in range(len(module._modules))], module._modules.values()))
 
 
 def _no_digits(keys):
@@ -142,9 +143,12 @@ class ModuleList(Module):
             self += modules
 
     def __getitem__(self, idx):
+        modules = self._modules
+        if type(idx) is int and 0 <= idx < len(modules):   # the common case, without the general checks
+            return modules[str(idx)]
         if isinstance(idx, slice):
-            return self.__class__(list(self._modules.values())[idx])
-        return self._modules[str(_abs_index(idx, len(self)))]
+            return self.__class__(list(modules.values())[idx])
+        return modules[str(_abs_index(idx, len(self)))]
 
     def __setitem__(self, idx, module):
         setattr(self, str(_abs_index(idx, len(self))), module)

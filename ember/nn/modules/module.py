@@ -17,6 +17,7 @@ from ..._core.device import device as _device
 from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter, Buffer
 from ._common import _typename, _IncompatibleKeys, RemovableHandle, _parse_to  # noqa: F401
+from ._common import STATE_VERSION, TrackedDict, TrackedOrderedDict
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -50,15 +51,18 @@ class Module:
         if args:
             raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
                             f"{len(args) + 1} were given")
-        d = self.__dict__
+        STATE_VERSION[0] += 1
+        # every dict a module's behaviour is read from bumps STATE_VERSION when written (_common.py)
+        d = TrackedDict(self.__dict__)
+        object.__setattr__(self, "__dict__", d)
         d["training"] = True
-        d["_parameters"] = {}
-        d["_buffers"] = {}
+        d["_parameters"] = TrackedDict()
+        d["_buffers"] = TrackedDict()
         d["_non_persistent_buffers_set"] = set()
-        d["_modules"] = {}
-        d["_forward_pre_hooks"] = OrderedDict()
+        d["_modules"] = TrackedDict()
+        d["_forward_pre_hooks"] = TrackedOrderedDict()
         d["_forward_pre_hooks_with_kwargs"] = set()
-        d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks"] = TrackedOrderedDict()
         d["_forward_hooks_with_kwargs"] = set()
         d["_forward_hooks_always_called"] = set()
 
@@ -170,6 +174,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        STATE_VERSION[0] += 1
         def remove_from(*dicts_or_sets):
             for d in dicts_or_sets:
                 if name in d:
@@ -219,6 +224,7 @@ class Module:
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
+        STATE_VERSION[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -235,7 +241,15 @@ class Module:
         return sorted(k for k in set(attrs) if not k[0].isdigit())
 
     def __setstate__(self, state):
+        STATE_VERSION[0] += 1
+        object.__setattr__(self, "__dict__", TrackedDict(self.__dict__))
         self.__dict__.update(state)
+        for name in ("_parameters", "_buffers", "_modules"):   # pickles hold them as plain dicts
+            if isinstance(self.__dict__.get(name), dict):
+                self.__dict__[name] = TrackedDict(self.__dict__[name])
+        for name in ("_forward_pre_hooks", "_forward_hooks"):
+            if isinstance(self.__dict__.get(name), dict):
+                self.__dict__[name] = TrackedOrderedDict(self.__dict__[name])
 
     # -- iteration -----------------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):

@@ -14,6 +14,7 @@ import warnings
 
 from ... import zeros, zeros_like, cat, bmm, baddbmm, bool as _bool
 from ... import triu as _triu, full as _full, get_default_dtype as _get_default_dtype
+from ... import compiler as _compiler
 from .. import functional as F, init
 from ..parameter import Parameter
 from ._common import empty
@@ -278,10 +279,12 @@ class TransformerEncoderLayer(Module):
 
 def _detect_is_causal_mask(mask, is_causal, size):
     make_causal = is_causal is True
-    if is_causal is None and mask is not None:
+    # The detection only picks between two paths that give the same values (the mask added, or a
+    # causal mask built by scaled_dot_product_attention); it reads the mask's data, so a captured
+    # frame skips it rather than graph-break on every call of every Transformer model.
+    if is_causal is None and mask is not None and not _compiler.is_compiling():
         sz = size if size is not None else mask.size(-2)
-        from ... import triu, full
-        causal = triu(full((sz, sz), float("-inf"), dtype=mask.dtype, device=mask.device), diagonal=1)
+        causal = _triu(_full((sz, sz), float("-inf"), dtype=mask.dtype, device=mask.device), diagonal=1)
         make_causal = tuple(mask.shape) == (sz, sz) and bool((mask == causal).all())
     return make_causal
 

@@ -1,0 +1,82 @@
+"""A small GPT built only from `lib.nn` modules (lib = ember or torch), for per-call overhead benchmarks
+and guard tests: token + position embeddings, `n_layer` pre-LayerNorm blocks (causal self-attention from
+two Linears, an MLP with GELU, dropout), a final LayerNorm and a tied-free head. ~8 modules per block."""
+from __future__ import annotations
+
+import math
+
+
+def gpt_classes(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, n_embd, n_head):
+            super().__init__()
+            self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+            self.c_proj = nn.Linear(n_embd, n_embd)
+            self.attn_dropout = nn.Dropout(0.0)
+            self.n_head = n_head
+            self.n_embd = n_embd
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+            q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = self.attn_dropout(F.softmax(att, dim=-1))
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            return self.c_proj(y)
+
+    class MLP(nn.Module):
+        def __init__(self, n_embd):
+            super().__init__()
+            self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * n_embd, n_embd)
+            self.dropout = nn.Dropout(0.0)
+
+        def forward(self, x):
+            return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+    class Block(nn.Module):
+        def __init__(self, n_embd, n_head):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(n_embd)
+            self.attn = CausalSelfAttention(n_embd, n_head)
+            self.ln_2 = nn.LayerNorm(n_embd)
+            self.mlp = MLP(n_embd)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self, vocab_size=64, block_size=16, n_layer=12, n_head=2, n_embd=32):
+            super().__init__()
+            self.block_size = block_size
+            self.wte = nn.Embedding(vocab_size, n_embd)
+            self.wpe = nn.Embedding(block_size, n_embd)
+            self.drop = nn.Dropout(0.0)
+            self.h = nn.ModuleList([Block(n_embd, n_head) for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd)
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            for block in self.h:   # the causal mask: a buffer of every attention module
+                block.attn.register_buffer("bias", lib.tril(lib.ones(block_size, block_size))
+                                           .view(1, 1, block_size, block_size))
+
+        def forward(self, idx):
+            b, t = idx.size()
+            pos = lib.arange(0, t, dtype=lib.long)
+            x = self.drop(self.wte(idx) + self.wpe(pos))
+            for block in self.h:
+                x = block(x)
+            return self.lm_head(self.ln_f(x))
+
+    return GPT
+
+
+def count_modules(model) -> int:
+    return sum(1 for _ in model.modules())

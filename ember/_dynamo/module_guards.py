@@ -1,0 +1,282 @@
+"""Module-tree guards checked once per call: what a guard set reads through nn.Module state is re-read
+only when some module's state was written since the last full check.
+
+Every write to a module's state bumps one process-wide counter, ``STATE_VERSION`` (ember/nn/modules/
+_common.py: Module.__setattr__/__delattr__ and the tracked instance ``__dict__``, ``_parameters``,
+``_buffers``, ``_modules`` and forward-hook dicts). A guard whose value is read from a pinned module
+through that state alone -- ``self.h[3].attn.c_attn`` (NN_MODULE), ``self.n_head`` (CONSTANT_MATCH),
+``self.h._modules`` (DICT_KEYS) -- cannot change while the counter stands still, so the generated check
+runs in two tiers (build_check_fn in guards.py)::
+
+    if ___version[0] == ___stamp[0]:          # no module state written since the last full pass
+        ___l0, ___l1, ___lt = ___live          # objects the module tree held then
+        return <fast parts>                   # the root module's identity, tensor specs of the
+                                              # parameters read (.data = ... changes them in place),
+                                              # class attributes, guards on everything else
+    <every guard, as before>; on success re-read ___live, and stamp the version when the
+    assumptions below still hold
+
+A step is "covered" when the value comes from the module instance itself: an attribute found in
+its ``__dict__`` or state dicts with nothing on its class taking precedence, its ``__class__``, an
+item of a tracked state dict, or an index of a built-in container (ModuleList, Sequential,
+ModuleDict). These assumptions are re-checked before each stamp; a module whose class overrides
+``__setattr__``/``__delattr__`` or holds untracked dicts is never covered, so its guards stay in the
+fast tier.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..nn.modules._common import STATE_VERSION, is_tracked
+from ..nn.modules.module import Module
+from .source import AttrSource, GetItemSource, Source
+
+_STATE_DICTS = ("_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pre_hooks")
+_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _is_container(value) -> bool:
+    """An instance of exactly ModuleList, Sequential or ModuleDict (compared by identity)."""
+    from ..nn.modules.container import ModuleDict, ModuleList, Sequential
+    cls = type(value)
+    return cls is ModuleList or cls is Sequential or cls is ModuleDict
+
+
+def tracked_module(m) -> bool:
+    """Every write to `m`'s state bumps STATE_VERSION."""
+    cls = type(m)
+    if cls.__setattr__ is not Module.__setattr__ or cls.__delattr__ is not Module.__delattr__:
+        return False
+    d = object.__getattribute__(m, "__dict__")
+    return is_tracked(d) and all(is_tracked(d.get(name)) for name in _STATE_DICTS)
+
+
+def _class_attr(cls, name):
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return True, vars(klass)[name]
+    return False, None
+
+
+def owned_value(m, name):
+    """(True, value) when ``m.<name>`` is read from m's own (tracked) state, else (False, None)."""
+    if not tracked_module(m):
+        return False, None
+    if name == "__class__":
+        return True, type(m)
+    d = object.__getattribute__(m, "__dict__")
+    on_class, attr = _class_attr(type(m), name)
+    if name in d:   # a data descriptor on the class would win over the instance dict
+        if on_class and (hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")):
+            return False, None
+        return True, d[name]
+    if on_class:    # a class attribute answers before Module.__getattr__ reads the state dicts
+        return False, None
+    for table in ("_parameters", "_buffers", "_modules"):
+        if name in d[table]:
+            return True, d[table][name]
+    return False, None
+
+
+def container_item(c, key):
+    """(True, child) for ``c[key]`` of a built-in module container, read from its tracked _modules."""
+    if not _is_container(c) or not tracked_module(c):
+        return False, None
+    modules = object.__getattribute__(c, "__dict__")["_modules"]
+    if type(key) is int and type(c).__name__ != "ModuleDict":
+        values = list(modules.values())
+        if -len(values) <= key < len(values):
+            return True, values[key]
+        return False, None
+    if type(key) is str and key in modules:
+        return True, modules[key]
+    return False, None
+
+
+def item_of(d, key):
+    if is_tracked(d) and key in d:
+        return True, d[key]
+    return False, None
+
+
+def _immutable(v) -> bool:
+    if type(v) in _IMMUTABLE:
+        return True
+    return type(v) is tuple and all(_immutable(i) for i in v)
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveSource(Source):
+    """A name bound at the top of the fast tier to an object read through the module tree."""
+    live_name: str
+
+    def expr(self) -> str:
+        return self.live_name
+
+
+class ModuleTreePlan:
+    """The split of one entry's guard rows into a fast tier (see the module docstring)."""
+
+    def __init__(self, rows, const, guard_kinds, kinds):
+        self.const = const
+        self.kinds = kinds
+        self.roots = {g.source: g.expected[0] for g in rows if g.kind is kinds.NN_MODULE and g.source is not None}
+        self._resolved: dict = {}
+        self.live: dict = {}           # covered source -> live name
+        self.conditions: list = []     # re-checked before each stamp (slow tier only)
+        self.fast_parts: list = []
+        tensor_sources, seen, self.members, self.aliasing_covered = [], set(), [], []
+        for g in rows:
+            part = self._fast_part(g, guard_kinds, tensor_sources)
+            if part is not None and part not in seen:
+                seen.add(part)
+                self.fast_parts.append(part)
+        self.tensor_sources = tensor_sources
+        self.covered_sources = [s for s, r in self._resolved.items() if r[0] == "covered"]
+
+    # -- which sources are covered ------------------------------------------------------------
+    def resolve(self, source):
+        """("root" | "covered" | None, value): root = a module pinned by its own NN_MODULE guard."""
+        if source in self._resolved:
+            return self._resolved[source]
+        result = (None, None)
+        base = getattr(source, "base", None)
+        base_kind, base_value = self.resolve(base) if isinstance(source, (AttrSource, GetItemSource)) else (None, None)
+        if base_kind is not None:
+            if isinstance(source, AttrSource) and isinstance(base_value, Module):
+                ok, value = owned_value(base_value, source.member)
+                if ok:
+                    result = ("covered", value)
+            elif isinstance(source, GetItemSource):
+                if isinstance(base_value, Module):
+                    ok, value = container_item(base_value, source.index)
+                else:
+                    ok, value = item_of(base_value, source.index) if base_kind == "covered" else (False, None)
+                if ok:
+                    result = ("covered", value)
+        if result[0] is None and source in self.roots:
+            result = ("root", self.roots[source])
+        if result[0] == "covered" and source in self.roots and self.roots[source] is not result[1]:
+            result = ("root", self.roots[source])   # defensive: trust the guard's own object
+        self._resolved[source] = result
+        return result
+
+    def covered(self, source) -> bool:
+        return source is not None and self.resolve(source)[0] == "covered"
+
+    def fast_source(self, source):
+        """`source` with its longest covered ancestor replaced by a live name."""
+        if source is None:
+            return None
+        if self.covered(source):
+            if source not in self.live:
+                self.live[source] = f"___l{len(self.live)}"
+            return LiveSource(self.live[source])
+        base = getattr(source, "base", None)
+        if isinstance(base, Source):
+            return dataclasses.replace(source, base=self.fast_source(base))
+        return source
+
+    # -- the fast tier ------------------------------------------------------------------------
+    def _droppable(self, g) -> bool:
+        k, kinds = g.kind, self.kinds
+        value = self.resolve(g.source)[1]
+        if k in (kinds.NN_MODULE, kinds.ID_MATCH, kinds.CONSTANT_MATCH):
+            return True
+        if k is kinds.TYPE_MATCH:
+            return isinstance(value, Module) or _immutable(value)
+        if k is kinds.EQUALS_MATCH:
+            return _immutable(g.expected)
+        if k in (kinds.DICT_KEYS, kinds.LENGTH_CHECK):
+            return is_tracked(value) or (_is_container(value) and tracked_module(value))
+        return False
+
+    def _fast_part(self, g, guard_kinds, tensor_sources):
+        kinds = self.kinds
+        if self.covered(g.source):
+            if g.kind is kinds.TENSOR_MATCH:   # same object; its metadata may change in place
+                tensor_sources.append((g.source, g.expected.spec))
+                return None
+            if self._droppable(g):
+                return None
+        if g.kind is kinds.ID_MATCH and isinstance(g.source, AttrSource) and self.covered(g.source.base):
+            self.members.append((g.source.base, g.source.member, g.expected))   # checked in one batch
+            return None
+        if g.kind is kinds.OBJECT_ALIASING:
+            if self.covered(g.source) and self.covered(g.expected):
+                return None
+            return f"{self.fast_source(g.source).expr()} is {self.fast_source(g.expected).expr()}"
+        if g.kind is kinds.NO_TENSOR_ALIASING:
+            loose = [s for s in g.expected if not self.covered(s)]
+            self.aliasing_covered = [s for s in g.expected if self.covered(s)]
+            if not loose:
+                return None   # distinct while the tree stands still
+            if len(loose) == len(g.expected):
+                return guard_kinds[g.kind].expr("", g.expected, self.const)
+            ids = ", ".join(f"id({s.expr()})" for s in loose)
+            return f"len(___lids.union(({ids},))) == {len(g.expected)}"
+        source = self.fast_source(g.source)
+        x = source.expr() if source is not None else ""
+        return guard_kinds[g.kind].expr(x, g.expected, self.const)
+
+    # -- the slow tier's extra statements -----------------------------------------------------
+    def stamp_conditions(self) -> list:
+        """Expressions re-checking, on live values, that each covered step is still read from tracked
+        module state (evaluated after every guard passed, before stamping)."""
+        conds = []
+        for s in self.covered_sources:
+            base = s.base
+            if isinstance(s, AttrSource):
+                conds.append(f"___owned({base.expr()}, {s.member!r})[0]")
+            elif self.resolve(base)[0] and isinstance(self.resolve(base)[1], Module):
+                conds.append(f"___container_item({base.expr()}, {s.index!r})[0]")
+            else:
+                conds.append(f"___is_tracked({base.expr()})")
+        return conds
+
+    def live_assignments(self) -> tuple:
+        """(names, expressions) re-read on the slow tier: the live names, the covered tensors,
+        the ids of covered tensors (for aliasing against loose ones)."""
+        names = list(self.live.values()) + ["___lt", "___ltmeta", "___ltdata", "___lids", "___lm"]
+        exprs = [s.expr() for s in self.live]
+        tensors = "(" + "".join(f"{s.expr()}, " for s, _ in self.tensor_sources) + ")"
+        distinct = "(" + "".join(f"{s.expr()}, " for s in self.aliasing_covered) + ")"
+        exprs += [tensors, f"tuple(map(___meta_of, {tensors}))", f"tuple(map(___data_of, {tensors}))",
+                  f"frozenset(map(id, {distinct}))"]
+        members = ", ".join(f"({b.expr()}, {m!r}, {self.const(e)})" for b, m, e in self.members)
+        exprs.append(f"___distinct_members(({members}{',' if self.members else ''}))")
+        return names, exprs
+
+    def same_arrays_part(self) -> str:
+        """Covered tensors still hold the arrays the last full pass saw: an in-place metadata change
+        (``.data = ``, a resize, an in-place view op) swaps the array. Failing it is not a guard
+        failure (the new array may have the same spec): the full pass decides."""
+        return "all(map(___is, map(___data_of, ___lt), ___ltdata))" if self.tensor_sources else "True"
+
+    def batch_parts(self) -> list:
+        """The fast tier's batched checks, each as final as the guards it stands for: covered tensors
+        keep the dispatch keys and class the last full pass saw (``requires_grad_`` changes the keys),
+        and attributes read off covered objects (class members) stay the same objects."""
+        parts = []
+        if self.tensor_sources:
+            parts.append("tuple(map(___meta_of, ___lt)) == ___ltmeta")
+        if self.members:
+            parts.append("all(map(___is, map(getattr, ___lm[0], ___lm[1]), ___lm[2]))")
+        return parts
+
+
+def _distinct_members(triples) -> tuple:
+    """(objects, names, expected) with one row per (object, name): the fast tier checks each once."""
+    seen = {}
+    for obj, name, expected in triples:
+        seen.setdefault((id(obj), name), (obj, name, expected))
+    rows = list(seen.values())
+    return tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows)
+
+
+def env_entries() -> dict:
+    import operator
+    return {"___is": operator.is_, "___data_of": operator.attrgetter("_data"),
+            "___meta_of": operator.attrgetter("_keys", "__class__"), "___distinct_members": _distinct_members,
+            "___version": STATE_VERSION, "___owned": owned_value, "___container_item": container_item,
+            "___is_tracked": is_tracked}
