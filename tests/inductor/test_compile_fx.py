@@ -31,7 +31,7 @@ def test_softmax_and_layer_norm_are_one_kernel_per_row_block():
                lambda t: (ember.softmax(t, -1), F.layer_norm(t, (1024,)))):
         compiled = compiled_for(fn, x)
         assert len(kernels_of(compiled)) == 1
-        assert compiled.current._ember_pool.blocks == []        # row values live in registers / a row array
+        assert compiled.current._ember_pool_blocks == []        # row values live in registers / a row array
         got, want = compiled(x), fn(x)
         for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
@@ -57,7 +57,7 @@ def test_values_shared_inside_one_kernel_never_reach_memory():
         shared = ((t * 2 + 1).sigmoid() * t - 3).tanh() * (t + 0.5).exp() / (t.abs() + 1) + t.sin()   # realised
         return shared * 2, shared.sum(-1), shared + 1
     compiled = compiled_for(f, x)
-    assert compiled.current._ember_pool.blocks == []
+    assert compiled.current._ember_pool_blocks == []
     for g, w in zip(compiled(x), f(x)):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
 
