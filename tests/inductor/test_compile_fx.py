@@ -256,3 +256,15 @@ def test_differential_fuzzer(dtype):
                                                                             equal_nan=True):
                 mismatches.append((graph, i, a, b))
     assert mismatches == []
+
+
+def test_row_kernels_propagate_nan_and_inf_like_eager():
+    """softmax/log_softmax/amax rows holding NaN, +-inf or all -inf: the vectorised max keeps a NaN flag."""
+    import math
+    rows = [[1.0, math.nan, 3.0] + [0.0] * 61, [math.inf, 2.0] + [0.0] * 62, [-math.inf] * 64,
+            [0.5, -math.inf] + [1.0] * 62, list(range(64))]
+    x = ember.tensor(rows * 3)
+    for fn in (lambda t: ember.softmax(t, -1), lambda t: ember.log_softmax(t, -1), lambda t: t.amax(-1),
+               lambda t: t.amin(0), lambda t: (t * 2).max()):
+        compiled = compiled_for(fn, x)
+        np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-5, atol=1e-6)   # NaN where eager has NaN
