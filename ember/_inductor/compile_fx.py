@@ -252,12 +252,15 @@ def _from_graph_cache(key, aten_gm):
             if lib is None:
                 return None              # the kernels' library is gone: compile again (and re-put)
             fnptrs = {name: codecache.kernel_pointer(lib, name) for name in names}
-        return build_wrapper(payload["plan"], fnptrs, aten_gm)
+        wrapper_gm = build_wrapper(payload["plan"], fnptrs, aten_gm)
     except (PlanMismatch, KeyError, TypeError, ValueError, AttributeError) as e:
         codecache.log.warning("ember cache: graph entry %s does not fit this graph (%s: %s); compiling it again",
                               key[:12], type(e).__name__, e)
         codecache._count("graph_rejected")
         return None
+    trace_log("output_code", lambda: "WRAPPER (from the graph cache)\n" + wrapper_gm.code + "\nKERNELS: "
+              + (codecache.kept_source_path(library) if library else "none"))
+    return wrapper_gm
 
 
 def _kind(buf):
