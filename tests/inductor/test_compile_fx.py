@@ -268,3 +268,20 @@ def test_row_kernels_propagate_nan_and_inf_like_eager():
                lambda t: t.amin(0), lambda t: (t * 2).max()):
         compiled = compiled_for(fn, x)
         np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-5, atol=1e-6)   # NaN where eager has NaN
+
+
+def test_the_ctypes_fallback_runs_the_same_kernels(monkeypatch):
+    """With the launcher extension unavailable, launch.ctypes_launch (same convention) runs every
+    kernel: pool intermediates, an extern matmul between kernels, the integer error flag."""
+    from ember._inductor import launch
+    monkeypatch.setattr(launch, "_launcher", launch.ctypes_launch)
+    x, w = ember.randn(6, 8), ember.randn(8, 5)
+    fn = lambda x, w: (ember.softmax((x * 2).exp() @ w, -1) + 1).sum(0)   # noqa: E731
+    compiled = compiled_for(fn, x, w)
+    assert kernels_of(compiled) and all(n.target.func is launch.ctypes_launch for n in kernels_of(compiled))
+    np.testing.assert_allclose(compiled(x, w).numpy(), fn(x, w).numpy(), rtol=1e-5, atol=1e-6)
+    a, b = ember.tensor([4, 5]), ember.tensor([2, 0])
+    divide = compiled_for(lambda a, b: a // b, a, ember.tensor([2, 1]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        divide(a, b)
+    np.testing.assert_array_equal(divide(a, ember.tensor([2, 1])).numpy(), [2, 5])
