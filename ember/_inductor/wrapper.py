@@ -254,6 +254,13 @@ def build_wrapper(plan, fnptrs, aten_gm):
     placement = pool["placement"]
     if any(type(i) is not int or not 0 <= i < len(pool["blocks"]) for i in placement.values()):
         raise PlanMismatch("a pool placement names no block")
+    for name, i in placement.items():      # a block holds every buffer placed in it
+        shape, _, dtype = buffers[name]
+        need = _dtype(dtype).np.itemsize
+        for d in _ints(shape):
+            need *= d
+        if pool["blocks"][i] < need:
+            raise PlanMismatch(f"pool block {i} is smaller than buffer {name}")
     for name, arr in pool_arrays(_ints(pool["blocks"]), placement).items():
         module_attrs[f"pool_{name}"] = arr
         data_nodes[name] = graph.get_attr(f"pool_{name}")

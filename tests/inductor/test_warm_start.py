@@ -81,12 +81,13 @@ def test_a_tampered_graph_entry_is_rejected_and_recompiled(private_cache):
 
 
 def test_a_well_formed_entry_that_does_not_fit_is_compiled_again(private_cache):
-    """A digest-valid entry whose plan names a kernel the library lacks, a buffer never written or an
-    op not in the graph: rejected (counted), compiled afresh, results right."""
+    """A digest-valid entry whose plan names a kernel the library lacks, a buffer never written, an
+    op not in the graph or pool blocks too small for their buffers: rejected (counted), compiled
+    afresh, results right."""
     from ember._inductor import diskstore
     ref = eager_reference()
     run_child(PROGRAM, private_cache)
-    for damage in ("kernel", "buffer", "extern"):
+    for damage in ("kernel", "buffer", "extern", "pool"):
         for path in graph_entries(private_cache):
             payload = diskstore.read_json(path)
             steps = payload["plan"]["steps"]
@@ -96,10 +97,12 @@ def test_a_well_formed_entry_that_does_not_fit_is_compiled_again(private_cache):
                 for s in steps:
                     if s[0] == "kernel":
                         s[2] = ["buf_never_written"] + s[2]
-            else:
+            elif damage == "extern":
                 for s in steps:
                     if s[0] == "extern":
                         s[1] = "aten::os_system"
+            else:
+                payload["plan"]["pool"]["blocks"] = [1 for _ in payload["plan"]["pool"]["blocks"]]
             diskstore.write_json(path, payload)
         warm = run_child(PROGRAM, private_cache)
         assert warm["counters"]["graph_rejected"] >= 1, damage
