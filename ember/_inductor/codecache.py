@@ -203,6 +203,11 @@ def load_c(source: str, name: str | None = None, extra_flags=()) -> ctypes.CDLL:
     return lib
 
 
+def kept_source_path(key: str) -> str:
+    """Where the C source of the library stored under `key` is kept."""
+    return _paths(key)[2]
+
+
 def load_cached(key: str):
     """The library stored under `key` (from a graph payload), or None; never runs the compiler."""
     lib = _loaded.get(key)

@@ -18,15 +18,9 @@ import math
 from .._core import dtype as _dt
 from . import ir
 
-# -- the prelude (LIBMVEC_PROTOTYPES is the part codecache's shared prelude will replace) --------
+# -- the prelude (the libmvec prototypes come from machine.vector_math_prelude(): one list) --------
 _MVEC_1 = ("exp", "log", "sin", "cos", "tan", "tanh", "erf", "erfc", "log1p", "expm1", "log2", "log10",
            "exp2", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
-_MVEC_2 = ("pow", "atan2")
-LIBMVEC_PROTOTYPES = "\n".join(
-    [f"#pragma omp declare simd notinbranch\nextern {t} {f}{s}({t});" for f in _MVEC_1
-     for t, s in (("float", "f"), ("double", ""))] +
-    [f"#pragma omp declare simd notinbranch\nextern {t} {f}{s}({t}, {t});" for f in _MVEC_2
-     for t, s in (("float", "f"), ("double", ""))])
 
 _INT_HELPERS = "\n".join(
     f"static inline {t} floordiv_{t}({t} a, {t} b) {{ if (b == 0) return 0; if (b == ({t})-1) return ({t})(0 - ({u})a);"
@@ -62,8 +56,13 @@ _FLOAT_HELPERS = "\n".join(
     f" if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }} else mod = copysign{s}(0, b); return mod; }}"
     for t, s in (("float", "f"), ("double", "")))
 
-PRELUDE = ("#include <math.h>\n#include <stdint.h>\n/* LIBMVEC_PROTOTYPES */\n" + LIBMVEC_PROTOTYPES +
-           "\n" + _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n")
+HELPERS = _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n"
+
+
+def prelude() -> str:
+    """What every kernel source starts with: headers, libmvec's vector prototypes, the helpers."""
+    from .machine import vector_math_prelude
+    return "#include <math.h>\n#include <stdint.h>\n" + vector_math_prelude() + "\n" + HELPERS
 
 # -- C text of each op ---------------------------------------------------------------------------
 UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t", "int8_t": "uint8_t",
@@ -321,9 +320,12 @@ def generate_kernel(group, name, reads, threads=1):
     text = "\n".join(out)
     text = text.replace("ERR", err_clause if k.checks_errors else "")
     args = list(k.args.values())
-    params = ", ".join(("" if a.name in k.written else "const ") + f"{ctype(a.dtype)}* {a.name}" for a in args)
-    src = f"int {name}({params}) {{\n    int err = 0;\n" + "\n".join(
-        "    " + ln for ln in text.split("\n")) + "\n    return err;\n}\n"
+    # launch.py's calling convention; a kernel that checks errors gets one more buffer, an int flag
+    unpack = "".join(f"    {'' if a.name in k.written else 'const '}{ctype(a.dtype)}* {a.name} = "
+                     f"({ctype(a.dtype)}*)bufs[{i}];\n" for i, a in enumerate(args))
+    report = f"    if (err) *(int32_t*)bufs[{len(args)}] = 1;\n" if k.checks_errors else ""
+    src = (f"void {name}(void *const *bufs, const int64_t *ints, const double *floats) {{\n{unpack}"
+           f"    int err = 0;\n" + "\n".join("    " + ln for ln in text.split("\n")) + f"\n{report}}}\n")
     return src, args, k.checks_errors
 
 
@@ -337,7 +339,7 @@ def _emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, p
         value = b.body.run((ovars, rvars))
     floating = src.is_floating_point
     s = ("f" if t == "float" else "d")
-    clause, combine, init = None, None, None
+    clause, combine, init, nan_result = None, None, None, None
     if rt in ("sum", "prod"):
         op = "+" if rt == "sum" else "*"
         init, clause, combine = _REDUCE_INIT[rt], f"reduction({op}:{acc})", f"{acc} {op}= {value};"
@@ -347,8 +349,13 @@ def _emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, p
         init, clause, combine = _REDUCE_INIT[rt], f"reduction({op}:{acc})", f"{acc} {op}= ({value} != 0);"
     elif rt in ("max", "min"):
         if floating:
-            init = "-INFINITY" if rt == "max" else "INFINITY"
-            clause, combine = f"reduction(nan{rt}_{s}:{acc})", f"{acc} = nan{rt}_{s}({acc}, {value});"
+            # OpenMP's own max/min reduction (GCC vectorises it; a declared nanmax reduction stays
+            # scalar, 10x slower) plus a NaN flag: NaN wins, as in eager
+            init = ("-INFINITY" if rt == "max" else "INFINITY") + f"; int {acc}_nan = 0"
+            cmp = ">" if rt == "max" else "<"
+            clause = f"reduction({rt}:{acc}) reduction(|:{acc}_nan)"
+            combine = f"{acc} = sel_{s}({value} {cmp} {acc}, {value}, {acc}); {acc}_nan |= ({value} != {value});"
+            nan_result = f"({acc}_nan ? NAN : {acc})"
         else:
             init = _INT_LIMITS[t][0 if rt == "max" else 1]
             cmp = ">" if rt == "max" else "<"
@@ -391,7 +398,7 @@ def _emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, p
     n = _loop_open(loops, body, clause, par if loops else None)
     body.extend("    " + ln for ln in lines)
     body.append("}" * n)
-    _finish(k, b, group, acc, ot, locals_, body, store, rename)
+    _finish(k, b, group, nan_result or acc, ot, locals_, body, store, rename)
 
 
 def _finish(k, b, group, acc, ot, locals_, body, store, rename):

@@ -20,7 +20,7 @@ import warnings
 from .._logging import trace_log
 from . import config
 from .graph import GraphLowering, NotLowerable, _leaves
-from .wrapper import GuardMismatch, build_wrapper
+from .wrapper import GuardMismatch, PlanMismatch, build_wrapper, plan_wrapper
 from . import ir
 
 MAX_VARIANTS = 8
@@ -149,12 +149,16 @@ def _aten_graph(gm, inputs):
 
 
 def compile_graph(gm, inputs):
-    """Lower, schedule, generate, compile and wrap: the wrapper GraphModule for these inputs."""
-    import ctypes
-    from .codecache import load_c
-    from .codegen_c import PRELUDE, generate_kernel
-    from .scheduler import schedule
+    """Lower, schedule, generate, compile and wrap: the wrapper GraphModule for these inputs; a graph
+    already compiled on this machine (the graph cache) skips straight to the wrapper."""
     aten_gm = _aten_graph(gm, inputs)
+    key = graph_key(aten_gm, inputs)
+    wrapper_gm = _from_graph_cache(key, aten_gm)
+    if wrapper_gm is not None:
+        return wrapper_gm
+    from .codecache import cache_key, graph_cache_put, kernel_pointer, load_c
+    from .codegen_c import generate_kernel, prelude
+    from .scheduler import schedule
     g = GraphLowering(aten_gm, inputs).run()
     # outputs not yet in memory are computed into fresh buffers
     def realize_out(v):
@@ -170,27 +174,92 @@ def compile_graph(gm, inputs):
     nodes = _dead_code_elimination(g.nodes, kept)
     groups = schedule(nodes, kept)
     reads = {b.name: b.reads() for gr in groups if not isinstance(gr, ir.ExternCall) for b in gr.members}
-    functions, metas = [], []
+    functions, kernels = [], {}
     for gr in groups:
         if isinstance(gr, ir.ExternCall):
             continue
         # names by position: the same graph gives the same source (a kernel-cache hit)
-        name = f"ember_k{len(metas)}_" + "_".join(_kind(b) for b in gr.members)[:40]
+        name = f"ember_k{len(kernels)}_" + "_".join(_kind(b) for b in gr.members)[:40]
         src, bufs, checks = generate_kernel(gr, name, reads, config.threads)
         functions.append(src)
-        metas.append((gr, name, bufs, checks))
+        kernels[id(gr)] = (name, bufs, checks)
     # one source (one compiler process) per graph: starting the compiler is most of its cost
-    source = PRELUDE + "\n".join(functions)
-    lib = load_c(source) if metas else None
-    kernels = {}
-    for gr, name, bufs, checks in metas:
-        fn = getattr(lib, name)
-        fn.argtypes = [ctypes.c_void_p] * len(bufs)
-        fn.restype = ctypes.c_int
-        kernels[id(gr)] = (fn, bufs, checks)
-    wrapper_gm, pool = build_wrapper(g, groups, kernels, kept, None)
-    wrapper_gm._ember_pool = pool           # the pool's arrays live as long as the wrapper
+    source = prelude() + "\n".join(functions)
+    lib = load_c(source) if kernels else None
+    fnptrs = {name: kernel_pointer(lib, name) for name, _, _ in kernels.values()}
+    plan = plan_wrapper(g, groups, kernels, kept)
+    wrapper_gm = build_wrapper(plan, fnptrs, aten_gm)
     trace_log("output_code", lambda: "WRAPPER\n" + wrapper_gm.code + "\nKERNELS\n" + "\n".join(functions))
+    if key is not None:
+        payload = {"plan": plan, "library": cache_key(source) if kernels else None, "kernels": sorted(fnptrs)}
+        try:
+            graph_cache_put(key, payload)
+        except (TypeError, ValueError) as e:     # an extern argument JSON cannot hold: not cached
+            trace_log("output_code", lambda: f"ember._inductor: graph not cached: {e}")
+    return wrapper_gm
+
+
+_source_digest = None
+
+
+def _fuser_digest() -> str:
+    """A digest of the fuser's own source: a cached plan is only valid for the code that wrote it."""
+    global _source_digest
+    if _source_digest is None:
+        import hashlib
+        import os
+        h = hashlib.sha256()
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in sorted(os.listdir(here)):
+            if name.endswith(".py"):
+                with open(os.path.join(here, name), "rb") as f:
+                    h.update(name.encode() + b"\0" + f.read())
+        _source_digest = h.hexdigest()
+    return _source_digest
+
+
+def graph_key(aten_gm, inputs):
+    """The graph cache's key: the aten graph's code, the layouts of its inputs and constants, the
+    config the kernels depend on and the fuser's source (the toolchain is added by codecache).
+    None when the graph is not cacheable (a constant that is not a plain tensor)."""
+    from .._core.tensor import Tensor
+    import hashlib
+    layouts = [(tuple(t.shape), t._data.strides, t.dtype.name) for t in inputs]
+    for n in aten_gm.graph.nodes:
+        if n.op == "get_attr":
+            t = getattr(aten_gm, n.target, None)
+            if not isinstance(t, Tensor):
+                return None
+            layouts.append((n.target, tuple(t.shape), t._data.strides, t.dtype.name))
+    text = "\0".join(("ember-graph-plan-1", _fuser_digest(), aten_gm.code, repr(layouts), str(config.threads),
+                      repr(config.cflags), str(config.use_libmvec)))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _from_graph_cache(key, aten_gm):
+    """The wrapper rebuilt from a cached plan (its kernels loaded by key, never compiled), or None."""
+    if key is None:
+        return None
+    from . import codecache
+    payload = codecache.graph_cache_get(key)
+    if payload is None:
+        return None
+    try:
+        library, names = payload["library"], payload["kernels"]
+        fnptrs = {}
+        if library is not None:
+            lib = codecache.load_cached(library)
+            if lib is None:
+                return None              # the kernels' library is gone: compile again (and re-put)
+            fnptrs = {name: codecache.kernel_pointer(lib, name) for name in names}
+        wrapper_gm = build_wrapper(payload["plan"], fnptrs, aten_gm)
+    except (PlanMismatch, KeyError, TypeError, ValueError, AttributeError) as e:
+        codecache.log.warning("ember cache: graph entry %s does not fit this graph (%s: %s); compiling it again",
+                              key[:12], type(e).__name__, e)
+        codecache._count("graph_rejected")
+        return None
+    trace_log("output_code", lambda: "WRAPPER (from the graph cache)\n" + wrapper_gm.code + "\nKERNELS: "
+              + (codecache.kept_source_path(library) if library else "none"))
     return wrapper_gm
 
 

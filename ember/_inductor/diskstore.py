@@ -183,10 +183,12 @@ def sweep_stale_temps(directory: str, max_age_s: float = 3600.0) -> int:
     removed, cutoff = 0, time.time() - max_age_s
     for entry in os.scandir(directory):
         if entry.name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):
-            if entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                with contextlib.suppress(FileNotFoundError):   # another process swept it first
+            try:     # a live build may publish (rename) its temp file between scandir and here
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
                     os.unlink(entry.path)
                     removed += 1
+            except FileNotFoundError:      # published, or another process swept it first
+                continue
     return removed
 
 

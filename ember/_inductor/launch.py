@@ -41,7 +41,8 @@ import numpy as np
 from . import codecache, config
 
 EXTENSION_NAME = "ember_launcher"
-MAX_ARGS = 128
+MAX_ARGS = 1024              # a horizontally fused kernel can take a few hundred buffers
+MAX_VIEWS = 64               # arguments that are not ndarrays but expose the buffer protocol
 
 LAUNCHER_SOURCE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -56,6 +57,7 @@ typedef void (*ember_kernel)(void *const *bufs, const int64_t *ints, const doubl
 typedef struct { PyObject_HEAD char *data; } ember_array_head;
 
 #define MAX_ARGS %(max_args)d
+#define MAX_VIEWS %(max_views)d
 static PyTypeObject *ndarray_type, *np_integer, *np_bool, *np_floating;
 static int wanted_threads = 1;
 static _Thread_local int applied_threads = 0;
@@ -72,7 +74,7 @@ static int as_int(PyObject *a, int64_t *out) {
 
 static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     void *bufs[MAX_ARGS]; int64_t ints[MAX_ARGS]; double floats[MAX_ARGS];
-    Py_buffer views[MAX_ARGS];
+    Py_buffer views[MAX_VIEWS];
     int nb = 0, ni = 0, nf = 0, nv = 0;
     PyObject *result = NULL;
     if (nargs < 1 || nargs - 1 > MAX_ARGS) {
@@ -110,6 +112,10 @@ static PyObject *launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             continue;
         }
         if (PyObject_CheckBuffer(a)) {
+            if (nv == MAX_VIEWS) {
+                PyErr_Format(PyExc_TypeError, "launch: at most %%d arguments may be non-ndarray buffers", MAX_VIEWS);
+                goto done;
+            }
             if (PyObject_GetBuffer(a, &views[nv], PyBUF_STRIDES) < 0) goto done;
             bufs[nb++] = views[nv++].buf;
             continue;
@@ -168,7 +174,7 @@ _applied = threading.local()  # per-thread OpenMP count already applied (ctypes 
 def _extension_source() -> str:
     # The interpreter's ABI is in the text so each Python gets its own cache entry.
     abi = f"/* for {sys.implementation.cache_tag} {sysconfig.get_config_var('SOABI')} */\n"
-    return abi + LAUNCHER_SOURCE % {"name": EXTENSION_NAME, "max_args": MAX_ARGS}
+    return abi + LAUNCHER_SOURCE % {"name": EXTENSION_NAME, "max_args": MAX_ARGS, "max_views": MAX_VIEWS}
 
 
 def build_extension():

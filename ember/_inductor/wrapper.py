@@ -4,57 +4,54 @@ its Python, as it does for every graph).
 
     def forward(self, arg0, arg1):
         check_inputs(arg0, arg1)                  # shapes, strides, dtypes: tuple compares, no loop over dims
-        arg0_ptr = pointer(arg0)
-        buf2 = alloc_buf2()                       # an output: a fresh array per call
-        ember_k0(arg0_ptr, 140217..., buf2_ptr)   # an intermediate: a pool buffer, its address a constant
+        arg0_data = arg0._data
+        alloc_buf2 = alloc_buf2()                 # an output: a fresh array per call
+        alloc_buf2_data = alloc_buf2._data
+        pool_buf1 = self.pool_buf1                # an intermediate: a pool array, reused across calls
+        ember_k0(arg0_data, pool_buf1, alloc_buf2_data)   # launch.launcher() bound to the kernel
         ...
-        return (wrap(buf2),)
+        return (alloc_buf2,)
+
+It is built in two steps so that a warm process can skip everything before the second:
+`plan_wrapper` turns the scheduled IR into a *plan*, plain data (JSON: buffers, pool blocks, the
+steps in order, the outputs), which compile_fx stores in the graph cache; `build_wrapper` makes
+the GraphModule from a plan and the kernels' addresses. A plan names extern ops, graph constants
+and dtypes only by name, resolved against the aten graph being compiled and ember's dtype table:
+loading one runs no code of its own.
 
 Outputs are fresh tensors; intermediates read only by kernels live in a per-graph pool (reused
 across calls: a fresh 40 MB array costs ~20 ms in page faults) and share memory when their
 lifetimes do not overlap; buffers handed to extern ops are fresh too (an extern may return a view
-of its argument). `pointer` is the one place that turns an array into an address (the launcher).
+of its argument). Kernels take arrays (launch.py's convention: the launcher reads each pointer).
 """
 from __future__ import annotations
 
-import ctypes
+import functools
 import operator
 
 import numpy as np
 
+from .._core.dtype import _BY_NAME as DTYPES
 from .._core.tensor import AUTOGRAD_BIT, CPU_BIT, INFERENCE_BIT, Tensor, wrap as _wrap_array
 from . import ir
-
-
-_c_char, _addressof = ctypes.c_char, ctypes.addressof
 
 
 class GuardMismatch(Exception):
     """An input's shape/strides/dtype differ from the specialisation (the caller recompiles)."""
 
 
-def pointer(t) -> int:
-    """The address of a tensor's first element: the launcher's per-call cost. Through the buffer
-    protocol (~0.3 us) when the array is writable and contiguous, else `.ctypes.data` (~1.5 us)."""
-    a = t._data
-    try:
-        return _addressof(_c_char.from_buffer(a))
-    except (TypeError, ValueError, BufferError):
-        return a.ctypes.data
+class PlanMismatch(Exception):
+    """A stored plan does not fit the graph being compiled (the caller compiles afresh)."""
 
 
 def wrap(arr) -> Tensor:
     return _wrap_array(arr)
 
 
-def keep_alive(*tensors):
-    return None
-
-
-def raise_if_error(rc, kernel_name):
-    if rc:
+def raise_if_error(flag):
+    if flag[0]:
+        flag[0] = 0
         raise RuntimeError("ZeroDivisionError")     # eager's message for integer division by zero
-    return rc
 
 
 def strided_view(t, shape, strides, offset):
@@ -92,22 +89,20 @@ def _plain_enough(keys) -> bool:
 
 
 class Alloc(_Named):
-    def __init__(self, buf):
-        self.shape, self.dtype = buf.shape, buf.dtype.np
-        self.byte_strides = tuple(s * self.dtype.itemsize for s in buf.strides)
-        self._name(f"alloc_{buf.name}")
+    def __init__(self, name, shape, strides, dtype):
+        self.shape, self.dtype = shape, dtype.np
+        self._name(f"alloc_{name}")
 
     def __call__(self):
-        arr = np.empty(self.shape, self.dtype)
-        return wrap(arr)
+        return wrap(np.empty(self.shape, self.dtype))
 
 
 class ExpectLayout(_Named):
     """An extern's result in the layout the kernels were compiled for (copied only if it differs)."""
 
-    def __init__(self, buf):
-        self.shape, self.strides = tuple(buf.shape), tuple(buf.strides)
-        self._name(f"layout_{buf.name}")
+    def __init__(self, name, shape, strides):
+        self.shape, self.strides = shape, strides
+        self._name(f"layout_{name}")
 
     def __call__(self, t):
         if tuple(t.shape) == self.shape and (t.stride() == self.strides or t.numel() <= 1):
@@ -135,97 +130,201 @@ class Pool:
         self.blocks.append([nbytes, last_step + 1])
         self.placement[name] = len(self.blocks) - 1
 
-    def materialize(self):
-        self.arrays = [np.empty(max(size, 1) + 64, np.uint8) for size, _ in self.blocks]
-        return {name: int(self.arrays[i].ctypes.data + (-self.arrays[i].ctypes.data) % 64)
-                for name, i in self.placement.items()}
+
+def pool_arrays(blocks, placement) -> dict:
+    """Buffer name -> a 64-byte aligned uint8 array on its block (the kernel indexes it itself)."""
+    out = {}
+    arrays = [np.empty(max(size, 1) + 64, np.uint8) for size in blocks]
+    for name, i in placement.items():
+        a = arrays[i]
+        skip = -a.ctypes.data % 64
+        out[name] = a[skip:skip + max(blocks[i], 1)]
+    return out
 
 
-def build_wrapper(graph_lowering, groups, kernels, kept_names, output_names):
-    """The wrapper GraphModule and its pool. kernels: {group id: (ctypes fn, [buffers], checks_errors)}."""
-    from ..fx import Graph, GraphModule
-    g = graph_lowering
-    graph = Graph()
-    placeholders = [graph.placeholder(b.name) for b in g.inputs]
-    specs = tuple((tuple(b.shape), g.example_inputs[b.position]._data.strides, b.dtype.np) for b in g.inputs)
-    graph.call_function(InputCheck(specs), tuple(placeholders))
-    tensors = {b.name: p for b, p in zip(g.inputs, placeholders)}
-    module_attrs = {}
-    for name, t in g.constants.items():
-        module_attrs[name] = t
-        tensors[name] = graph.get_attr(name)
-    pointers = {}
 
-    def ptr(name):
-        if name not in pointers:
-            pointers[name] = graph.call_function(pointer, (tensors[name],))
-        return pointers[name]
+# -- IR -> plan (data) ------------------------------------------------------------------------------
 
-    # lifetimes of pool buffers: first and last step that touches them
-    steps = {}
-    for step, node in enumerate(groups):
-        if id(node) in kernels:
-            for b in kernels[id(node)][1]:
-                lo, _ = steps.get(b.name, (step, step))
-                steps[b.name] = (lo, step)
-    pool = Pool()
-    pooled = [n for n, (lo, hi) in steps.items() if n not in kept_names and n not in tensors
-              and not n.startswith(("arg", "const", "extern"))]
-    sizes = {b.name: b for node in groups if id(node) in kernels for b in kernels[id(node)][1]}
-    for name in pooled:
-        b = sizes[name]
-        pool.place(name, b.numel * b.dtype.np.itemsize, *steps[name])
-    addresses = pool.materialize()
-
-    def tensor_of(value):
-        buf = value.buffer
-        if buf.name not in tensors:
-            tensors[buf.name] = graph.call_function(Alloc(buf), ())
-        node = tensors[buf.name]
-        if value.is_whole_buffer():
-            return node
-        return graph.call_function(strided_view, (node, value.shape, value.strides, value.offset))
-
-    def extern_arg(a):
-        if isinstance(a, ir.Value):
-            return tensor_of(a)
-        if isinstance(a, (list, tuple)):
-            return type(a)(extern_arg(v) for v in a)
-        return a
-
-    for node in groups:
-        if isinstance(node, ir.ExternCall):
-            args = tuple(extern_arg(a) for a in node.args)
-            kwargs = {k: extern_arg(v) for k, v in node.kwargs.items()}
-            res = graph.call_function(node.op, args, kwargs)
-            for b in node.outputs:
-                t = graph.call_function(operator.getitem, (res, b.output_index)) if node.returns_tuple else res
-                tensors[b.name] = graph.call_function(ExpectLayout(b), (t,))
-            continue
-        fn, bufs, checks = kernels[id(node)]
-        args = []
-        for b in bufs:
-            if b.name in addresses:
-                args.append(addresses[b.name])
-            else:
-                if b.name not in tensors:
-                    tensors[b.name] = graph.call_function(Alloc(b), ())
-                args.append(ptr(b.name))
-        rc = graph.call_function(fn, tuple(args))
-        # the generated code drops a tensor after its last use: its pointer's; keep each array a
-        # kernel reads alive until the kernel has run
-        held = tuple(tensors[b.name] for b in bufs if b.name not in addresses and tensors[b.name].op != "placeholder")
-        if held:
-            graph.call_function(keep_alive, held)
-        if checks:
-            graph.call_function(raise_if_error, (rc, fn.__name__))
-
-    def out(v):
-        if isinstance(v, (list, tuple)):
-            return type(v)(out(x) for x in v)
-        if isinstance(v, ir.Value):
-            return tensor_of(v)
+def _encode(v):
+    """An extern argument or output leaf as JSON-able data; anything else stays an {"object": v}
+    (usable in this process, and it keeps the plan out of the graph cache)."""
+    if isinstance(v, ir.BufferValue):
+        return {"value": [v.buffer.name, list(v.shape), list(v.strides), v.offset, v.is_whole_buffer()]}
+    if isinstance(v, (list, tuple)):
+        return {type(v).__name__: [_encode(x) for x in v]}
+    if v is None or isinstance(v, (bool, int, str)):
         return v
-    graph.output(out(g.outputs))
+    if isinstance(v, float):
+        return v if v == v and abs(v) != float("inf") else {"float": repr(v)}
+    if type(v).__name__ == "dtype" and DTYPES.get(getattr(v, "name", None)) is v:
+        return {"dtype": v.name}
+    return {"object": v}
+
+
+def plan_wrapper(g, groups, kernels, kept) -> dict:
+    """The wrapper as data. kernels: {id(group): (kernel name, [buffers], checks_errors)}."""
+    inputs = [[list(b.shape), list(g.example_inputs[b.position]._data.strides), b.dtype.name] for b in g.inputs]
+    targets = {n.name: n.target for n in g.gm.graph.nodes if n.op == "get_attr"}
+    constants = {}
+    const_targets = iter(targets.values())
+    for name in g.constants:                 # lowering met the get_attr nodes in graph order
+        constants[name] = next(const_targets)
+    buffers, steps, lifetimes = {}, [], {}
+    fixed = {b.name for b in g.inputs} | set(constants)
+
+    def note(b):
+        if b.name not in fixed:
+            buffers[b.name] = [list(b.shape), list(b.strides), b.dtype.name]
+    for step, node in enumerate(groups):
+        if isinstance(node, ir.ExternCall):
+            for a in _leaves_of([node.args, list(node.kwargs.values())]):
+                if isinstance(a, ir.BufferValue):
+                    note(a.buffer)
+            for b in node.outputs:
+                note(b)
+            steps.append(["extern", node.op.name, _encode(list(node.args)),
+                          {k: _encode(v) for k, v in node.kwargs.items()}, bool(node.returns_tuple),
+                          [[b.name, b.output_index] for b in node.outputs]])
+            continue
+        name, bufs, checks = kernels[id(node)]
+        for b in bufs:
+            note(b)
+            lo, _ = lifetimes.get(b.name, (step, step))
+            lifetimes[b.name] = (lo, step)
+        steps.append(["kernel", name, [b.name for b in bufs], bool(checks)])
+    outputs = _encode(g.outputs)
+    for leaf in _leaves_of(g.outputs):
+        if isinstance(leaf, ir.BufferValue):
+            note(leaf.buffer)
+    pool = Pool()
+    for name, (lo, hi) in lifetimes.items():
+        if name not in kept and name not in fixed and not name.startswith("extern"):
+            shape, _, dtype = buffers[name]
+            size = 1
+            for d in shape:
+                size *= d
+            pool.place(name, size * DTYPES[dtype].np.itemsize, lo, hi)
+    return {"inputs": inputs, "constants": constants, "buffers": buffers, "steps": steps, "outputs": outputs,
+            "pool": {"blocks": [size for size, _ in pool.blocks], "placement": pool.placement}}
+
+
+def _leaves_of(x):
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            yield from _leaves_of(v)
+    else:
+        yield x
+
+
+# -- plan -> GraphModule -----------------------------------------------------------------------------
+
+def _dtype(name):
+    if name not in DTYPES:
+        raise PlanMismatch(f"unknown dtype {name!r}")
+    return DTYPES[name]
+
+
+def _ints(xs):
+    if not isinstance(xs, list) or not all(type(x) is int for x in xs):
+        raise PlanMismatch(f"expected a list of ints, got {xs!r}")
+    return tuple(xs)
+
+
+def build_wrapper(plan, fnptrs, aten_gm):
+    """The wrapper GraphModule of `plan`; fnptrs: kernel name -> address; extern ops and constants are
+    looked up in `aten_gm` by name. Raises PlanMismatch when the plan does not fit."""
+    from ..fx import Graph, GraphModule
+    from .launch import launcher
+    launch = launcher()
+    ops = {n.target.name: n.target for n in aten_gm.graph.nodes
+           if n.op == "call_function" and hasattr(n.target, "name")}
+    graph = Graph()
+    specs = tuple((_ints(shape), _ints(strides), _dtype(dtype).np) for shape, strides, dtype in plan["inputs"])
+    placeholders = [graph.placeholder(f"arg{i}") for i in range(len(specs))]
+    graph.call_function(InputCheck(specs), tuple(placeholders))
+    tensors = {f"arg{i}": p for i, p in enumerate(placeholders)}
+    module_attrs, data_nodes = {}, {}
+    for name, target in plan["constants"].items():
+        if not isinstance(target, str) or not hasattr(aten_gm, target):
+            raise PlanMismatch(f"constant {name}: the graph has no attribute {target!r}")
+        module_attrs[name] = getattr(aten_gm, target)
+        tensors[name] = graph.get_attr(name)
+    buffers = plan["buffers"]
+    pool = plan["pool"]
+    placement = pool["placement"]
+    if any(type(i) is not int or not 0 <= i < len(pool["blocks"]) for i in placement.values()):
+        raise PlanMismatch("a pool placement names no block")
+    for name, i in placement.items():      # a block holds every buffer placed in it
+        shape, _, dtype = buffers[name]
+        need = _dtype(dtype).np.itemsize
+        for d in _ints(shape):
+            need *= d
+        if pool["blocks"][i] < need:
+            raise PlanMismatch(f"pool block {i} is smaller than buffer {name}")
+    for name, arr in pool_arrays(_ints(pool["blocks"]), placement).items():
+        module_attrs[f"pool_{name}"] = arr
+        data_nodes[name] = graph.get_attr(f"pool_{name}")
+
+    def tensor(name):
+        if name not in tensors:
+            if name not in buffers or name in placement:
+                raise PlanMismatch(f"buffer {name!r} is read before it is written")
+            shape, strides, dtype = buffers[name]
+            tensors[name] = graph.call_function(Alloc(name, _ints(shape), _ints(strides), _dtype(dtype)), ())
+        return tensors[name]
+
+    def data(name):
+        if name not in data_nodes:
+            data_nodes[name] = graph.call_function(getattr, (tensor(name), "_data"))
+        return data_nodes[name]
+
+    def decode(v):
+        if isinstance(v, list):
+            raise PlanMismatch("a bare list in a plan")
+        if not isinstance(v, dict):
+            return v
+        (kind, x), = v.items()
+        if kind == "value":
+            name, shape, strides, offset, whole = x
+            node = tensor(name)
+            if whole is True:
+                return node
+            return graph.call_function(strided_view, (node, _ints(shape), _ints(strides), int(offset)))
+        if kind in ("list", "tuple"):
+            return (list if kind == "list" else tuple)(decode(e) for e in x)
+        if kind == "float":
+            return float(x)
+        if kind == "dtype":
+            return _dtype(x)
+        if kind == "object":
+            return x
+        raise PlanMismatch(f"unknown plan entry {kind!r}")
+
+    for step in plan["steps"]:
+        if step[0] == "extern":
+            _, op_name, args, kwargs, returns_tuple, outs = step
+            if op_name not in ops:
+                raise PlanMismatch(f"extern op {op_name!r} is not in the graph")
+            res = graph.call_function(ops[op_name], tuple(decode(args)), {k: decode(v) for k, v in kwargs.items()})
+            for name, index in outs:
+                t = graph.call_function(operator.getitem, (res, index)) if returns_tuple else res
+                shape, strides, _ = buffers[name]
+                tensors[name] = graph.call_function(ExpectLayout(name, _ints(shape), _ints(strides)), (t,))
+            continue
+        _, kname, names, checks = step
+        if kname not in fnptrs:
+            raise PlanMismatch(f"kernel {kname!r} is not in the library")
+        call = functools.partial(launch, fnptrs[kname])
+        call.__name__ = call.__qualname__ = kname          # launch.launcher() bound to the kernel
+        call.__module__ = None
+        args = [data(n) for n in names]
+        if checks:
+            module_attrs[f"err_{kname}"] = np.zeros(1, np.int32)
+            args.append(graph.get_attr(f"err_{kname}"))
+        graph.call_function(call, tuple(args))
+        if checks:
+            graph.call_function(raise_if_error, (args[-1],))
+    graph.output(decode(plan["outputs"]))
     gm = GraphModule(module_attrs, graph)
-    return gm, pool
+    gm._ember_pool_blocks = list(pool["blocks"])
+    return gm

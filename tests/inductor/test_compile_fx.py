@@ -31,7 +31,7 @@ def test_softmax_and_layer_norm_are_one_kernel_per_row_block():
                lambda t: (ember.softmax(t, -1), F.layer_norm(t, (1024,)))):
         compiled = compiled_for(fn, x)
         assert len(kernels_of(compiled)) == 1
-        assert compiled.current._ember_pool.blocks == []        # row values live in registers / a row array
+        assert compiled.current._ember_pool_blocks == []        # row values live in registers / a row array
         got, want = compiled(x), fn(x)
         for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
@@ -57,7 +57,7 @@ def test_values_shared_inside_one_kernel_never_reach_memory():
         shared = ((t * 2 + 1).sigmoid() * t - 3).tanh() * (t + 0.5).exp() / (t.abs() + 1) + t.sin()   # realised
         return shared * 2, shared.sum(-1), shared + 1
     compiled = compiled_for(f, x)
-    assert compiled.current._ember_pool.blocks == []
+    assert compiled.current._ember_pool_blocks == []
     for g, w in zip(compiled(x), f(x)):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
 
@@ -256,3 +256,32 @@ def test_differential_fuzzer(dtype):
                                                                             equal_nan=True):
                 mismatches.append((graph, i, a, b))
     assert mismatches == []
+
+
+def test_row_kernels_propagate_nan_and_inf_like_eager():
+    """softmax/log_softmax/amax rows holding NaN, +-inf or all -inf: the vectorised max keeps a NaN flag."""
+    import math
+    rows = [[1.0, math.nan, 3.0] + [0.0] * 61, [math.inf, 2.0] + [0.0] * 62, [-math.inf] * 64,
+            [0.5, -math.inf] + [1.0] * 62, list(range(64))]
+    x = ember.tensor(rows * 3)
+    for fn in (lambda t: ember.softmax(t, -1), lambda t: ember.log_softmax(t, -1), lambda t: t.amax(-1),
+               lambda t: t.amin(0), lambda t: (t * 2).max()):
+        compiled = compiled_for(fn, x)
+        np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-5, atol=1e-6)   # NaN where eager has NaN
+
+
+def test_the_ctypes_fallback_runs_the_same_kernels(monkeypatch):
+    """With the launcher extension unavailable, launch.ctypes_launch (same convention) runs every
+    kernel: pool intermediates, an extern matmul between kernels, the integer error flag."""
+    from ember._inductor import launch
+    monkeypatch.setattr(launch, "_launcher", launch.ctypes_launch)
+    x, w = ember.randn(6, 8), ember.randn(8, 5)
+    fn = lambda x, w: (ember.softmax((x * 2).exp() @ w, -1) + 1).sum(0)   # noqa: E731
+    compiled = compiled_for(fn, x, w)
+    assert kernels_of(compiled) and all(n.target.func is launch.ctypes_launch for n in kernels_of(compiled))
+    np.testing.assert_allclose(compiled(x, w).numpy(), fn(x, w).numpy(), rtol=1e-5, atol=1e-6)
+    a, b = ember.tensor([4, 5]), ember.tensor([2, 0])
+    divide = compiled_for(lambda a, b: a // b, a, ember.tensor([2, 1]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        divide(a, b)
+    np.testing.assert_array_equal(divide(a, ember.tensor([2, 1])).numpy(), [2, 5])

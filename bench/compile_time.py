@@ -1,0 +1,121 @@
+"""What compiling costs: one new kernel, a training step's graphs from scratch in a fresh process,
+and the same program in a new process with the caches warm.
+
+    .venv/bin/python bench/compile_time.py [--runs 3] [--no-torch]
+
+(a) new kernel: codecache.load_c of a pointwise kernel source never seen before (prelude included):
+    the C compiler's run, the digest, the dlopen. Goal <= 100 ms.
+(b) cold: a new Python process, $EMBER_CACHE_DIR an empty folder (so the machine probe runs too),
+    the MLP 784-512-512-10 (batch 64, cross entropy): from ember.compile's first call to the first
+    loss.backward() done, i.e. capture, AOT autograd, lowering and the C compiler for the forward
+    and backward graphs. Goal <= 1 s. torch.compile the same way (a fresh TORCHINDUCTOR_CACHE_DIR)
+    for comparison.
+(c) warm: the same program in another new process on the now-filled cache: the first step minus a
+    steady step (capture and AOT tracing included), and how many times the C compiler ran (counted
+    by codecache.counters["compile"]; goal 0) and the graph cache hits. Goal <= 50 ms.
+Children run with bytecode caching on (a normal Python), 1 thread; medians over --runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _harness import header  # noqa: E402
+
+STEP = """
+import json, time
+t_start = time.perf_counter()
+import {lib} as torch
+import {lib}.nn as nn
+t_import = time.perf_counter()
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+step = torch.compile(lambda x, y: nn.functional.cross_entropy(model(x), y))
+
+def one():
+    t0 = time.perf_counter()
+    model.zero_grad()
+    step(x, y).backward()
+    return time.perf_counter() - t0
+first = one()
+steady = min(one() for _ in range(5))
+out = {{"import_s": t_import - t_start, "first_s": first, "steady_s": steady}}
+if "{lib}" == "ember":
+    from ember._inductor import codecache
+    out["counters"] = codecache.counters
+print(json.dumps(out))
+"""
+
+
+def child(lib: str, env_extra: dict) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", **env_extra)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    proc = subprocess.run([sys.executable, "-c", STEP.format(lib=lib)], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def new_kernel_ms(runs: int) -> float:
+    from ember._inductor import codecache
+    from ember._inductor.codegen_c import prelude
+    samples = []
+    for i in range(runs):
+        src = prelude() + f"""/* {time.time_ns()} {i} */
+void k(void *const *bufs, const int64_t *ints, const double *floats) {{
+    float *out = (float *)bufs[0]; const float *x = (const float *)bufs[1];
+    #pragma omp simd
+    for (int64_t i = 0; i < ints[0]; i++) out[i] = tanhf(x[i] * 2.0f + 1.0f);
+}}
+"""
+        t0 = time.perf_counter()
+        codecache.load_c(src)
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args()
+    header("compile time")
+    print(f"(a) a new kernel: {new_kernel_ms(args.runs):.0f} ms (goal <= 100 ms)")
+    cold, warm, torch_cold = [], [], []
+    for _ in range(args.runs):
+        with tempfile.TemporaryDirectory() as cache:
+            cold.append(child("ember", {"EMBER_CACHE_DIR": cache}))
+            warm.append(child("ember", {"EMBER_CACHE_DIR": cache}))
+        if not args.no_torch and not torch_cold:      # once: it takes tens of seconds
+            with tempfile.TemporaryDirectory() as tcache:
+                torch_cold.append(child("torch", {"TORCHINDUCTOR_CACHE_DIR": tcache}))
+
+    def med(rows, f):
+        return statistics.median(f(r) for r in rows)
+    print(f"(b) MLP fw+bw from scratch, fresh process: first step {med(cold, lambda r: r['first_s']):.2f} s "
+          f"(steady step {med(cold, lambda r: r['steady_s']) * 1e3:.1f} ms, C compiles "
+          f"{cold[0]['counters']['compile']}; goal <= 1 s)")
+    if torch_cold:
+        print(f"    torch.compile cold, same step: first step {torch_cold[0]['first_s']:.2f} s "
+              f"(steady {torch_cold[0]['steady_s'] * 1e3:.1f} ms)")
+    over = med(warm, lambda r: r["first_s"] - r["steady_s"]) * 1e3
+    compiles = max(r["counters"]["compile"] for r in warm)
+    print(f"(c) same program, new process, warm cache: first step - steady step = {over:.0f} ms "
+          f"(goal <= 50 ms), C compiles {compiles} (goal 0), graph cache hits "
+          f"{warm[0]['counters']['graph_hit']}, import {med(warm, lambda r: r['import_s']) * 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
