@@ -37,8 +37,12 @@ What a traced graph cannot show is handled here, never approximated:
 A program that falls back says why once, under the ``aot_graphs`` log (EMBER_LOGS=aot_graphs), and
 on the compiled callable's ``fallback_reason``.
 
-Tracing runs the program on clones of the real inputs (FakeTensorMode, issue 13 item 1, will let it
-run on fake tensors instead; see `_trace_inputs`). The graphs print with ``print_readable``
+Tracing runs the program on *fake tensors* (fake_tensor.py): fakes of its inputs (a module's
+parameters and buffers are inputs here), tangents made in the mode, tensors it reaches otherwise
+converted as used, so the trace computes nothing and writes nothing real. Where a fake trace cannot
+be made (an op without a Meta kernel, a value read from an untraced fake, a refusal), it is made
+again on clones of the real inputs (one real forward and backward; ``fake_trace_failure`` and the
+``aot_graphs`` log say why), and where that fails too the program runs eagerly. The graphs print with ``print_readable``
 (``f32[4, 4]`` annotations); EMBER_LOGS=aot_joint_graph,aot_graphs prints them as they are made.
 """
 from __future__ import annotations

@@ -196,3 +196,36 @@ def test_data_dependent_python_on_a_traced_tensor_runs_eagerly_without_a_real_tr
     assert calls == []
     for v in (x, -x):
         np.testing.assert_allclose(compiled(v).numpy(), fn(v).numpy())
+
+
+PYTHON_READS = {
+    "numpy": lambda x: x * float(x.detach().numpy().sum()),
+    "asarray": lambda x: x * float(np.asarray(x.detach()).sum()),
+    "int": lambda x: x * int(x.sum()),
+    "tolist": lambda x: x * x.tolist()[0],
+    "bool": lambda x: x * 2 if bool(x.any()) else x,
+    "item": lambda x: x * x.sum().item(),
+    "constant_numpy": lambda x: x * float(ember.arange(3).numpy().sum()),
+    "constant_asarray": lambda x: x * float(np.asarray(ember.tensor([1.0, 2.0]))[1]),
+    "constant_tensor_item": lambda x: x * ember.tensor(2.5).item(),
+    "constant_format": lambda x: x * float(f"{ember.tensor(2.0):.1f}"),
+    "mask": lambda x: x[x > 0] * 2,
+    "len_iter": lambda x: sum(r for r in x) * len(x),
+}
+
+
+@pytest.mark.parametrize("name", list(PYTHON_READS))
+def test_python_reading_values_compiles_or_falls_back_with_eagers_values(name):
+    """Every way a program turns a tensor into Python values: traced on fakes, on real inputs, or
+    run eagerly -- never an error eager would not raise, never another value."""
+    fn = PYTHON_READS[name]
+    compiled = aot_function(fn, fw_compiler=lambda gm, _: gm.forward)
+    for _ in range(2):      # a second input: nothing of the first call's values baked in
+        x = ember.randn(5, dtype=ember.float64, requires_grad=True)
+        out = compiled(x)
+        out.sum().backward()
+        x2 = x.detach().clone().requires_grad_(True)
+        expected = fn(x2)
+        expected.sum().backward()
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-12)
