@@ -42,8 +42,9 @@ parameters and buffers are inputs here), tangents made in the mode, tensors it r
 converted as used, so the trace computes nothing and writes nothing real. Where a fake trace cannot
 be made (an op without a Meta kernel, a value read from an untraced fake, a refusal), it is made
 again on clones of the real inputs (one real forward and backward; ``fake_trace_failure`` and the
-``aot_graphs`` log say why), and where that fails too the program runs eagerly. The graphs print with ``print_readable``
-(``f32[4, 4]`` annotations); EMBER_LOGS=aot_joint_graph,aot_graphs prints them as they are made.
+``aot_graphs`` log say why), and where that fails too the program runs eagerly. The graphs print
+with ``print_readable`` (``f32[4, 4]`` annotations); EMBER_LOGS=aot_joint_graph,aot_graphs prints
+them as they are made.
 """
 from __future__ import annotations
 
