@@ -37,12 +37,18 @@ What a traced graph cannot show is handled here, never approximated:
 A program that falls back says why once, under the ``aot_graphs`` log (EMBER_LOGS=aot_graphs), and
 on the compiled callable's ``fallback_reason``.
 
-Tracing runs the program on clones of the real inputs (FakeTensorMode, issue 13 item 1, will let it
-run on fake tensors instead; see `_trace_inputs`). The graphs print with ``print_readable``
-(``f32[4, 4]`` annotations); EMBER_LOGS=aot_joint_graph,aot_graphs prints them as they are made.
+Tracing runs the program on *fake tensors* (fake_tensor.py): fakes of its inputs (a module's
+parameters and buffers are inputs here), tangents made in the mode, tensors it reaches otherwise
+converted as used, so the trace computes nothing and writes nothing real. Where a fake trace cannot
+be made (an op without a Meta kernel, a value read from an untraced fake, a refusal), it is made
+again on clones of the real inputs (one real forward and backward; ``fake_trace_failure`` and the
+``aot_graphs`` log say why), and where that fails too the program runs eagerly. The graphs print
+with ``print_readable`` (``f32[4, 4]`` annotations); EMBER_LOGS=aot_joint_graph,aot_graphs prints
+them as they are made.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import operator
 
@@ -62,16 +68,26 @@ class AOTFallback(Exception):
     """The program cannot be compiled exactly: it runs eagerly (the message says why)."""
 
 
+def _fake_trace_failures():
+    from .fake_tensor import DataDependentOutputException
+    # no Meta kernel, a derivative that needs values, a functionalisation refusal; a value read from an
+    # untraced fake (a real trace makes it a constant; a *traced* tensor's read is DataDependentTrace,
+    # which a real trace would raise too: eager); a value computed outside the dispatcher (AOTFallback)
+    return NotImplementedError, DataDependentOutputException, AOTFallback
+
+
 # ---------------------------------------------------------------------------------------------
 # tracing
 # ---------------------------------------------------------------------------------------------
-def _trace_inputs(args):
+def _trace_inputs(args, mode=None):
     """The tensors the trace runs on: detached clones (so an in-place op during the trace leaves the
-    caller's tensors alone), requiring grad as the originals do. FakeTensorMode plugs in here."""
+    caller's tensors alone, and inputs that share memory are traced apart, as the runtime checks),
+    requiring grad as the originals do. With a FakeTensorMode: fakes of them (``from_tensor``, then
+    a fake clone), so the trace computes nothing."""
     with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
         out = []
         for a in args:
-            c = a.detach().clone()
+            c = (a if mode is None else mode.from_tensor(a)).detach().clone()
             out.append(c.requires_grad_(True) if a.requires_grad else c)
         return out
 
@@ -101,21 +117,28 @@ def joint_decompositions() -> dict:
     return {aten.dropout.default: _dropout_through_a_mask, aten.feature_dropout.default: _feature_dropout_through_a_mask}
 
 
-def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True, functional: bool = False):
+def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True, functional: bool = False,
+                fake: bool = False):
     """The joint graph of ``fn(*args)`` (module docstring, step 1), or its forward alone when
     `with_backward` is False or nothing requires grad. Returns ``(gm, info)``; info: ``num_fwd_outputs``,
     ``tangent_outputs`` (which outputs get a tangent), ``out_kind`` (how fn returned: "single",
     "tuple", "list"), ``mutations`` (`functional`: fn runs functionalised, the new values of the
-    inputs it wrote lead the forward outputs; an `InputMutations`, else None)."""
+    inputs it wrote lead the forward outputs; an `InputMutations`, else None). `fake`: trace on fake
+    tensors (the tangents too); tensors fn reaches other than its arguments become fakes as used."""
     import ember
     tracer = Tracer(decompositions={**joint_decompositions(), **(decompositions or {})})
-    traced = _trace_inputs(args)
+    mode = None
+    if fake:
+        from .fake_tensor import FakeTensorMode
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+    traced = _trace_inputs(args, mode)
     for i, t in enumerate(traced):
         tracer.add_input(f"primals_{i + 1}", t)
     rng = ember.get_rng_state()
     grad_mode = is_grad_enabled()
     try:
-        with tracing(tracer), data_dependence.forbidden(tracer):
+        with mode if mode is not None else contextlib.nullcontext(), tracing(tracer), \
+                data_dependence.forbidden(tracer):
             if functional:
                 new_values, result, mutations = _aot_mutations.run_functionalised(fn, traced)
             else:
@@ -257,7 +280,7 @@ class CompiledGraph:
     def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions):
         self.graph_id = next(_graph_ids)
         self.fn = fn
-        self.fallback_reason = None
+        self.fallback_reason = self.fake_trace_failure = None
         try:
             joint, info = self._trace(fn, args, decompositions)
         except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
@@ -284,12 +307,24 @@ class CompiledGraph:
         self.forward = fw_compiler(fw_gm, list(args))
         self.function = self._autograd_function(bw_compiler or fw_compiler)
 
+    def _trace(self, fn, args, decompositions):
+        """The joint graph, traced on fake tensors; where that trace cannot be made (an op without a
+        Meta kernel, a kernel or backward that needs values, data-dependent Python ...), traced again
+        on clones of the real inputs (one real forward and backward: slower, as exact), saying why."""
+        try:
+            return self._trace_mutation_aware(fn, args, decompositions, fake=True)
+        except _fake_trace_failures() as e:
+            self.fake_trace_failure = f"{type(e).__name__}: {e}"
+            trace_log("aot_graphs", lambda: f"aot_autograd: graph {self.graph_id} traced on real inputs: the fake "
+                                            f"trace failed ({self.fake_trace_failure})")
+        return self._trace_mutation_aware(fn, args, decompositions, fake=False)
+
     @staticmethod
-    def _trace(fn, args, decompositions):
+    def _trace_mutation_aware(fn, args, decompositions, fake):
         """The joint graph; traced again functionalised when the plain trace holds a mutating op (or
         eager autograd refused one on the trace's leaf inputs), so the compiled graphs never write."""
         try:
-            joint, info = trace_joint(fn, args, decompositions=decompositions)
+            joint, info = trace_joint(fn, args, decompositions=decompositions, fake=fake)
             if not any(mutating_nodes(joint)):
                 return joint, info
         except RuntimeError as e:
@@ -298,7 +333,7 @@ class CompiledGraph:
             if "leaf Variable that requires grad" not in str(e):
                 raise
         try:
-            return trace_joint(fn, args, decompositions=decompositions, functional=True)
+            return trace_joint(fn, args, decompositions=decompositions, functional=True, fake=fake)
         except RuntimeError as e:
             if "Variable that requires grad" not in str(e):     # a write to a view of a leaf input ...
                 raise
@@ -482,6 +517,6 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, pa
         graph = first if compiled.key(flat) == first_key else compiled.compiled_for(flat)
         return graph(flat)
     first_key = compiled.key([*state.values(), *example_inputs])
-    run.fallback_reason = first.fallback_reason
+    run.fallback_reason, run.fake_trace_failure = first.fallback_reason, first.fake_trace_failure
     run.compiled = compiled
     return run

@@ -4,10 +4,11 @@ make_fx on real tensors records ops, not Python: ``if t.sum() > 0`` or ``x * t.i
 run's value into the graph (jit.trace warns about it). A compiled program must not replay that
 value on other inputs, so while `forbidden(tracer)` is active, converting a tensor that `tracer`
 traces to a Python value raises `DataDependentTrace` (aot_autograd then runs the program eagerly).
+A fake tensor the trace did not make (a constant the program builds) has no values for NumPy: its
+``numpy()`` / ``__array__`` raise `DataDependentOutputException`, so the trace is made on real inputs.
 
 The wrappers are on Tensor only while an AOT trace runs (reference-counted across threads, as
-jit.trace's conversion warnings are), so eager code never pays for them. (Fake tensors, issue 13 item 1, make the same conversions raise
-DataDependentOutputException by themselves.)
+jit.trace's conversion warnings are), so eager code never pays for them.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import functools
 import threading
 
 from .._core.tensor import Tensor
+from .fake_tensor import DataDependentOutputException, FakeTensor
 from .functional_tensor import FunctionalTensor, current
 
 CONVERSIONS = ("__bool__", "item", "tolist", "__int__", "__float__", "__index__", "numpy", "__array__")
@@ -43,6 +45,8 @@ def _guarded(name, original):
             if entry is not None and entry[0] is probe:
                 raise DataDependentTrace(f"Tensor.{name}() of a traced tensor: the program's Python depends on "
                                          f"tensor values ({entry[1].name}), which a graph cannot replay")
+            if name in ("numpy", "__array__") and isinstance(probe, FakeTensor):
+                raise DataDependentOutputException(f"Tensor.{name}")
         return original(self, *args, **kwargs)
     return conversion
 
@@ -57,11 +61,12 @@ def forbidden(tracer):
     with _install_lock:
         _users[0] += 1
         if _users[0] == 1:
-            for name in CONVERSIONS:
-                original = Tensor.__dict__.get(name)
-                if original is not None:
-                    _originals[name] = original
-                    setattr(Tensor, name, _guarded(name, original))
+            for cls in (Tensor, FakeTensor):     # FakeTensor defines item, tolist, numpy of its own
+                for name in CONVERSIONS:
+                    original = cls.__dict__.get(name)
+                    if original is not None:
+                        _originals[cls, name] = original
+                        setattr(cls, name, _guarded(name, original))
     previous, _state.tracer = _state.tracer, tracer
     try:
         yield
@@ -70,6 +75,6 @@ def forbidden(tracer):
         with _install_lock:
             _users[0] -= 1
             if _users[0] == 0:
-                for name, original in _originals.items():
-                    setattr(Tensor, name, original)
+                for (cls, name), original in _originals.items():
+                    setattr(cls, name, original)
                 _originals.clear()

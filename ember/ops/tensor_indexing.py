@@ -300,6 +300,7 @@ def _value_tensor(self, value):
     if self._keys & _dispatch.META_BIT:
         t = wrap_meta((), self.dtype)
         t._wrapped_number = True        # a number: a fake `self` takes it as one (no real tensor mixed in)
+        t.constant = wrap(cpu._scalar_array(v, self.dtype.np))  # its value: a trace on fakes records this
         return t
     t = wrap(cpu._scalar_array(v, self.dtype.np))
     return t if self._keys & CPU_BIT else t.to(self.device)
