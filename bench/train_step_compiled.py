@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import ember
-from _harness import header, interleaved, table
+from _harness import header, interleaved
 
 COLUMNS = ("ember", "ember.compile", "torch", "torch.compile")
 
@@ -128,8 +128,7 @@ def compiled_main(args):
     fns, compile_s = cases(names)
     medians = interleaved(fns, rounds=args.rounds, number=args.number)
     ms = {k: v / 1e3 for k, v in medians.items()}
-    print(table([f"{n} step" for n in names], COLUMNS, medians).replace("us", "us"))
-    print("\nms per step, and ember.compile's ratio to each peer (< 1: ember.compile is faster):")
+    print("ms per step, and ember.compile's time over each peer's (< 1: ember.compile is faster):")
     for n in names:
         row = {c: ms[(f"{n} step", c)] for c in COLUMNS}
         cells = "  ".join(f"{c} {row[c]:7.2f}" for c in COLUMNS)

@@ -235,3 +235,23 @@ def test_compiling_draws_no_random_numbers(backend):
     compiled, after_compiled = ember.compile(fn, backend=backend)(x), ember.rand(3)
     np.testing.assert_array_equal(compiled.detach().numpy(), eager.detach().numpy())
     np.testing.assert_array_equal(after_compiled.numpy(), after_eager.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_exp_near_and_below_underflow_matches_eager(dtype):
+    """exp keeps arguments whose result is 0 (a causal mask's -inf) off the vector expf, which
+    would send the whole vector to scalar code: the values at and around that cut stay eager's."""
+    values = [-np.inf, -1e30, -800.0, -746.0, -745.5, -745.0, -200.0, -105.5, -105.0, -104.5, -103.9,
+              -100.0, -90.0, -87.5, -20.0, 0.0, 1.0, 88.0, 89.0, 700.0, np.inf, np.nan]
+    x = ember.from_numpy(np.array(values * 3, dtype=dtype))
+    np.testing.assert_array_equal(ember.compile(ember.exp)(x).numpy(), ember.exp(x).numpy())
+
+
+def test_causal_softmax_reads_its_bool_mask_as_eager():
+    """The mask is loaded as its bytes (GCC vectorises no _Bool load); values as eager's."""
+    a = ember.from_numpy(np.random.default_rng(0).standard_normal((2, 3, 37, 37)).astype(np.float32))
+    mask = ember.from_numpy(np.random.default_rng(1).random((37, 37)) < 0.5)
+
+    def fn(a, mask):
+        return ember.nn.functional.softmax(a.masked_fill(mask, float("-inf")), dim=-1)
+    np.testing.assert_allclose(ember.compile(fn)(a, mask).numpy(), fn(a, mask).numpy(), rtol=1e-6, atol=1e-7)
