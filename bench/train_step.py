@@ -1,6 +1,8 @@
-"""Milliseconds per training step (forward, backward, optimizer step), ember vs PyTorch eager.
+"""Milliseconds per training step (forward, backward, optimizer step), ember vs PyTorch eager;
+with --compiled, ember.compile and torch.compile too.
 
     .venv/bin/python bench/train_step.py [--rounds 7] [--number 10]
+    .venv/bin/python bench/train_step.py --compiled [--models mlp gpt]
 
 Three models, the same weights in both libraries (copied from PyTorch), the same batch:
   mlp  784-512-512-10, ReLU, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
@@ -34,6 +36,7 @@ import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
 from _harness import header, interleaved, table  # noqa: E402
+from train_step_compiled import compiled_main  # noqa: E402
 
 
 def mlp(nn):
@@ -122,8 +125,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--number", type=int, default=10, help="steps per timed sample")
-    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--models", nargs="+", default=None,
+                        help=f"eager: {list(MODELS)}; --compiled: mlp gpt")
+    parser.add_argument("--compiled", action="store_true",
+                        help="the whole step: ember eager, ember.compile, torch eager, torch.compile")
     args = parser.parse_args()
+    if args.compiled:
+        return compiled_main(args)
+    args.models = args.models or list(MODELS)
     header("ms per training step (forward + backward + SGD-momentum step), batch 64 (lstm: 35 x 20 tokens)")
     medians = interleaved(cases(args.models), rounds=args.rounds, number=args.number)
     rows = [f"{m} {p}" for m in args.models for p in PHASES]

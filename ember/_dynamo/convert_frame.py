@@ -51,7 +51,9 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
     entry_grad, entry_dtype = is_grad_enabled(), get_default_dtype()
     output = OutputGraph(code, f_globals, backend, wrap_resume, closure, route_call=route_call)
     tx = InstructionTranslator(code, f_globals, f_locals, closure, output, fullgraph=fullgraph)
-    try:
+    import ember
+    rng = ember.get_rng_state()     # the symbolic run computes example values with real random ops;
+    try:                            # the compiled code must draw what eager would, from the same state
         tx.run()
     except Unsupported as e:   # SkipFrame, or a break that could not be turned into bytecode
         if fullgraph:
@@ -60,6 +62,8 @@ def compile_frame(code, f_globals, f_locals: dict, closure, backend, *, fullgrap
                    f"{code.co_firstlineno}): {e.reason}, at {e.filename}:{e.lineno}\n    {e.source_line.strip()}")
         output.break_reasons.append(e.break_reason())
         return None
+    finally:
+        ember.set_rng_state(rng)
     if output.instructions is None:
         return None
     new_instructions = output.instructions

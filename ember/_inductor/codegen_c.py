@@ -56,7 +56,13 @@ _FLOAT_HELPERS = "\n".join(
     f" if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }} else mod = copysign{s}(0, b); return mod; }}"
     for t, s in (("float", "f"), ("double", "")))
 
-HELPERS = _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n"
+# exp through libmvec, with arguments whose result is exactly 0 (-inf: a causal mask in softmax)
+# kept off the vector expf: it sends a whole vector with one such lane to scalar code (5x slower)
+_EXP = "\n".join(
+    f"static inline {t} exp_{n}({t} x) {{ int under = x < {limit}; return sel_{n}(under, 0, exp{s}(sel_{n}(under, 0, x))); }}"
+    for t, n, s, limit in (("float", "f", "f", "-105.0f"), ("double", "d", "", "-746.0")))
+
+HELPERS = _SELECT + "\n" + _EXP + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n"
 
 
 def prelude() -> str:
@@ -78,6 +84,7 @@ _FLOAT_UNARY = {
     "logical_not": "(!{x})"}
 for _f in _MVEC_1 + ("sqrt", "floor", "ceil", "trunc"):
     _FLOAT_UNARY[_f] = _f + "{s}({x})"
+_FLOAT_UNARY["exp"] = "exp_{n}({x})"
 _INT_UNARY = {
     "neg": "(({t})(0 - ({u}){x}))", "abs": "sel_{t}({x} < 0, ({t})(0 - ({u}){x}), {x})", "floor": "{x}",
     "ceil": "{x}", "trunc": "{x}", "round": "{x}", "relu": "sel_{t}({x} < 0, 0, {x})",
@@ -148,6 +155,8 @@ class CEmitter:
         if buf.name in self.row_arrays:
             return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render({**self.rename, **self.row_arrays[buf.name]})}]")
         self.kernel.use(buf)
+        if buf.dtype == _dt.bool_:      # GCC has no vector type for a _Bool load: read its byte
+            return self._emit("_Bool", f"(((const uint8_t*){buf.name})[{index.render(self.rename)}] != 0)")
         return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render(self.rename)}]")
 
     def constant(self, value, dtype):

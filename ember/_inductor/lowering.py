@@ -308,10 +308,44 @@ def reshape(g, meta, x, *args):
                 strides[k] = s[i]
             return tuple(strides), o
         return _view(x, out, index_fn, strides_fn)
-    if not (isinstance(x, BufferValue) and x.is_contiguous()):
-        x = g.realize(x)                     # a fresh contiguous buffer, then a strided view of it
+    if isinstance(x, BufferValue):
+        strides = _view_strides(x.shape, x.strides, out)
+        if strides is not None:              # e.g. q of a split qkv viewed as (B, T, heads, d)
+            return BufferValue(x.buffer, out, strides, x.offset)
+        x = Pointwise(x.shape, x.dtype, x.make_loader())    # a window no view reaches: copied
     from .ir import contiguous_strides
-    return BufferValue(x.buffer, out, contiguous_strides(out), x.offset)
+    return BufferValue(g.realize(x).buffer, out, contiguous_strides(out), 0)
+
+
+def _view_strides(shape, strides, out):
+    """Strides under which `out` views memory laid out as (shape, strides), or None when it needs a
+    copy. The in-dims fall into chunks of dims that are contiguous with each other; each chunk is cut
+    into consecutive out-dims of the same element count."""
+    if math.prod(shape) == 0:
+        from .ir import contiguous_strides
+        return contiguous_strides(out)
+    chunks = []                              # [elements, innermost stride], outermost first
+    for size, stride in zip(shape, strides):
+        if size == 1:
+            continue
+        if chunks and chunks[-1][1] == stride * size:
+            chunks[-1] = [chunks[-1][0] * size, stride]
+        else:
+            chunks.append([size, stride])
+    new, d = [0] * len(out), len(out) - 1
+    for numel, inner in reversed(chunks):
+        done = 1
+        while done < numel:
+            if d < 0:
+                return None
+            new[d], done, d = inner * done, done * out[d], d - 1
+        if done != numel:
+            return None
+    while d >= 0:                            # leading size-1 out-dims
+        if out[d] != 1:
+            return None
+        new[d], d = 0, d - 1
+    return tuple(new)
 
 
 @register("alias.default", "detach.default")

@@ -473,12 +473,13 @@ def _dropout_kernel(name, feature, alpha, inplace):
         np_dt = input.dtype.np  # the CPU kernel builds the noise in the input's dtype too
         if alpha:
             a = 1.0 / np.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
-            scale = e.from_numpy((keep * a).astype(np_dt)).to(input.dtype)
+            scale = e.from_numpy((keep * a).astype(np_dt)).to(device=input.device, dtype=input.dtype)
             shift = e.from_numpy(((keep.astype(np_dt) - 1) * (_ALPHA * a) + _ALPHA * a * p).astype(np_dt))
-            shift = shift.to(input.dtype)
+            shift = shift.to(device=input.device, dtype=input.dtype)
             return input.mul_(scale).add_(shift) if inplace else input * scale + shift
         noise = (keep.astype(np_dt) / np_dt.type(1 - p)).astype(np_dt)
-        noise = e.from_numpy(noise).to(input.dtype)
+        # on input's device: a meta input (dynamo's example values) must not meet a CPU noise tensor
+        noise = e.from_numpy(noise).to(device=input.device, dtype=input.dtype)
         return input.mul_(noise) if inplace else input * noise
     kernel.__name__ = f"autograd_{name}{'_' if inplace else ''}"
     return kernel

@@ -1,0 +1,139 @@
+"""The compiled rows of bench/train_step.py (--compiled): one training step (zero_grad, forward,
+backward, optimizer step) of
+
+  mlp  784-512-512-10, ReLU, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
+  gpt  a GPT block (d=256, 4 heads, causal attention, LayerNorm, GELU, MLP 4d), seq 128, batch 8,
+       mean-squared error against a random target, AdamW(lr=1e-3)
+
+in four columns: ember eager, ember.compile(model) (the default backend: AOT autograd + the fuser's
+generated C), torch eager and torch.compile(model) (Inductor), the same weights (copied from
+PyTorch) and batch, float32, one thread everywhere (torch.set_num_threads(1),
+ember.set_num_threads(1), one BLAS thread). The optimizer step runs eagerly in both compiled
+columns (neither compiles it here). Compile time is reported separately (the first step minus a
+steady one); the table's figures are medians of interleaved rounds.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+import ember
+from _harness import header, interleaved
+
+COLUMNS = ("ember", "ember.compile", "torch", "torch.compile")
+
+
+def mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def gpt_block(lib, d=256, heads=4):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+            q = q.view(B, T, heads, C // heads).transpose(1, 2)
+            k = k.view(B, T, heads, C // heads).transpose(1, 2)
+            v = v.view(B, T, heads, C // heads).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // heads))
+            att = att.masked_fill(~lib.tril(lib.ones(T, T, dtype=lib.bool)), float("-inf"))
+            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+            x = x + self.proj(y)
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+    return Block()
+
+
+def _classify(lib, out, y):
+    return lib.nn.functional.cross_entropy(out, y)
+
+
+def _regress(lib, out, y):
+    return lib.nn.functional.mse_loss(out, y)
+
+
+MODELS = {
+    "mlp": (mlp, lambda rng: (rng.standard_normal((64, 784), dtype=np.float32), rng.integers(0, 10, 64)),
+            _classify, lambda lib, p: lib.optim.SGD(p, lr=0.01, momentum=0.9)),
+    "gpt": (gpt_block, lambda rng: (rng.standard_normal((8, 128, 256), dtype=np.float32),
+                                    rng.standard_normal((8, 128, 256), dtype=np.float32)),
+            _regress, lambda lib, p: lib.optim.AdamW(p, lr=1e-3)),
+}
+
+
+def step_fn(lib, model, forward, x, y, loss_fn, make_opt):
+    opt = make_opt(lib, model.parameters())
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(lib, forward(x), y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def first_step_seconds(step):
+    """The first call (capture and compilation included) and a steady one, in seconds."""
+    t0 = time.perf_counter()
+    step()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    step()
+    return first, time.perf_counter() - t0
+
+
+def cases(names):
+    import torch
+    torch.set_num_threads(1)
+    ember.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    out, compile_s = {}, {}
+    for name in names:
+        build, data, loss_fn, make_opt = MODELS[name]
+        x, y = data(rng)
+        for column in COLUMNS:
+            torch.manual_seed(0)
+            tmodel = build(torch)
+            lib = torch if column.startswith("torch") else ember
+            if lib is torch:
+                model = tmodel
+            else:
+                model = build(ember)
+                model.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy())
+                                       for k, v in tmodel.state_dict().items()})
+            forward = lib.compile(model) if column.endswith("compile") else model
+            step = step_fn(lib, model, forward, lib.from_numpy(x.copy()), lib.from_numpy(y.copy()),
+                           loss_fn, make_opt)
+            if column.endswith("compile"):
+                first, steady = first_step_seconds(step)
+                compile_s[(name, column)] = first - steady
+            out[(f"{name} step", column)] = step
+    return out, compile_s
+
+
+def compiled_main(args):
+    names = args.models or list(MODELS)
+    header("ms per training step, eager and compiled: mlp batch 64 SGD-momentum; gpt block "
+           "d=256 4 heads seq 128 batch 8 AdamW; float32, 1 thread")
+    fns, compile_s = cases(names)
+    medians = interleaved(fns, rounds=args.rounds, number=args.number)
+    ms = {k: v / 1e3 for k, v in medians.items()}
+    print("ms per step, and ember.compile's time over each peer's (< 1: ember.compile is faster):")
+    for n in names:
+        row = {c: ms[(f"{n} step", c)] for c in COLUMNS}
+        cells = "  ".join(f"{c} {row[c]:7.2f}" for c in COLUMNS)
+        ratios = "  ".join(f"/{c} {row['ember.compile'] / row[c]:4.2f}x" for c in ("ember", "torch", "torch.compile"))
+        print(f"  {n:<4} {cells}   ember.compile {ratios}")
+    print("\ncompile time (first step minus a steady step):")
+    for (n, c), s in compile_s.items():
+        print(f"  {n:<4} {c:<14} {s:7.2f} s")
