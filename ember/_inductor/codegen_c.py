@@ -105,6 +105,15 @@ _BOOL_BINARY = {"add": "({a} | {b})", "mul": "({a} & {b})", "maximum": "({a} | {
 _LOGICAL = {"logical_and": "({a} && {b})", "logical_or": "({a} || {b})", "logical_xor": "((!{a}) != (!{b}))"}
 _DIVISIONS = ("floordiv", "remainder", "fmod", "truncdiv")
 
+# the kernel's return code is an OR of these bits; the wrapper raises eager's exception for the
+# lowest bit set (the data-dependent checks eager makes: integer division by zero, index bounds)
+KERNEL_ERRORS = {1: (RuntimeError, "ZeroDivisionError"),
+                 2: (IndexError, "embedding(): index out of range in self"),
+                 4: (IndexError, "index(): an index is out of bounds for its dimension"),
+                 8: (RuntimeError, "gather(): index out of bounds for dimension"),
+                 16: (RuntimeError, "index_select(): INDICES element is out of DATA bounds")}
+ERROR_BIT = {"division": 1, "embedding": 2, "index": 4, "gather": 8, "index_select": 16}
+
 
 def ctype(dtype) -> str:
     return ir.C_TYPES[dtype]
@@ -154,6 +163,40 @@ class CEmitter:
     def constant(self, value, dtype):
         return literal(value, dtype)
 
+    def index_expr(self, expr, dtype):
+        return self._emit(ctype(dtype), f"(({ctype(dtype)})({expr.render(self.rename)}))")
+
+    def masked(self, mask, body, other, dtype):
+        """body() only where `mask` holds (its loads may be out of bounds elsewhere), else `other`."""
+        res = self.kernel.temp()
+        self.lines.append(f"{ctype(dtype)} {res} = {literal(other, dtype)};")
+        outer_lines, outer_cse = self.lines, dict(self.cse)
+        self.lines = inner = []
+        value = body()
+        self.lines, self.cse = outer_lines, outer_cse      # values made inside are not visible outside
+        self.lines.append(f"if ({mask}) {{")
+        self.lines.extend("    " + ln for ln in inner)
+        self.lines.append(f"    {res} = {value};")
+        self.lines.append("}")
+        return res
+
+    def check_index(self, index, size, wrap, op):
+        """An index loaded from data: wrapped when `wrap` (negative counts from the end), checked
+        against [0, size) (the kernel returns ERROR_BIT[op] if not); an in-bounds index is returned."""
+        self.kernel.checks_errors = True
+        i = self._emit("int64_t", f"((int64_t){index})")
+        if wrap:
+            i = self._emit("int64_t", f"sel_int64_t({i} < 0, {i} + {size}, {i})")
+        bad = self._emit("_Bool", f"(({i} < 0) | ({i} >= INT64_C({size})))")
+        self.lines.append(f"err |= {bad} * {ERROR_BIT[op]};")
+        return self._emit("int64_t", f"sel_int64_t({bad}, 0, {i})")
+
+    def load_indirect(self, buf, base, indirect):
+        """buf[base + sum(stride * index)]: indirect is [(checked index, stride)]."""
+        self.kernel.use(buf)
+        terms = [base.render(self.rename)] + [f"{stride}*{i}" for i, stride in indirect if stride]
+        return self._emit(ctype(buf.dtype), f"{buf.name}[{' + '.join(terms)}]")
+
     def to_dtype(self, x, src, dst):
         if dst == _dt.bool_:
             return self._emit("_Bool", f"({x} != 0)")
@@ -185,7 +228,7 @@ class CEmitter:
             return self._emit(t, _FLOAT_BINARY[name].format(a=a, b=b, s=s, n=s or "d"))
         if name in _DIVISIONS:
             self.kernel.checks_errors = True
-            self.lines.append(f"err |= ({b} == 0);")
+            self.lines.append(f"err |= ({b} == 0) * {ERROR_BIT['division']};")
         table = _BOOL_BINARY if t == "_Bool" else _INT_BINARY
         return self._emit(t, table[name].format(a=a, b=b, t=t, u=UNSIGNED[t]))
 

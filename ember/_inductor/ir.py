@@ -67,6 +67,10 @@ class Expr:
         return self.render()
 
 
+# the term of an index that depends on loaded data (gather, index, embedding)
+INDIRECT = Expr({"@indirect": 1})
+
+
 def strided_index(index, strides, offset=0) -> Expr:
     out = Expr(const=offset)
     for i, s in zip(index, strides):
@@ -113,6 +117,20 @@ class DependencyCollector:
     def load(self, buf, index):
         self.loads.append((buf, index))
 
+    def masked(self, mask, body, other, dtype):
+        """A masked body's loads are recorded as if it always ran (its indices may leave the buffer
+        where the mask is false, so the scheduler never takes them for row-local reads)."""
+        body()
+
+    def index_expr(self, expr, dtype):
+        # a loop index used as a value (masks): recorded so that loop merging keeps its loops apart
+        self.loads.append((INDEX_ONLY, expr))
+
+    def load_indirect(self, buf, base, indirect):
+        # the element read depends on data: recorded with a term no loop variable has, which the
+        # scheduler treats as "anywhere in the buffer"
+        self.loads.append((buf, base + INDIRECT))
+
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
 
@@ -137,6 +155,10 @@ class Buffer:
 
     def __repr__(self):
         return f"{self.kind} {self.name}: {self.dtype} {list(self.shape)} strides {list(self.strides)}"
+
+
+# the "buffer" of an index used as a value (never allocated, never read)
+INDEX_ONLY = Buffer("@index", (), None)
 
 
 class InputBuffer(Buffer):

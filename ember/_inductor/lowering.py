@@ -508,3 +508,6 @@ def layer_norm(g, meta, x, normalized_shape, weight=None, bias=None, eps=1e-5, c
             out = ops.binary("add", out, affine[-1], dtype)
         return out
     return pointwise(meta, inputs, dtype, fn)
+
+
+from . import lowering_index  # noqa: E402,F401  (cat, pad, gather, index: registered into LOWERINGS)

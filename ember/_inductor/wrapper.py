@@ -52,8 +52,10 @@ def keep_alive(*tensors):
 
 
 def raise_if_error(rc, kernel_name):
-    if rc:
-        raise RuntimeError("ZeroDivisionError")     # eager's message for integer division by zero
+    if rc:                                          # eager's exception for the lowest bit set
+        from .codegen_c import KERNEL_ERRORS
+        exc, message = KERNEL_ERRORS[rc & -rc]
+        raise exc(message)
     return rc
 
 
