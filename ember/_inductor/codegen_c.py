@@ -62,8 +62,19 @@ _FLOAT_HELPERS = "\n".join(
     f" if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }} else mod = copysign{s}(0, b); return mod; }}"
     for t, s in (("float", "f"), ("double", "")))
 
+# 16-bit floats: loaded from their bits into float, stored back rounded to nearest even (NaN stays
+# NaN); bf16 is the top half of a float32, f16 goes through the compiler's _Float16
+_HALF_HELPERS = """\
+static inline float bf16_load(uint16_t h) { union { uint32_t u; float f; } x = { (uint32_t)h << 16 }; return x.f; }
+static inline uint16_t bf16_store(float f) { union { float f; uint32_t u; } x = { f };
+    if (f != f) return (uint16_t)((x.u >> 16) | 0x40);
+    return (uint16_t)((x.u + 0x7FFFu + ((x.u >> 16) & 1u)) >> 16); }
+static inline float f16_load(uint16_t h) { union { uint16_t u; _Float16 f; } x = { h }; return (float)x.f; }
+static inline uint16_t f16_store(float f) { union { _Float16 f; uint16_t u; } x = { (_Float16)f }; return x.u; }
+"""
+
 PRELUDE = ("#include <math.h>\n#include <stdint.h>\n/* LIBMVEC_PROTOTYPES */\n" + LIBMVEC_PROTOTYPES +
-           "\n" + _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n")
+           "\n" + _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS)
 
 # -- C text of each op ---------------------------------------------------------------------------
 UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t", "int8_t": "uint8_t",
@@ -115,8 +126,20 @@ KERNEL_ERRORS = {1: (RuntimeError, "ZeroDivisionError"),
 ERROR_BIT = {"division": 1, "embedding": 2, "index": 4, "gather": 8, "index_select": 16}
 
 
+HALF = {_dt.float16: "f16", _dt.bfloat16: "bf16"}
+
+
 def ctype(dtype) -> str:
-    return ir.C_TYPES[dtype]
+    """The C type a value of `dtype` is computed in (16-bit floats: float)."""
+    return "float" if dtype in HALF else ir.C_TYPES[dtype]
+
+
+def from_memory(dtype, text) -> str:
+    return f"{HALF[dtype]}_load({text})" if dtype in HALF else text
+
+
+def to_memory(dtype, text) -> str:
+    return f"{HALF[dtype]}_store({text})" if dtype in HALF else text
 
 
 def literal(value, dtype) -> str:
@@ -158,7 +181,7 @@ class CEmitter:
         if buf.name in self.row_arrays:
             return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render({**self.rename, **self.row_arrays[buf.name]})}]")
         self.kernel.use(buf)
-        return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render(self.rename)}]")
+        return self._emit(ctype(buf.dtype), from_memory(buf.dtype, f"{buf.name}[{index.render(self.rename)}]"))
 
     def constant(self, value, dtype):
         return literal(value, dtype)
@@ -195,11 +218,13 @@ class CEmitter:
         """buf[base + sum(stride * index)]: indirect is [(checked index, stride)]."""
         self.kernel.use(buf)
         terms = [base.render(self.rename)] + [f"{stride}*{i}" for i, stride in indirect if stride]
-        return self._emit(ctype(buf.dtype), f"{buf.name}[{' + '.join(terms)}]")
+        return self._emit(ctype(buf.dtype), from_memory(buf.dtype, f"{buf.name}[{' + '.join(terms)}]"))
 
     def to_dtype(self, x, src, dst):
         if dst == _dt.bool_:
             return self._emit("_Bool", f"({x} != 0)")
+        if dst in HALF:                     # a cast to a 16-bit float rounds like storing it
+            return self._emit("float", from_memory(dst, to_memory(dst, f"((float){x})")))
         return self._emit(ctype(dst), f"(({ctype(dst)}){x})")
 
     def where(self, c, a, b, dtype):
@@ -336,7 +361,7 @@ def generate_kernel(group, name, reads, threads=1):
             if b.name in group.row_local:          # one element per row: a register
                 locals_[b.name] = value
                 continue
-            body.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
+            body.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {to_memory(b.dtype, value)};")
             k.use(b)
             k.written.add(b.name)
         else:
@@ -349,7 +374,7 @@ def generate_kernel(group, name, reads, threads=1):
                 body.append(f"{ctype(b.dtype)} {b.name}[{math.prod(inner)}];")
                 lines.append(f"{b.name}[{stores[b.name].render({**full_rename, **drop})}] = {value};")
             else:
-                lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
+                lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {to_memory(b.dtype, value)};")
                 k.use(b)
                 k.written.add(b.name)
             body.append("{")
@@ -364,7 +389,7 @@ def generate_kernel(group, name, reads, threads=1):
     text = "\n".join(out)
     text = text.replace("ERR", err_clause if k.checks_errors else "")
     args = list(k.args.values())
-    params = ", ".join(("" if a.name in k.written else "const ") + f"{ctype(a.dtype)}* {a.name}" for a in args)
+    params = ", ".join(("" if a.name in k.written else "const ") + f"{ir.C_TYPES[a.dtype]}* {a.name}" for a in args)
     src = f"int {name}({params}) {{\n    int err = 0;\n" + "\n".join(
         "    " + ln for ln in text.split("\n")) + "\n    return err;\n}\n"
     return src, args, k.checks_errors
@@ -445,4 +470,4 @@ def _finish(k, b, group, acc, ot, locals_, body, store, rename):
     else:
         k.use(b)
         k.written.add(b.name)
-        body.append(f"{b.name}[{store.render(rename)}] = {res};")
+        body.append(f"{b.name}[{store.render(rename)}] = {to_memory(b.dtype, res)};")

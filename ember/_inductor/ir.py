@@ -136,9 +136,11 @@ class DependencyCollector:
 
 # -- buffers -----------------------------------------------------------------------------------
 
-# dtypes the C code computes in; anything else runs its eager kernel (extern)
+# dtypes the C code handles, by their C storage type; anything else runs its eager kernel (extern).
+# float16/bfloat16 are stored as their bits and computed in float (codegen_c.ctype).
 C_TYPES = {_dt.float32: "float", _dt.float64: "double", _dt.int64: "int64_t", _dt.int32: "int32_t",
-           _dt.int16: "int16_t", _dt.int8: "int8_t", _dt.uint8: "uint8_t", _dt.bool_: "_Bool"}
+           _dt.int16: "int16_t", _dt.int8: "int8_t", _dt.uint8: "uint8_t", _dt.bool_: "_Bool",
+           _dt.float16: "uint16_t", _dt.bfloat16: "uint16_t"}
 
 
 class Buffer:
