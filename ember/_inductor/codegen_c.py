@@ -421,6 +421,19 @@ def _emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, p
             init = _INT_LIMITS[t][0 if rt == "max" else 1]
             cmp = ">" if rt == "max" else "<"
             clause, combine = f"reduction({rt}:{acc})", f"{acc} = {acc} {cmp} {value} ? {acc} : {value};"
+    elif rt in ("welford_mean", "welford_m2"):
+        # Welford's one pass: a running mean and sum of squared deviations from it, in double (no
+        # catastrophic cancellation on large means, unlike sum(x*x) - sum(x)^2/n); a loop-carried
+        # update, so no simd pragma. The mean of nothing is NaN, as eager's.
+        body.append(f"double {acc}_mean = 0, {acc}_m2 = 0; int64_t {acc}_n = 0;")
+        lines.append(f"{{ const double x_ = (double){value}; {acc}_n++; const double d_ = x_ - {acc}_mean;"
+                     f" {acc}_mean += d_ / (double){acc}_n; {acc}_m2 += d_ * (x_ - {acc}_mean); }}")
+        n = _loop_open(loops, body)
+        body.extend("    " + ln for ln in lines)
+        body.append("}" * n)
+        result = f"{acc}_m2" if rt == "welford_m2" else f"({acc}_n ? {acc}_mean : NAN)"
+        _finish(k, b, group, result, ot, locals_, body, store, rename)
+        return
     else:                                   # argmax / argmin: first index of the extreme, NaN wins
         better = ">" if rt == "argmax" else "<"
         if floating:

@@ -230,7 +230,8 @@ class PointwiseBody:
 class ReductionBody:
     """reduction_type over reduction_ranges of inner_fn(index, rindex), for each index in ranges.
 
-    reduction_type: sum prod max min any all argmax argmin. src_dtype is what inner_fn yields."""
+    reduction_type: sum prod max min any all argmax argmin, welford_mean welford_m2 (the running
+    mean / sum of squared deviations of Welford's one pass). src_dtype is what inner_fn yields."""
 
     def __init__(self, ranges, reduction_ranges, reduction_type, inner_fn, src_dtype):
         self.ranges, self.reduction_ranges = tuple(ranges), tuple(reduction_ranges)

@@ -447,8 +447,14 @@ def var(g, meta, x, dim=None, unbiased=None, keepdim=False, correction=None):
     kind = g.current_key.split(".")[0]
     if isinstance(dim, bool):                # var.default(x, unbiased)
         dim, unbiased = None, dim
-    out_meta = meta[0] if kind == "var_mean" else meta
-    v, m = _var(g, x, _dims(x, dim), _correction(unbiased, correction), keepdim, out_meta.dtype)
+    out_meta, dims, dtype = (meta[0] if kind == "var_mean" else meta), _dims(x, dim), \
+        (meta[0] if kind == "var_mean" else meta).dtype
+    # Welford's one pass (codegen_c): stable on large means, one read of each row
+    m2 = reduce(g, x, dims, keepdim, "welford_m2", dtype, dtype)
+    denom = max(0, _count(x, dims) - _correction(unbiased, correction))
+    v = pointwise(_Meta(m2.shape, dtype), [m2], dtype,
+                  lambda s: ops.binary("truediv", s, ops.constant(denom, dtype), dtype))
+    m = reduce(g, x, dims, keepdim, "welford_mean", dtype, dtype) if kind == "var_mean" else None
     if kind == "std":
         return pointwise(out_meta, [v], out_meta.dtype, lambda s: ops.unary("sqrt", s, out_meta.dtype))
     return (v, m) if kind == "var_mean" else v
