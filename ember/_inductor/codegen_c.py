@@ -73,8 +73,24 @@ static inline float f16_load(uint16_t h) { union { uint16_t u; _Float16 f; } x =
 static inline uint16_t f16_store(float f) { union { _Float16 f; uint16_t u; } x = { (_Float16)f }; return x.u; }
 """
 
+# Philox-4x32-10 (Salmon et al., SC'11): counter = the element's offset, key = the seed; the top 24
+# bits of the first word give a float in [0, 1)
+_PHILOX = """\
+static inline float philox_uniform(int64_t seed, int64_t offset) {
+    uint32_t c0 = (uint32_t)offset, c1 = (uint32_t)((uint64_t)offset >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)((uint64_t)seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1; c3 = (uint32_t)p0; c0 = n0; c2 = n2;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    return (float)(c0 >> 8) * (1.0f / 16777216.0f);
+}
+"""
+
 PRELUDE = ("#include <math.h>\n#include <stdint.h>\n/* LIBMVEC_PROTOTYPES */\n" + LIBMVEC_PROTOTYPES +
-           "\n" + _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS)
+           "\n" + _SELECT + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS + _PHILOX)
 
 # -- C text of each op ---------------------------------------------------------------------------
 UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t", "int8_t": "uint8_t",
@@ -188,6 +204,10 @@ class CEmitter:
 
     def index_expr(self, expr, dtype):
         return self._emit(ctype(dtype), f"(({ctype(dtype)})({expr.render(self.rename)}))")
+
+    def rand(self, seed, offset, dtype):
+        """A uniform [0, 1) draw for element `offset` (an Expr) under `seed` (an int64 value)."""
+        return self._emit(ctype(dtype), f"(({ctype(dtype)})philox_uniform({seed}, {offset.render(self.rename)}))")
 
     def masked(self, mask, body, other, dtype):
         """body() only where `mask` holds (its loads may be out of bounds elsewhere), else `other`."""

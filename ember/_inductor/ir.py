@@ -126,6 +126,9 @@ class DependencyCollector:
         # a loop index used as a value (masks): recorded so that loop merging keeps its loops apart
         self.loads.append((INDEX_ONLY, expr))
 
+    def rand(self, seed, offset, dtype):
+        self.loads.append((INDEX_ONLY, offset))
+
     def load_indirect(self, buf, base, indirect):
         # the element read depends on data: recorded with a term no loop variable has, which the
         # scheduler treats as "anywhere in the buffer"

@@ -517,3 +517,4 @@ def layer_norm(g, meta, x, normalized_shape, weight=None, bias=None, eps=1e-5, c
 
 
 from . import lowering_index  # noqa: E402,F401  (cat, pad, gather, index: registered into LOWERINGS)
+from . import lowering_random  # noqa: E402,F401  (rand, dropout: only with config.fallback_random = False)
