@@ -8,7 +8,7 @@ computing dtype and calls `ops.unary/binary/...`; reductions build `ir.Reduction
 (softmax, layer_norm, var, logsumexp are reductions + pointwise, fused per row by the scheduler);
 views rewrite strides (`ir.BufferValue`) or indices (`ir.Pointwise`) and copy nothing. An op
 missing here runs its eager kernel inside the compiled graph (`GraphLowering.extern`); so does any
-op on a dtype the C code does not compute (float16, bfloat16, complex).
+op on a dtype the C code does not compute (complex); float16/bfloat16 are computed in float.
 """
 from __future__ import annotations
 
