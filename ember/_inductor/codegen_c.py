@@ -138,8 +138,11 @@ KERNEL_ERRORS = {1: (RuntimeError, "ZeroDivisionError"),
                  2: (IndexError, "embedding(): index out of range in self"),
                  4: (IndexError, "index(): an index is out of bounds for its dimension"),
                  8: (RuntimeError, "gather(): index out of bounds for dimension"),
-                 16: (RuntimeError, "index_select(): INDICES element is out of DATA bounds")}
-ERROR_BIT = {"division": 1, "embedding": 2, "index": 4, "gather": 8, "index_select": 16}
+                 16: (RuntimeError, "index_select(): INDICES element is out of DATA bounds"),
+                 32: (RuntimeError, "scatter_add(): index out of bounds for dimension"),
+                 64: (IndexError, "index_put(): an index is out of bounds for its dimension")}
+ERROR_BIT = {"division": 1, "embedding": 2, "index": 4, "gather": 8, "index_select": 16, "scatter_add": 32,
+             "index_put": 64}
 
 
 HALF = {_dt.float16: "f16", _dt.bfloat16: "bf16"}
@@ -338,8 +341,49 @@ def _loop_open(loops, lines, simd=None, parallel=None):
     return len(loops)
 
 
+def generate_scatter_kernel(b, name):
+    """A ScatterBody: the copy of the base, then the updates in one serial loop (no pragmas)."""
+    k, body = Kernel(name), b.body
+    ovars, rvars = b.canonical_vars()
+    k.use(b)
+    k.written.add(b.name)
+    copy, update = [], []
+    with ir.set_handler(CEmitter(k, copy, {}, {})):
+        value = body.base_fn([ir.Expr.var(v) for v in ovars])
+    store = ir.strided_index([ir.Expr.var(v) for v in ovars], b.strides)
+    copy.append(f"{b.name}[{store.render()}] = {to_memory(b.dtype, value)};")
+    em = CEmitter(k, update, {}, {})
+    with ir.set_handler(em):
+        ridx = [ir.Expr.var(v) for v in rvars]
+        terms, base = [], ir.Expr()
+        for d, p in enumerate(body.positions(ridx)):
+            if isinstance(p, ir.Expr):
+                base = base + p * b.strides[d]
+            else:
+                terms.append(f"{b.strides[d]}*{em.check_index(p, b.shape[d], body.wrap, body.op)}")
+        new = body.value_fn(ridx)
+        dest = " + ".join([base.render()] + terms)
+        if body.accumulate:
+            cur = em._emit(ctype(b.dtype), from_memory(b.dtype, f"{b.name}[{dest}]"))
+            new = em.binary("add", cur, new, b.dtype)
+        update.append(f"{b.name}[{dest}] = {to_memory(b.dtype, new)};")
+    lines = []
+    for part, variables, ranges in ((copy, ovars, body.ranges), (update, rvars, body.update_ranges)):
+        lines.append("{")
+        n = _loop_open(list(zip(variables, ranges)), lines)
+        lines.extend("    " + ln for ln in part)
+        lines.append("}" * n + "}")
+    params = ", ".join(("" if a.name in k.written else "const ") + f"{ir.C_TYPES[a.dtype]}* {a.name}"
+                       for a in k.args.values())
+    src = f"int {name}({params}) {{\n    int err = 0;\n" + "\n".join("    " + ln for ln in lines) + \
+        "\n    return err;\n}\n"
+    return src, list(k.args.values()), k.checks_errors
+
+
 def generate_kernel(group, name, reads, threads=1):
     """C source of one kernel computing `group`; returns (function source, [buffers], checks_errors)."""
+    if isinstance(group.members[0].body, ir.ScatterBody):
+        return generate_scatter_kernel(group.members[0], name)
     k = Kernel(name)
     outer = group.outer
     nk = len(outer)

@@ -251,6 +251,32 @@ class ReductionBody:
     def __repr__(self):
         return f"{self.reduction_type}{list(self.ranges)} over {list(self.reduction_ranges)}"
 
+class ScatterBody:
+    """out = copy of base_fn(index) over `ranges`, then, serially in order over `update_ranges`,
+    out[positions(rindex)] (+)= value_fn(rindex): positions gives, per dim of out, an Expr or a
+    loaded index (checked in the kernel, `op` names the error). A serial loop: duplicate indices
+    accumulate (or the last write wins) exactly as eager's loop does, whatever config.threads is."""
+
+    def __init__(self, ranges, base_fn, update_ranges, positions, value_fn, accumulate, op, wrap):
+        self.ranges, self.base_fn, self.update_ranges = tuple(ranges), base_fn, tuple(update_ranges)
+        self.positions, self.value_fn, self.accumulate, self.op, self.wrap = positions, value_fn, accumulate, op, wrap
+
+    def vars(self, outer, reduction):
+        return ([f"{outer}{d}" for d in range(len(self.ranges))],
+                [f"{reduction}{d}" for d in range(len(self.update_ranges))])
+
+    def run(self, variables):
+        outer, rvars = variables
+        self.base_fn([Expr.var(v) for v in outer])
+        ridx = [Expr.var(v) for v in rvars]
+        for p in self.positions(ridx):
+            if not isinstance(p, Expr):
+                ops.check_index(p, 1, self.wrap, self.op)
+        self.value_fn(ridx)
+
+    def __repr__(self):
+        return f"scatter{list(self.ranges)} from {list(self.update_ranges)}"
+
 # -- values (what lowerings pass around) -------------------------------------------------------
 
 

@@ -139,11 +139,11 @@ def gather(g, meta, x, dim, index, sparse_grad=False):
                      "gather", False)
 
 
-@register("index.Tensor")
-def index(g, meta, x, indices):
-    """x[i0, None, i2, ...] with integer index tensors (broadcast together); bool masks give a
-    data-dependent shape: eager."""
-    idx = list(indices) + [None] * (len(x.shape) - len(indices))
+def _advanced(shape, indices):
+    """x[indices] for integer index tensors (broadcast together): (result shape, positions) where
+    positions(result index) gives, per dim of x, an Expr or a loaded index; None for bool masks
+    (a data-dependent shape) or nothing to index."""
+    idx = list(indices) + [None] * (len(shape) - len(indices))
     given = [d for d, t in enumerate(idx) if t is not None]
     if not given or any(not hasattr(idx[d], "make_loader") or idx[d].dtype not in (_dt.int64, _dt.int32)
                         for d in given):
@@ -154,16 +154,61 @@ def index(g, meta, x, indices):
     start = given[0] if adjacent else 0          # where the broadcast index dims go in the result
     nb = len(bshape)
     loaders = {d: loader_for(idx[d], bshape, _dt.int64) for d in given}
+    rest_shape = [n for d, n in enumerate(shape) if d not in loaders]
+    result = tuple(rest_shape[:start]) + tuple(bshape) + tuple(rest_shape[start:])
 
     def positions(i):
         bidx = i[start:start + nb]
         rest = list(i[:start]) + list(i[start + nb:])
         out, r = [], 0
-        for d in range(len(x.shape)):
+        for d in range(len(shape)):
             if d in loaders:
                 out.append(loaders[d](bidx))
             else:
                 out.append(rest[r])
                 r += 1
         return out
-    return _indirect(g, meta, x, [idx[d] for d in given], positions, "index", True)
+    return result, positions, [idx[d] for d in given]
+
+
+@register("index.Tensor")
+def index(g, meta, x, indices):
+    adv = _advanced(x.shape, indices)
+    if adv is None:
+        return None
+    _, positions, picks = adv
+    return _indirect(g, meta, x, picks, positions, "index", True)
+
+# -- scatters: a serial loop of updates after a copy (ir.ScatterBody) ---------------------------
+
+
+def _scatter(g, meta, x, update_ranges, positions, value_fn, accumulate, op, wrap):
+    from .ir import ComputedBuffer, ScatterBody
+    if math.prod(x.shape) == 0 and math.prod(update_ranges) != 0:
+        return None                          # every index is out of bounds: eager's kernel says so
+    dtype = meta.dtype
+    body = ScatterBody(meta.shape, loader_for(x, tuple(meta.shape), dtype), update_ranges, positions, value_fn,
+                       accumulate, op, wrap)
+    buf = ComputedBuffer(g.new_name(), meta.shape, dtype, body)
+    g.nodes.append(buf)
+    return BufferValue(buf)
+
+
+@register("scatter_add.default")
+def scatter_add(g, meta, x, dim, index, src):
+    if len(x.shape) == 0 or len(index.shape) != len(x.shape) or not hasattr(src, "make_loader"):
+        return None
+    dim = _wrap(dim, len(x.shape))
+    pick, value = index.make_loader(), loader_for(src, src.shape, meta.dtype)
+    return _scatter(g, meta, x, index.shape, lambda r: [pick(r) if d == dim else r[d] for d in range(len(x.shape))],
+                    value, True, "scatter_add", False)
+
+
+@register("index_put.default")
+def index_put(g, meta, x, indices, values, accumulate=False):
+    adv = _advanced(x.shape, indices)
+    if adv is None:
+        return None
+    result, positions, _ = adv
+    return _scatter(g, meta, x, result, positions, loader_for(values, result, meta.dtype), accumulate,
+                    "index_put", True)

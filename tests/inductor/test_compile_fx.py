@@ -201,7 +201,7 @@ def random_program(rng, nin, dtype):
     """A function of `nin` inputs of shape (5, 7) built from random ops."""
     steps = []
     for _ in range(rng.randint(2, 7)):
-        kind = rng.choice(["unary", "binary", "scalar", "reduce", "view", "where", "cat", "pad", "index"])
+        kind = rng.choice(["unary", "binary", "scalar", "reduce", "view", "where", "cat", "pad", "index", "scatter"])
         steps.append((kind, rng.choice(FLOAT_UNARY), rng.choice(BINARY if dtype.is_floating_point else INT_BINARY),
                       rng.randrange(nin), rng.choice([0, 1, -1]), rng.random() < 0.5, rng.choice([-2, 0.5, 3])))
 
@@ -236,6 +236,10 @@ def random_program(rng, nin, dtype):
                 v = v[picks] if dim == 0 else (v.index_select(dim, picks % n) if keep else
                                                ember.gather(v, dim, (picks % n).expand(*v.shape[:-1], 4)
                                                             if v.dim() > 1 else picks % n))
+            elif kind == "scatter" and v.dim():  # duplicate rows: accumulated or the last one written
+                v = v.index_put((ember.tensor([0, -1, 0]),), v[:1] * 2, accumulate=keep) if scalar != 3 else \
+                    v.scatter_add(v.dim() - 1, (v[..., :2] > 0).long(), v[..., :2])
+            elif kind == "where":
                 v = ember.where(v > 0, v, xs[other].sum() if v.dim() == 0 else xs[other][..., :1])
         return v
     return program
