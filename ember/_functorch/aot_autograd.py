@@ -249,7 +249,7 @@ def hidden_saved_value(tracer, outputs):
     computed it outside the dispatcher (alpha dropout's NumPy noise, say) and a derivative formula
     will read it, so the graph would replay this run's value as a constant. None when all is seen."""
     from ..autograd.graph import SavedTensor
-    known = lambda t: (tracer.values.get(id(t), (None,))[0] is t or id(t) in tracer.attr_nodes  # noqa: E731
+    known = lambda t: (tracer.values.get(id(t), (None,))[0] is t or tracer.attr_nodes.get(id(t), (None,))[0] is t  # noqa: E731
                        or getattr(tracer.by_data.get(id(t._data), (None,))[0], "_data", None) is t._data)
     seen, todo = set(), [o.grad_fn for o in outputs if isinstance(o, Tensor) and o.grad_fn is not None]
     while todo:

@@ -143,7 +143,7 @@ class Tracer:
         self.by_data: dict = {}
         self.attr_names = attr_names or {}
         self.attrs: dict = {}           # get_attr target -> tensor (the GraphModule's root)
-        self.attr_nodes: dict = {}      # id(tensor) -> its get_attr node
+        self.attr_nodes: dict = {}      # id(tensor) -> (tensor, its get_attr node)
         self.decompositions = dict(decompositions or {})
         self.decompose_composites = decompose_composites
         self.keep_defaults = keep_defaults
@@ -201,9 +201,9 @@ class Tracer:
         return value
 
     def _constant(self, t: Tensor):
-        node = self.attr_nodes.get(id(t))
-        if node is not None:
-            return node
+        entry = self.attr_nodes.get(id(t))
+        if entry is not None and entry[0] is t:     # (t is held: a freed constant's id is reused)
+            return entry[1]
         name = self.attr_names.get(id(t))
         if name is None:
             prefix = self.constant_prefix(t)
@@ -220,7 +220,7 @@ class Tracer:
             self.attrs[name] = t
         node = self.graph.get_attr(name)
         node.meta["val"] = meta_like(t)
-        self.attr_nodes[id(t)] = node
+        self.attr_nodes[id(t)] = (t, node)
         return node
 
     # -- results --------------------------------------------------------------------------

@@ -62,7 +62,35 @@ _EXP = "\n".join(
     f"static inline {t} exp_{n}({t} x) {{ int under = x < {limit}; return sel_{n}(under, 0, exp{s}(sel_{n}(under, 0, x))); }}"
     for t, n, s, limit in (("float", "f", "f", "-105.0f"), ("double", "d", "", "-746.0")))
 
-HELPERS = _SELECT + "\n" + _EXP + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n"
+# 16-bit floats: loaded from their bits into float, stored back rounded to nearest even (NaN stays
+# NaN); bf16 is the top half of a float32, f16 goes through the compiler's _Float16
+_HALF_HELPERS = """\
+static inline float bf16_load(uint16_t h) { union { uint32_t u; float f; } x = { (uint32_t)h << 16 }; return x.f; }
+static inline uint16_t bf16_store(float f) { union { float f; uint32_t u; } x = { f };
+    if (f != f) return (uint16_t)((x.u >> 16) | 0x40);
+    return (uint16_t)((x.u + 0x7FFFu + ((x.u >> 16) & 1u)) >> 16); }
+static inline float f16_load(uint16_t h) { union { uint16_t u; _Float16 f; } x = { h }; return (float)x.f; }
+static inline uint16_t f16_store(float f) { union { _Float16 f; uint16_t u; } x = { (_Float16)f }; return x.u; }
+"""
+
+# Philox-4x32-10 (Salmon et al., SC'11): counter = the element's offset, key = the seed; the top 24
+# bits of the first word give a float in [0, 1)
+_PHILOX = """\
+static inline float philox_uniform(int64_t seed, int64_t offset) {
+    uint32_t c0 = (uint32_t)offset, c1 = (uint32_t)((uint64_t)offset >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)((uint64_t)seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1; c3 = (uint32_t)p0; c0 = n0; c2 = n2;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    return (float)(c0 >> 8) * (1.0f / 16777216.0f);
+}
+"""
+
+HELPERS = (_SELECT + "\n" + _EXP + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS
+           + _PHILOX)
 
 
 def prelude() -> str:
@@ -111,9 +139,33 @@ _BOOL_BINARY = {"add": "({a} | {b})", "mul": "({a} & {b})", "maximum": "({a} | {
 _LOGICAL = {"logical_and": "({a} && {b})", "logical_or": "({a} || {b})", "logical_xor": "((!{a}) != (!{b}))"}
 _DIVISIONS = ("floordiv", "remainder", "fmod", "truncdiv")
 
+# the kernel's return code is an OR of these bits; the wrapper raises eager's exception for the
+# lowest bit set (the data-dependent checks eager makes: integer division by zero, index bounds)
+KERNEL_ERRORS = {1: (RuntimeError, "ZeroDivisionError"),
+                 2: (IndexError, "embedding(): index out of range in self"),
+                 4: (IndexError, "index(): an index is out of bounds for its dimension"),
+                 8: (RuntimeError, "gather(): index out of bounds for dimension"),
+                 16: (RuntimeError, "index_select(): INDICES element is out of DATA bounds"),
+                 32: (RuntimeError, "scatter_add(): index out of bounds for dimension"),
+                 64: (IndexError, "index_put(): an index is out of bounds for its dimension")}
+ERROR_BIT = {"division": 1, "embedding": 2, "index": 4, "gather": 8, "index_select": 16, "scatter_add": 32,
+             "index_put": 64}
+
+
+HALF = {_dt.float16: "f16", _dt.bfloat16: "bf16"}
+
 
 def ctype(dtype) -> str:
-    return ir.C_TYPES[dtype]
+    """The C type a value of `dtype` is computed in (16-bit floats: float)."""
+    return "float" if dtype in HALF else ir.C_TYPES[dtype]
+
+
+def from_memory(dtype, text) -> str:
+    return f"{HALF[dtype]}_load({text})" if dtype in HALF else text
+
+
+def to_memory(dtype, text) -> str:
+    return f"{HALF[dtype]}_store({text})" if dtype in HALF else text
 
 
 def literal(value, dtype) -> str:
@@ -157,14 +209,54 @@ class CEmitter:
         self.kernel.use(buf)
         if buf.dtype == _dt.bool_:      # GCC has no vector type for a _Bool load: read its byte
             return self._emit("_Bool", f"(((const uint8_t*){buf.name})[{index.render(self.rename)}] != 0)")
-        return self._emit(ctype(buf.dtype), f"{buf.name}[{index.render(self.rename)}]")
+        return self._emit(ctype(buf.dtype), from_memory(buf.dtype, f"{buf.name}[{index.render(self.rename)}]"))
 
     def constant(self, value, dtype):
         return literal(value, dtype)
 
+    def index_expr(self, expr, dtype):
+        return self._emit(ctype(dtype), f"(({ctype(dtype)})({expr.render(self.rename)}))")
+
+    def rand(self, seed, offset, dtype):
+        """A uniform [0, 1) draw for element `offset` (an Expr) under `seed` (an int64 value)."""
+        return self._emit(ctype(dtype), f"(({ctype(dtype)})philox_uniform({seed}, {offset.render(self.rename)}))")
+
+    def masked(self, mask, body, other, dtype):
+        """body() only where `mask` holds (its loads may be out of bounds elsewhere), else `other`."""
+        res = self.kernel.temp()
+        self.lines.append(f"{ctype(dtype)} {res} = {literal(other, dtype)};")
+        outer_lines, outer_cse = self.lines, dict(self.cse)
+        self.lines = inner = []
+        value = body()
+        self.lines, self.cse = outer_lines, outer_cse      # values made inside are not visible outside
+        self.lines.append(f"if ({mask}) {{")
+        self.lines.extend("    " + ln for ln in inner)
+        self.lines.append(f"    {res} = {value};")
+        self.lines.append("}")
+        return res
+
+    def check_index(self, index, size, wrap, op):
+        """An index loaded from data: wrapped when `wrap` (negative counts from the end), checked
+        against [0, size) (the kernel returns ERROR_BIT[op] if not); an in-bounds index is returned."""
+        self.kernel.checks_errors = True
+        i = self._emit("int64_t", f"((int64_t){index})")
+        if wrap:
+            i = self._emit("int64_t", f"sel_int64_t({i} < 0, {i} + {size}, {i})")
+        bad = self._emit("_Bool", f"(({i} < 0) | ({i} >= INT64_C({size})))")
+        self.lines.append(f"err |= {bad} * {ERROR_BIT[op]};")
+        return self._emit("int64_t", f"sel_int64_t({bad}, 0, {i})")
+
+    def load_indirect(self, buf, base, indirect):
+        """buf[base + sum(stride * index)]: indirect is [(checked index, stride)]."""
+        self.kernel.use(buf)
+        terms = [base.render(self.rename)] + [f"{stride}*{i}" for i, stride in indirect if stride]
+        return self._emit(ctype(buf.dtype), from_memory(buf.dtype, f"{buf.name}[{' + '.join(terms)}]"))
+
     def to_dtype(self, x, src, dst):
         if dst == _dt.bool_:
             return self._emit("_Bool", f"({x} != 0)")
+        if dst in HALF:                     # a cast to a 16-bit float rounds like storing it
+            return self._emit("float", from_memory(dst, to_memory(dst, f"((float){x})")))
         return self._emit(ctype(dst), f"(({ctype(dst)}){x})")
 
     def where(self, c, a, b, dtype):
@@ -193,7 +285,7 @@ class CEmitter:
             return self._emit(t, _FLOAT_BINARY[name].format(a=a, b=b, s=s, n=s or "d"))
         if name in _DIVISIONS:
             self.kernel.checks_errors = True
-            self.lines.append(f"err |= ({b} == 0);")
+            self.lines.append(f"err |= ({b} == 0) * {ERROR_BIT['division']};")
         table = _BOOL_BINARY if t == "_Bool" else _INT_BINARY
         return self._emit(t, table[name].format(a=a, b=b, t=t, u=UNSIGNED[t]))
 
@@ -258,8 +350,55 @@ def _loop_open(loops, lines, simd=None, parallel=None):
     return len(loops)
 
 
+def generate_scatter_kernel(b, name):
+    """A ScatterBody: the copy of the base, then the updates in one serial loop (no pragmas)."""
+    k, body = Kernel(name), b.body
+    ovars, rvars = b.canonical_vars()
+    k.use(b)
+    k.written.add(b.name)
+    copy, update = [], []
+    with ir.set_handler(CEmitter(k, copy, {}, {})):
+        value = body.base_fn([ir.Expr.var(v) for v in ovars])
+    store = ir.strided_index([ir.Expr.var(v) for v in ovars], b.strides)
+    copy.append(f"{b.name}[{store.render()}] = {to_memory(b.dtype, value)};")
+    em = CEmitter(k, update, {}, {})
+    with ir.set_handler(em):
+        ridx = [ir.Expr.var(v) for v in rvars]
+        terms, base = [], ir.Expr()
+        for d, p in enumerate(body.positions(ridx)):
+            if isinstance(p, ir.Expr):
+                base = base + p * b.strides[d]
+            else:
+                terms.append(f"{b.strides[d]}*{em.check_index(p, b.shape[d], body.wrap, body.op)}")
+        new = body.value_fn(ridx)
+        dest = " + ".join([base.render()] + terms)
+        if body.accumulate:
+            cur = em._emit(ctype(b.dtype), from_memory(b.dtype, f"{b.name}[{dest}]"))
+            new = em.binary("add", cur, new, b.dtype)
+        update.append(f"{b.name}[{dest}] = {to_memory(b.dtype, new)};")
+    lines = []
+    for part, variables, ranges in ((copy, ovars, body.ranges), (update, rvars, body.update_ranges)):
+        lines.append("{")
+        n = _loop_open(list(zip(variables, ranges)), lines)
+        lines.extend("    " + ln for ln in part)
+        lines.append("}" * n + "}")
+    return kernel_source(name, list(k.args.values()), k, lines), list(k.args.values()), k.checks_errors
+
+
+def kernel_source(name, args, k, lines) -> str:
+    """The C function: launch.py's calling convention, the buffers unpacked by position; a kernel
+    that checks errors gets one more buffer, an int32 the error bits (KERNEL_ERRORS) are or-ed into."""
+    unpack = "".join(f"    {'' if a.name in k.written else 'const '}{ir.C_TYPES[a.dtype]}* {a.name} = "
+                     f"({ir.C_TYPES[a.dtype]}*)bufs[{i}];\n" for i, a in enumerate(args))
+    report = f"    if (err) *(int32_t*)bufs[{len(args)}] |= err;\n" if k.checks_errors else ""
+    return (f"void {name}(void *const *bufs, const int64_t *ints, const double *floats) {{\n{unpack}"
+            f"    int err = 0;\n" + "\n".join("    " + ln for ln in lines) + f"\n{report}}}\n")
+
+
 def generate_kernel(group, name, reads, threads=1):
     """C source of one kernel computing `group`; returns (function source, [buffers], checks_errors)."""
+    if isinstance(group.members[0].body, ir.ScatterBody):
+        return generate_scatter_kernel(group.members[0], name)
     k = Kernel(name)
     outer = group.outer
     nk = len(outer)
@@ -301,7 +440,7 @@ def generate_kernel(group, name, reads, threads=1):
             if b.name in group.row_local:          # one element per row: a register
                 locals_[b.name] = value
                 continue
-            body.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
+            body.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {to_memory(b.dtype, value)};")
             k.use(b)
             k.written.add(b.name)
         else:
@@ -314,7 +453,7 @@ def generate_kernel(group, name, reads, threads=1):
                 body.append(f"{ctype(b.dtype)} {b.name}[{math.prod(inner)}];")
                 lines.append(f"{b.name}[{stores[b.name].render({**full_rename, **drop})}] = {value};")
             else:
-                lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {value};")
+                lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {to_memory(b.dtype, value)};")
                 k.use(b)
                 k.written.add(b.name)
             body.append("{")
@@ -329,12 +468,7 @@ def generate_kernel(group, name, reads, threads=1):
     text = "\n".join(out)
     text = text.replace("ERR", err_clause if k.checks_errors else "")
     args = list(k.args.values())
-    # launch.py's calling convention; a kernel that checks errors gets one more buffer, an int flag
-    unpack = "".join(f"    {'' if a.name in k.written else 'const '}{ctype(a.dtype)}* {a.name} = "
-                     f"({ctype(a.dtype)}*)bufs[{i}];\n" for i, a in enumerate(args))
-    report = f"    if (err) *(int32_t*)bufs[{len(args)}] = 1;\n" if k.checks_errors else ""
-    src = (f"void {name}(void *const *bufs, const int64_t *ints, const double *floats) {{\n{unpack}"
-           f"    int err = 0;\n" + "\n".join("    " + ln for ln in text.split("\n")) + f"\n{report}}}\n")
+    src = kernel_source(name, args, k, text.split("\n"))
     return src, args, k.checks_errors
 
 
@@ -369,6 +503,19 @@ def _emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, p
             init = _INT_LIMITS[t][0 if rt == "max" else 1]
             cmp = ">" if rt == "max" else "<"
             clause, combine = f"reduction({rt}:{acc})", f"{acc} = {acc} {cmp} {value} ? {acc} : {value};"
+    elif rt in ("welford_mean", "welford_m2"):
+        # Welford's one pass: a running mean and sum of squared deviations from it, in double (no
+        # catastrophic cancellation on large means, unlike sum(x*x) - sum(x)^2/n); a loop-carried
+        # update, so no simd pragma. The mean of nothing is NaN, as eager's.
+        body.append(f"double {acc}_mean = 0, {acc}_m2 = 0; int64_t {acc}_n = 0;")
+        lines.append(f"{{ const double x_ = (double){value}; {acc}_n++; const double d_ = x_ - {acc}_mean;"
+                     f" {acc}_mean += d_ / (double){acc}_n; {acc}_m2 += d_ * (x_ - {acc}_mean); }}")
+        n = _loop_open(loops, body)
+        body.extend("    " + ln for ln in lines)
+        body.append("}" * n)
+        result = f"{acc}_m2" if rt == "welford_m2" else f"({acc}_n ? {acc}_mean : NAN)"
+        _finish(k, b, group, result, ot, locals_, body, store, rename)
+        return
     else:                                   # argmax / argmin: first index of the extreme, NaN wins
         better = ">" if rt == "argmax" else "<"
         if floating:
@@ -418,4 +565,4 @@ def _finish(k, b, group, acc, ot, locals_, body, store, rename):
     else:
         k.use(b)
         k.written.add(b.name)
-        body.append(f"{b.name}[{store.render(rename)}] = {res};")
+        body.append(f"{b.name}[{store.render(rename)}] = {to_memory(b.dtype, res)};")

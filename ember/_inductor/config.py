@@ -24,3 +24,8 @@ threads = 1              # OpenMP threads of generated kernels (ember.set_num_th
 strict = False           # True: a fallback (no compiler, compile error, unsafe cache dir) raises instead
 debug = False            # keep sources and print compiler command lines
 compile_workers = None   # compiler subprocesses load_many runs at once (None: os.cpu_count())
+# True (default): random ops (rand, dropout) run their eager kernels inside the compiled graph, so
+# compiled values equal eager's. False: they are generated in the kernel by a counter-based Philox
+# RNG keyed by a seed drawn from ember's generator per call (reproducible under ember.manual_seed,
+# but not eager's values; torch._inductor.config.fallback_random alike).
+fallback_random = True

@@ -21,6 +21,11 @@ from . import ir
 from .lowering import LOWERINGS
 
 
+def _fallback_random():
+    from . import config
+    return config.fallback_random
+
+
 class NotLowerable(RuntimeError):
     """This graph cannot be compiled exactly; it runs eagerly."""
 
@@ -137,7 +142,7 @@ class GraphLowering:
         values = [v for v in _leaves([args, list(kwargs.values())]) if isinstance(v, ir.Value)]
         metas = list(_leaves(meta)) if meta is not None else []
         computable = all(isinstance(m, Tensor) and m.dtype in ir.C_TYPES for m in metas) and metas and \
-            all(v.dtype in ir.C_TYPES for v in values) and not props.is_random
+            all(v.dtype in ir.C_TYPES for v in values) and not (props.is_random and _fallback_random())
         result = lower(self, meta, *args, **kwargs) if lower is not None and computable else None
         if result is None:
             return self.extern(target, args, kwargs, meta)

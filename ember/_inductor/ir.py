@@ -67,6 +67,10 @@ class Expr:
         return self.render()
 
 
+# the term of an index that depends on loaded data (gather, index, embedding)
+INDIRECT = Expr({"@indirect": 1})
+
+
 def strided_index(index, strides, offset=0) -> Expr:
     out = Expr(const=offset)
     for i, s in zip(index, strides):
@@ -113,14 +117,33 @@ class DependencyCollector:
     def load(self, buf, index):
         self.loads.append((buf, index))
 
+    def masked(self, mask, body, other, dtype):
+        """A masked body's loads are recorded as if it always ran (its indices may leave the buffer
+        where the mask is false, so the scheduler never takes them for row-local reads)."""
+        body()
+
+    def index_expr(self, expr, dtype):
+        # a loop index used as a value (masks): recorded so that loop merging keeps its loops apart
+        self.loads.append((INDEX_ONLY, expr))
+
+    def rand(self, seed, offset, dtype):
+        self.loads.append((INDEX_ONLY, offset))
+
+    def load_indirect(self, buf, base, indirect):
+        # the element read depends on data: recorded with a term no loop variable has, which the
+        # scheduler treats as "anywhere in the buffer"
+        self.loads.append((buf, base + INDIRECT))
+
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
 
 # -- buffers -----------------------------------------------------------------------------------
 
-# dtypes the C code computes in; anything else runs its eager kernel (extern)
+# dtypes the C code handles, by their C storage type; anything else runs its eager kernel (extern).
+# float16/bfloat16 are stored as their bits and computed in float (codegen_c.ctype).
 C_TYPES = {_dt.float32: "float", _dt.float64: "double", _dt.int64: "int64_t", _dt.int32: "int32_t",
-           _dt.int16: "int16_t", _dt.int8: "int8_t", _dt.uint8: "uint8_t", _dt.bool_: "_Bool"}
+           _dt.int16: "int16_t", _dt.int8: "int8_t", _dt.uint8: "uint8_t", _dt.bool_: "_Bool",
+           _dt.float16: "uint16_t", _dt.bfloat16: "uint16_t"}
 
 
 class Buffer:
@@ -137,6 +160,10 @@ class Buffer:
 
     def __repr__(self):
         return f"{self.kind} {self.name}: {self.dtype} {list(self.shape)} strides {list(self.strides)}"
+
+
+# the "buffer" of an index used as a value (never allocated, never read)
+INDEX_ONLY = Buffer("@index", (), None)
 
 
 class InputBuffer(Buffer):
@@ -206,7 +233,8 @@ class PointwiseBody:
 class ReductionBody:
     """reduction_type over reduction_ranges of inner_fn(index, rindex), for each index in ranges.
 
-    reduction_type: sum prod max min any all argmax argmin. src_dtype is what inner_fn yields."""
+    reduction_type: sum prod max min any all argmax argmin, welford_mean welford_m2 (the running
+    mean / sum of squared deviations of Welford's one pass). src_dtype is what inner_fn yields."""
 
     def __init__(self, ranges, reduction_ranges, reduction_type, inner_fn, src_dtype):
         self.ranges, self.reduction_ranges = tuple(ranges), tuple(reduction_ranges)
@@ -222,6 +250,32 @@ class ReductionBody:
 
     def __repr__(self):
         return f"{self.reduction_type}{list(self.ranges)} over {list(self.reduction_ranges)}"
+
+class ScatterBody:
+    """out = copy of base_fn(index) over `ranges`, then, serially in order over `update_ranges`,
+    out[positions(rindex)] (+)= value_fn(rindex): positions gives, per dim of out, an Expr or a
+    loaded index (checked in the kernel, `op` names the error). A serial loop: duplicate indices
+    accumulate (or the last write wins) exactly as eager's loop does, whatever config.threads is."""
+
+    def __init__(self, ranges, base_fn, update_ranges, positions, value_fn, accumulate, op, wrap):
+        self.ranges, self.base_fn, self.update_ranges = tuple(ranges), base_fn, tuple(update_ranges)
+        self.positions, self.value_fn, self.accumulate, self.op, self.wrap = positions, value_fn, accumulate, op, wrap
+
+    def vars(self, outer, reduction):
+        return ([f"{outer}{d}" for d in range(len(self.ranges))],
+                [f"{reduction}{d}" for d in range(len(self.update_ranges))])
+
+    def run(self, variables):
+        outer, rvars = variables
+        self.base_fn([Expr.var(v) for v in outer])
+        ridx = [Expr.var(v) for v in rvars]
+        for p in self.positions(ridx):
+            if not isinstance(p, Expr):
+                ops.check_index(p, 1, self.wrap, self.op)
+        self.value_fn(ridx)
+
+    def __repr__(self):
+        return f"scatter{list(self.ranges)} from {list(self.update_ranges)}"
 
 # -- values (what lowerings pass around) -------------------------------------------------------
 

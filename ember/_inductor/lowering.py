@@ -8,7 +8,7 @@ computing dtype and calls `ops.unary/binary/...`; reductions build `ir.Reduction
 (softmax, layer_norm, var, logsumexp are reductions + pointwise, fused per row by the scheduler);
 views rewrite strides (`ir.BufferValue`) or indices (`ir.Pointwise`) and copy nothing. An op
 missing here runs its eager kernel inside the compiled graph (`GraphLowering.extern`); so does any
-op on a dtype the C code does not compute (float16, bfloat16, complex).
+op on a dtype the C code does not compute (complex); float16/bfloat16 are computed in float.
 """
 from __future__ import annotations
 
@@ -481,8 +481,14 @@ def var(g, meta, x, dim=None, unbiased=None, keepdim=False, correction=None):
     kind = g.current_key.split(".")[0]
     if isinstance(dim, bool):                # var.default(x, unbiased)
         dim, unbiased = None, dim
-    out_meta = meta[0] if kind == "var_mean" else meta
-    v, m = _var(g, x, _dims(x, dim), _correction(unbiased, correction), keepdim, out_meta.dtype)
+    out_meta, dims, dtype = (meta[0] if kind == "var_mean" else meta), _dims(x, dim), \
+        (meta[0] if kind == "var_mean" else meta).dtype
+    # Welford's one pass (codegen_c): stable on large means, one read of each row
+    m2 = reduce(g, x, dims, keepdim, "welford_m2", dtype, dtype)
+    denom = max(0, _count(x, dims) - _correction(unbiased, correction))
+    v = pointwise(_Meta(m2.shape, dtype), [m2], dtype,
+                  lambda s: ops.binary("truediv", s, ops.constant(denom, dtype), dtype))
+    m = reduce(g, x, dims, keepdim, "welford_mean", dtype, dtype) if kind == "var_mean" else None
     if kind == "std":
         return pointwise(out_meta, [v], out_meta.dtype, lambda s: ops.unary("sqrt", s, out_meta.dtype))
     return (v, m) if kind == "var_mean" else v
@@ -542,3 +548,7 @@ def layer_norm(g, meta, x, normalized_shape, weight=None, bias=None, eps=1e-5, c
             out = ops.binary("add", out, affine[-1], dtype)
         return out
     return pointwise(meta, inputs, dtype, fn)
+
+
+from . import lowering_index  # noqa: E402,F401  (cat, pad, gather, index: registered into LOWERINGS)
+from . import lowering_random  # noqa: E402,F401  (rand, dropout: only with config.fallback_random = False)

@@ -100,6 +100,10 @@ def schedule(nodes, kept_names):
             out.append(node)
             group = None
             continue
+        if isinstance(node.body, ir.ScatterBody):       # a kernel of its own: its writes are serial
+            out.append(FusedGroup(node.body.ranges, [node]))
+            group = None
+            continue
         if group is not None:
             decision = _try_fuse(group, node, reads)
             trace_log("fusion", lambda: f"fuse {node.name} into [{', '.join(b.name for b in group.members)}]: "

@@ -49,9 +49,13 @@ def wrap(arr) -> Tensor:
 
 
 def raise_if_error(flag):
-    if flag[0]:
+    """Raise eager's exception for the lowest error bit a kernel set in `flag` (an int32 array)."""
+    rc = int(flag[0])
+    if rc:
         flag[0] = 0
-        raise RuntimeError("ZeroDivisionError")     # eager's message for integer division by zero
+        from .codegen_c import KERNEL_ERRORS
+        exc, message = KERNEL_ERRORS[rc & -rc]
+        raise exc(message)
 
 
 def strided_view(t, shape, strides, offset):

@@ -11,7 +11,8 @@ A program is written once, parameterised by the library module, and called as
 For each library (torch first, then ember) ``check_program``:
 
 1. resets the library's dynamo caches and compiles ``prog`` with a ``CompileCounter`` backend
-   (ember's: also a second time with backend "aot_eager", AOT autograd, checked the same way);
+   (ember's: also with backend "aot_eager" (AOT autograd) and "inductor" (the default: AOT
+   autograd + the fuser's C kernels), each checked the same way);
 2. calls it ``calls`` times on fresh random inputs (a new seed per call, the same seeds for both
    libraries), each time also running ``prog`` eagerly on an identical copy of the inputs;
 3. asserts the compiled result equals the eager one, and that the inputs (which the program may
@@ -40,6 +41,9 @@ import torch._dynamo.testing  # noqa: F401  (torch does not import it by itself)
 import ember
 
 LIBS = (torch, ember)
+# ember's backends each program also runs under (after the CompileCounter capture): AOT autograd
+# with eager kernels, and the default backend (AOT autograd + the fuser's generated C kernels)
+EMBER_BACKENDS = ("aot_eager", "inductor")
 
 
 def rand(lib, rng, *shape, dtype="float32", low=-2.0, high=2.0):
@@ -199,16 +203,17 @@ def run_one(lib, prog, inputs, *, static=None, calls=2, fullgraph=False, seed=0,
         assert_close(comp_args[call], eager_args[call], f"{name} call {call}: inputs after the call")
     assert_close(comp_static, eager_static, f"{name}: static objects after the calls")
     assert_close(comp_state, eager_state, f"{name}: program state after the calls")
-    if lib is ember:  # the same capture once more through AOT autograd (the graphs traced, partitioned, run)
-        lib._dynamo.reset()
-        aot_counter = lib._dynamo.testing.CompileCounterWithBackend("aot_eager")
-        aot_got, aot_args, aot_static, aot_state = series(lib.compile(prog, backend=aot_counter, fullgraph=fullgraph))
-        for call in range(calls):
-            assert_close(aot_got[call], expected[call], f"{name} call {call}: aot_eager result")
-            assert_close(aot_args[call], eager_args[call], f"{name} call {call}: inputs after the aot_eager call")
-        assert_close(aot_static, eager_static, f"{name}: static objects after the aot_eager calls")
-        assert_close(aot_state, eager_state, f"{name}: program state after the aot_eager calls")
-        assert (aot_counter.frame_count, aot_counter.op_count) == (counter.frame_count, counter.op_count)
+    if lib is ember:  # the same capture again through AOT autograd, then through the fuser
+        for backend in EMBER_BACKENDS:
+            lib._dynamo.reset()
+            counter2 = lib._dynamo.testing.CompileCounterWithBackend(backend)
+            got2, args2, static2, state2 = series(lib.compile(prog, backend=counter2, fullgraph=fullgraph))
+            for call in range(calls):
+                assert_close(got2[call], expected[call], f"{name} call {call}: {backend} result")
+                assert_close(args2[call], eager_args[call], f"{name} call {call}: inputs after the {backend} call")
+            assert_close(static2, eager_static, f"{name}: static objects after the {backend} calls")
+            assert_close(state2, eager_state, f"{name}: program state after the {backend} calls")
+            assert (counter2.frame_count, counter2.op_count) == (counter.frame_count, counter.op_count), backend
     return Run(got, comp_args, counter.frame_count, counter.op_count)
 
 

@@ -256,3 +256,20 @@ def test_jit_trace_is_the_same_tracer_without_decomposing_composites():
         [ember.ops.aten.linear.default, ember.ops.aten.relu.default]
     fx_ops = _op_names(make_fx(program)(x, y))
     assert "aten.linear.default" in fx_ops or "aten.addmm.default" in fx_ops or "aten.mm.default" in fx_ops
+
+
+def test_a_freed_constant_whose_id_is_reused_is_a_new_constant():
+    # each ember.tensor below is freed after its op; CPython hands its id to the next one, which
+    # must still become its own get_attr constant (not the first one's node)
+    import gc
+
+    def f(x):
+        outs = []
+        for k in range(6):
+            outs.append(x[ember.tensor([k % 4, 3 - k % 4])])
+            gc.collect()
+        return tuple(outs)
+    x = ember.randn(4, 3)
+    gm = make_fx(f)(x)
+    for got, want in zip(gm(x), f(x)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

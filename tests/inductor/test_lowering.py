@@ -47,7 +47,9 @@ def assert_same(got, want, dtype):
     assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
     a, b = got.numpy(), want.numpy()
     if want.dtype.is_floating_point:
-        tol = 1e-5 if want.dtype == ember.float32 else 1e-12
+        # 16-bit floats: compiled code rounds once at the store, eager after every op (1-2 ulp apart)
+        tol = {ember.float32: 1e-5, ember.float16: 2e-3, ember.bfloat16: 1.6e-2}.get(want.dtype, 1e-12)
+        a, b = a.astype(np.float64), b.astype(np.float64)
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
     else:
         np.testing.assert_array_equal(a, b)
@@ -240,5 +242,5 @@ def test_ops_without_a_lowering_run_their_eager_kernel_inside_the_graph():
     x, w = ember.randn(4, 8), ember.randn(8, 3)
     compiled = check(lambda a, b: ((a * 2) @ b).relu() + ember.cumsum(a, 1)[:, :3], x, w, lowered=False)
     assert set(extern_ops(compiled)) == {"aten::matmul", "aten::cumsum"}
-    half = ember.randn(4, 4).to(ember.float16)          # a dtype the C code does not compute: extern
-    check(lambda a: a * 2 + 1, half, lowered=False)
+    cplx = ember.randn(4, 4).to(ember.complex64)        # a dtype the C code does not compute: extern
+    check(lambda a: a * 2 + 1, cplx, lowered=False)
