@@ -240,8 +240,10 @@ def build_wrapper(plan, fnptrs, aten_gm):
     from ..fx import Graph, GraphModule
     from .launch import launcher
     launch = launcher()
+    from .lowering_random import draw_seed
     ops = {n.target.name: n.target for n in aten_gm.graph.nodes
            if n.op == "call_function" and hasattr(n.target, "name")}
+    ops[draw_seed.name] = draw_seed          # the fuser's own extern call (a graph's one random draw)
     graph = Graph()
     specs = tuple((_ints(shape), _ints(strides), _dtype(dtype).np) for shape, strides, dtype in plan["inputs"])
     placeholders = [graph.placeholder(f"arg{i}") for i in range(len(specs))]
