@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 
+from .._core.storage import contiguous_strides  # noqa: F401  (the loop IR's row-major strides)
 from .._core import dtype as _dt
 
 # -- affine index expressions ------------------------------------------------------------------
@@ -78,12 +79,6 @@ def strided_index(index, strides, offset=0) -> Expr:
     return out
 
 
-def contiguous_strides(shape) -> tuple:
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
 
 # -- the ops handler ---------------------------------------------------------------------------
 

@@ -240,6 +240,12 @@ class Module:
             + list(self._modules.keys()) + list(self._buffers.keys())
         return sorted(k for k in set(attrs) if not k[0].isdigit())
 
+    def __getstate__(self):
+        # plain containers: a pickle of a module holds dict literals (and OrderedDicts, as before the
+        # tracked types), never a reference to builtins.dict that weights-only loading refuses
+        return {k: dict(v) if type(v) is TrackedDict else OrderedDict(v) if type(v) is TrackedOrderedDict else v
+                for k, v in self.__dict__.items()}
+
     def __setstate__(self, state):
         STATE_VERSION[0] += 1
         object.__setattr__(self, "__dict__", TrackedDict(self.__dict__))
