@@ -1,6 +1,7 @@
 """What the decomposition families share: the op handles and a few argument helpers."""
 from __future__ import annotations
 
+from ...ops.derivatives.reduction import _norm_dims
 from ...ops.registry import aten  # noqa: F401  (aten.<op>.<overload>: the op each step records)
 
 
@@ -9,14 +10,9 @@ def to(x, dtype):
     return x if dtype is None or x.dtype == dtype else aten._to_copy.default(x, dtype=dtype)
 
 
-def dims_of(dim, ndim: int) -> list:
-    """A reduction's dim argument as a sorted list of non-negative dims (None or []: all)."""
-    if dim is None:
-        return list(range(ndim))
-    dim = [dim] if isinstance(dim, int) else list(dim)
-    if not dim:
-        return list(range(ndim))
-    return sorted(d % max(ndim, 1) for d in dim)
+# a reduction's dim argument as a sorted list of non-negative dims (None or []: all): the derivative
+# formulas' helper, one definition
+dims_of = _norm_dims
 
 
 def numel_of(x, dims) -> int:
