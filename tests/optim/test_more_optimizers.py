@@ -154,3 +154,90 @@ def test_defaults_and_flags_like_torch(name):
     t_opt = getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)], foreach=False)
     assert e_opt.defaults == t_opt.defaults
     assert e_opt.state_dict()["param_groups"] == t_opt.state_dict()["param_groups"]
+
+
+# -- LBFGS: a closure-based step of several iterations ---------------------------------------------
+# Quasi-Newton iterations amplify last-bit differences (dot products summed in another order)
+# about tenfold per step here, so the iteration counts stay small enough for 1e-6 after 10 steps.
+LBFGS_CONFIGS = [dict(max_iter=4), dict(lr=0.5, max_iter=5, history_size=3),
+                 dict(max_iter=6, line_search_fn="strong_wolfe"),
+                 dict(lr=0.8, max_iter=4, max_eval=5, history_size=2, line_search_fn="strong_wolfe"),
+                 dict(max_iter=5, tolerance_grad=0.2, tolerance_change=0.05, line_search_fn="strong_wolfe")]
+
+
+def _assert_state_value_close(ev, tv):
+    if isinstance(tv, torch.Tensor):
+        assert isinstance(ev, ember.Tensor)
+        _assert_close(ev, tv)
+    elif isinstance(tv, list):
+        assert isinstance(ev, list) and len(ev) == len(tv)
+        for e, t in zip(ev, tv):
+            _assert_state_value_close(e, t)
+    elif isinstance(tv, float):
+        assert isinstance(ev, float) and ev == pytest.approx(tv, rel=1e-6)
+    else:
+        assert type(ev) is type(tv) and ev == tv
+
+
+@pytest.mark.parametrize("i", range(len(LBFGS_CONFIGS)))
+def test_lbfgs_matches_torch(i):
+    cfg = LBFGS_CONFIGS[i]
+    e_model, t_model = _models()
+    e_opt = ember.optim.LBFGS(e_model.parameters(), **cfg)
+    t_opt = torch.optim.LBFGS(t_model.parameters(), **cfg)
+    batches = _batches()
+    np.testing.assert_allclose(_train(ember, e_model, e_opt, batches), _train(torch, t_model, t_opt, batches),
+                               rtol=1e-6)
+    for e, t in zip(e_model.parameters(), t_model.parameters()):
+        _assert_close(e, t)
+    es, ts = e_opt.state_dict(), t_opt.state_dict()
+    assert es["param_groups"] == ts["param_groups"]
+    assert list(es["state"]) == list(ts["state"]) == [0]
+    assert list(es["state"][0]) == list(ts["state"][0])
+    for key, tv in ts["state"][0].items():
+        _assert_state_value_close(es["state"][0][key], tv)
+
+
+def test_lbfgs_state_dict_round_trip():
+    cfg = LBFGS_CONFIGS[3]
+    batches = _batches()
+    e_model, t_model = _models()
+    opt = ember.optim.LBFGS(e_model.parameters(), **cfg)
+    t_opt = torch.optim.LBFGS(t_model.parameters(), **cfg)
+    _train(ember, e_model, opt, batches[:5])
+    _train(torch, t_model, t_opt, batches[:5])
+    buffer = io.BytesIO()
+    ember.save(opt.state_dict(), buffer)
+    buffer.seek(0)
+    fresh = ember.optim.LBFGS(e_model.parameters(), **cfg)
+    fresh.load_state_dict(ember.load(buffer))
+    _train(ember, e_model, fresh, batches[5:])
+    _train(torch, t_model, t_opt, batches[5:])
+    for e, t in zip(e_model.parameters(), t_model.parameters()):
+        _assert_close(e, t)
+
+
+def test_lbfgs_optimal_start_and_errors_like_torch():
+    """A zero gradient returns after one evaluation; bad lr, several groups and an unknown line
+    search raise torch's errors."""
+    for lib in (torch, ember):
+        p = lib.zeros(3, requires_grad=True)
+        opt = lib.optim.LBFGS([p])
+        assert float(opt.step(lambda: (p * 0).sum().backward() or lib.tensor(2.0))) == 2.0
+        assert opt.state[p]["func_evals"] == 1 and opt.state[p]["n_iter"] == 0
+    cases = [dict(lr=-1), dict(params=[{"params": [0]}, {"params": [1]}])]
+    for kwargs in cases:
+        with pytest.raises(Exception) as t_info:
+            t_params = [torch.zeros(2, requires_grad=True) for _ in range(2)]
+            t_kwargs = dict(kwargs)
+            groups = t_kwargs.pop("params", [{"params": [0, 1]}])
+            torch.optim.LBFGS([{"params": [t_params[j] for j in g["params"]]} for g in groups], **t_kwargs)
+        with pytest.raises(type(t_info.value)) as e_info:
+            e_params = [ember.zeros(2, requires_grad=True) for _ in range(2)]
+            ember.optim.LBFGS([{"params": [e_params[j] for j in g["params"]]} for g in groups], **t_kwargs)
+        assert str(e_info.value) == str(t_info.value)
+    for lib in (torch, ember):
+        p = lib.ones(3, requires_grad=True)
+        opt = lib.optim.LBFGS([p], line_search_fn="wolfe")
+        with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
+            opt.step(lambda: (p * p).sum().backward() or (p * p).sum())
