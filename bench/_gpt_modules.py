@@ -1,6 +1,9 @@
 """A small GPT built only from `lib.nn` modules (lib = ember or torch), for per-call overhead benchmarks
 and guard tests: token + position embeddings, `n_layer` pre-LayerNorm blocks (causal self-attention from
-two Linears, an MLP with GELU, dropout), a final LayerNorm and a tied-free head. ~8 modules per block."""
+two Linears, an MLP with GELU, dropout), a final LayerNorm and a tied-free head. ~8 modules per block.
+
+`gpt_block` is the one pre-LayerNorm block the AOT/fuser benches and the compiled-training tests
+share (tests/test_training_compiled.py and tests/functorch/test_aot_training.py import it)."""
 from __future__ import annotations
 
 import math
@@ -80,3 +83,31 @@ def gpt_classes(lib):
 
 def count_modules(model) -> int:
     return sum(1 for _ in model.modules())
+
+
+def gpt_block(lib, dropout=0.0, d=256, heads=4):
+    """One pre-LayerNorm block with causal attention (qkv in one Linear, mask built in forward), an MLP
+    with GELU and, when `dropout` > 0, dropout after attention, projection and MLP."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+            self.drop = nn.Dropout(dropout) if dropout else nn.Identity()
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+            q = q.view(B, T, heads, C // heads).transpose(1, 2)     # (no generator expression: dynamo
+            k = k.view(B, T, heads, C // heads).transpose(1, 2)     # would run the frame eagerly)
+            v = v.view(B, T, heads, C // heads).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // heads))
+            att = att.masked_fill(~lib.tril(lib.ones(T, T, dtype=lib.bool)), float("-inf"))
+            att = self.drop(F.softmax(att, dim=-1))
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            x = x + self.drop(self.proj(y))
+            return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
+    return Block()

@@ -14,7 +14,6 @@ interleaved rounds). The goal: ember <= 0.5x torch's time.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 
@@ -22,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ember  # noqa: E402
+from _gpt_modules import gpt_block as _gpt_block  # noqa: E402
 from _harness import header, interleaved  # noqa: E402
 
 
@@ -31,27 +31,7 @@ def mlp(lib):
 
 
 def gpt_block(lib, d=64, heads=4):
-    nn, F = lib.nn, lib.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-            q = q.view(B, T, heads, C // heads).transpose(1, 2)
-            k = k.view(B, T, heads, C // heads).transpose(1, 2)
-            v = v.view(B, T, heads, C // heads).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // heads))
-            att = att.masked_fill(~lib.tril(lib.ones(T, T, dtype=lib.bool)), float("-inf"))
-            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
-            x = x + self.proj(y)
-            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-    return Block(), lib.randn(8, 32, d)
+    return _gpt_block(lib, 0.0, d, heads), lib.randn(8, 32, d)
 
 
 def captured(lib, build):

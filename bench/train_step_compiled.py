@@ -14,12 +14,12 @@ steady one); the table's figures are medians of interleaved rounds.
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 import ember
+from _gpt_modules import gpt_block
 from _harness import header, interleaved
 
 COLUMNS = ("ember", "ember.compile", "torch", "torch.compile")
@@ -28,30 +28,6 @@ COLUMNS = ("ember", "ember.compile", "torch", "torch.compile")
 def mlp(lib):
     nn = lib.nn
     return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-
-
-def gpt_block(lib, d=256, heads=4):
-    nn, F = lib.nn, lib.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-            q = q.view(B, T, heads, C // heads).transpose(1, 2)
-            k = k.view(B, T, heads, C // heads).transpose(1, 2)
-            v = v.view(B, T, heads, C // heads).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // heads))
-            att = att.masked_fill(~lib.tril(lib.ones(T, T, dtype=lib.bool)), float("-inf"))
-            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
-            x = x + self.proj(y)
-            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-    return Block()
 
 
 def _classify(lib, out, y):

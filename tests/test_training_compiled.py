@@ -7,7 +7,8 @@ eager ember). Every test asserts that the compiled wrappers really ran -- forwar
 graphs, once per step -- so a silent fallback to eager fails it."""
 from __future__ import annotations
 
-import math
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -15,6 +16,9 @@ import torch
 
 import ember
 from ember._inductor import compile_fx as compile_fx_module
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from _gpt_modules import gpt_block  # noqa: E402  (the one GPT block, shared with bench/)
 
 STEPS = 20
 
@@ -51,32 +55,6 @@ def cnn(nn):
         nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(16 * 7 * 7, 10))
-
-
-def gpt_block(lib, dropout, d=256, heads=4):
-    nn, F = lib.nn, lib.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-            self.drop = nn.Dropout(dropout)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-            q = q.view(B, T, heads, C // heads).transpose(1, 2)
-            k = k.view(B, T, heads, C // heads).transpose(1, 2)
-            v = v.view(B, T, heads, C // heads).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // heads))
-            att = att.masked_fill(~lib.tril(lib.ones(T, T, dtype=lib.bool)), float("-inf"))
-            att = self.drop(F.softmax(att, dim=-1))
-            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-            x = x + self.drop(self.proj(y))
-            return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
-    return Block()
 
 
 def classifier_batches(shape, seed=0):

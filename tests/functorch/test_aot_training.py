@@ -5,7 +5,6 @@ steps in float64 from the same weights and batches; the loss at every step withi
 and the final weights."""
 from __future__ import annotations
 
-import math
 import os
 import sys
 
@@ -19,35 +18,15 @@ from ember._functorch.partitioners import min_cut_rematerialization_partition
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from test_training import cnn, cnn_bn, digits_batches, mlp  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
+from _gpt_modules import gpt_block as _gpt_block  # noqa: E402  (the one GPT block, shared with bench/)
 
 STEPS = 20
 MIN_CUT = aot_autograd(fw_compiler=nop, bw_compiler=nop, partition_fn=min_cut_rematerialization_partition)
 
 
 def gpt_block(lib, dropout, d=16, heads=2):
-    nn, F = lib.nn, lib.nn.functional
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-            self.drop = nn.Dropout(dropout)
-
-        def forward(self, x):
-            B, T, C = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-            q = q.view(B, T, heads, C // heads).transpose(1, 2)     # (no generator: dynamo would run
-            k = k.view(B, T, heads, C // heads).transpose(1, 2)     # the frame eagerly)
-            v = v.view(B, T, heads, C // heads).transpose(1, 2)
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // heads))
-            att = att.masked_fill(~lib.tril(lib.ones(T, T, dtype=lib.bool)), float("-inf"))
-            att = self.drop(F.softmax(att, dim=-1))
-            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-            x = x + self.drop(self.proj(y))
-            return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
-    return Block()
+    return _gpt_block(lib, dropout, d, heads)
 
 
 def gpt_batches(n, seed=0):
