@@ -4,7 +4,7 @@ from __future__ import annotations
 import ember
 from ember._core.tensor import Tensor
 
-from .optimizer import Optimizer, _step_counter, at_least_zero, in_unit_interval
+from .optimizer import Optimizer, _step_counter, ADAM_FAMILY_RULES, weight_decayed
 
 __all__ = ["Adam", "AdamW"]
 
@@ -18,16 +18,12 @@ def adam_update(param, grad, state, group) -> None:
         state["exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
-    lr, decay, eps = group["lr"], group["weight_decay"], group["eps"]
+    lr, eps = group["lr"], group["eps"]
     beta1, beta2 = group["betas"]
     counter = state["step"]
     counter += 1
     t = counter.item()
-    if decay != 0:
-        if group["decoupled_weight_decay"]:
-            param.mul_(1 - lr * decay)
-        else:
-            grad = grad.add(param, alpha=decay)
+    grad = weight_decayed(param, grad, group)
     mean, second = state["exp_avg"], state["exp_avg_sq"]
     mean.lerp_(grad, 1 - beta1)
     second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
@@ -49,12 +45,7 @@ class Adam(Optimizer):
 
     KEYS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
             "differentiable", "fused", "decoupled_weight_decay")
-    RULES = (
-        ("lr", at_least_zero, "Invalid learning rate: {}"),
-        ("eps", at_least_zero, "Invalid epsilon value: {}"),
-        (("betas", 0), in_unit_interval, "Invalid beta parameter at index 0: {}"),
-        (("betas", 1), in_unit_interval, "Invalid beta parameter at index 1: {}"),
-        ("weight_decay", at_least_zero, "Invalid weight_decay value: {}"),
+    RULES = ADAM_FAMILY_RULES + (
         ("betas", _float_or_tensor_pair, "betas must be either both floats or both Tensors"),
         (("betas", 0), lambda b: not isinstance(b, Tensor), "Tensor betas are not supported by ember; pass floats",
          NotImplementedError),

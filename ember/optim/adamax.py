@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _step_counter, at_least_zero, in_unit_interval
+from .optimizer import Optimizer, _step_counter, ADAM_FAMILY_RULES, weight_decayed
 
 __all__ = ["Adamax"]
 
@@ -18,8 +18,7 @@ def adamax_update(param, grad, state, group) -> None:
     beta1, beta2 = group["betas"]
     counter = state["step"]
     counter += 1
-    if group["weight_decay"] != 0:
-        grad = grad.add(param, alpha=group["weight_decay"])
+    grad = weight_decayed(param, grad, group)
     exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
     exp_avg.lerp_(grad, 1 - beta1)
     ember.maximum(exp_inf.mul_(beta2), grad.abs().add_(group["eps"]), out=exp_inf)
@@ -30,12 +29,7 @@ class Adamax(Optimizer):
     """Implements the Adamax algorithm (a variant of Adam based on the infinity norm)."""
 
     KEYS = ("lr", "betas", "eps", "weight_decay", "foreach", "maximize", "differentiable", "capturable")
-    RULES = (
-        ("lr", at_least_zero, "Invalid learning rate: {}"),
-        ("eps", at_least_zero, "Invalid epsilon value: {}"),
-        (("betas", 0), in_unit_interval, "Invalid beta parameter at index 0: {}"),
-        (("betas", 1), in_unit_interval, "Invalid beta parameter at index 1: {}"),
-        ("weight_decay", at_least_zero, "Invalid weight_decay value: {}"),
+    RULES = ADAM_FAMILY_RULES + (
     )
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _step_counter, at_least_zero, in_unit_interval
+from .optimizer import Optimizer, _step_counter, at_least_zero, ADAM_FAMILY_RULES, weight_decayed
 
 __all__ = ["NAdam"]
 
@@ -17,16 +17,12 @@ def nadam_update(param, grad, state, group) -> None:
         state["mu_product"] = _step_counter(1.0)
         state["exp_avg"] = ember.zeros_like(param, memory_format=ember.preserve_format)
         state["exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
-    lr, decay, psi = group["lr"], group["weight_decay"], group["momentum_decay"]
+    lr, psi = group["lr"], group["momentum_decay"]
     beta1, beta2 = group["betas"]
     counter = state["step"]
     counter += 1
     t = counter.item()
-    if decay != 0:
-        if group["decoupled_weight_decay"]:
-            param.mul_(1 - lr * decay)
-        else:
-            grad = grad.add(param, alpha=decay)
+    grad = weight_decayed(param, grad, group)
     mu = beta1 * (1.0 - 0.5 * (0.96 ** (t * psi)))
     mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((t + 1) * psi)))
     mu_product = state["mu_product"]
@@ -45,12 +41,7 @@ class NAdam(Optimizer):
 
     KEYS = ("lr", "betas", "eps", "weight_decay", "momentum_decay", "decoupled_weight_decay", "maximize",
             "foreach", "capturable", "differentiable")
-    RULES = (
-        ("lr", at_least_zero, "Invalid learning rate: {}"),
-        ("eps", at_least_zero, "Invalid epsilon value: {}"),
-        (("betas", 0), in_unit_interval, "Invalid beta parameter at index 0: {}"),
-        (("betas", 1), in_unit_interval, "Invalid beta parameter at index 1: {}"),
-        ("weight_decay", at_least_zero, "Invalid weight_decay value: {}"),
+    RULES = ADAM_FAMILY_RULES + (
         ("momentum_decay", at_least_zero, "Invalid momentum_decay value: {}"),
     )
 

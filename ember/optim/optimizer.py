@@ -361,3 +361,25 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+
+
+# the argument checks every Adam-family optimizer makes (torch's messages)
+ADAM_FAMILY_RULES = (
+        ("lr", at_least_zero, "Invalid learning rate: {}"),
+        ("eps", at_least_zero, "Invalid epsilon value: {}"),
+        (("betas", 0), in_unit_interval, "Invalid beta parameter at index 0: {}"),
+        (("betas", 1), in_unit_interval, "Invalid beta parameter at index 1: {}"),
+        ("weight_decay", at_least_zero, "Invalid weight_decay value: {}"),
+)
+
+
+def weight_decayed(param, grad, group):
+    """The gradient after weight decay: L2 (added to the gradient) or decoupled (the parameter
+    shrinks by lr * weight_decay first, AdamW-style)."""
+    decay = group["weight_decay"]
+    if decay == 0:
+        return grad
+    if group.get("decoupled_weight_decay"):
+        param.mul_(1 - group["lr"] * decay)
+        return grad
+    return grad.add(param, alpha=decay)

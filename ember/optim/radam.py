@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _step_counter, at_least_zero, in_unit_interval
+from .optimizer import Optimizer, _step_counter, ADAM_FAMILY_RULES, weight_decayed
 
 __all__ = ["RAdam"]
 
@@ -15,16 +15,12 @@ def radam_update(param, grad, state, group) -> None:
         state["step"] = _step_counter()
         state["exp_avg"] = ember.zeros_like(param, memory_format=ember.preserve_format)
         state["exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
-    lr, decay = group["lr"], group["weight_decay"]
+    lr = group["lr"]
     beta1, beta2 = group["betas"]
     counter = state["step"]
     counter += 1
     t = counter.item()
-    if decay != 0:
-        if group["decoupled_weight_decay"]:
-            param.mul_(1 - lr * decay)
-        else:
-            grad = grad.add(param, alpha=decay)
+    grad = weight_decayed(param, grad, group)
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
     exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
@@ -46,12 +42,7 @@ class RAdam(Optimizer):
 
     KEYS = ("lr", "betas", "eps", "weight_decay", "maximize", "foreach", "capturable", "decoupled_weight_decay",
             "differentiable")
-    RULES = (
-        ("lr", at_least_zero, "Invalid learning rate: {}"),
-        ("eps", at_least_zero, "Invalid epsilon value: {}"),
-        (("betas", 0), in_unit_interval, "Invalid beta parameter at index 0: {}"),
-        (("betas", 1), in_unit_interval, "Invalid beta parameter at index 1: {}"),
-        ("weight_decay", at_least_zero, "Invalid weight_decay value: {}"),
+    RULES = ADAM_FAMILY_RULES + (
     )
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
