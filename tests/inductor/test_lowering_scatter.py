@@ -8,6 +8,7 @@ import ember
 from ember._functorch import make_fx
 from ember._inductor import config
 from ember._inductor.compile_fx import compile_fx
+from test_lowering_index import check_bad_indices
 from test_lowering import DTYPES, check_many, layouts
 
 IDX = ember.tensor([[0, 1, 1], [2, 2, 2], [3, 0, 3], [1, 1, 0], [0, 3, 2]])     # duplicates per row
@@ -54,15 +55,7 @@ BAD = [("scatter_add", lambda x, i: x.scatter_add(1, i.view(1, -1), x[:1, :2]), 
 
 @pytest.mark.parametrize("name,fn,cases", BAD, ids=[b[0] for b in BAD])
 def test_out_of_bounds_raises_eagers_exception(name, fn, cases):
-    x = ember.randn(5, 3)
-    good, *bad = [ember.tensor(c) for c in cases]
-    compiled = compile_fx(make_fx(fn)(x, good), [x, good])
-    np.testing.assert_array_equal(compiled(x, good).numpy(), fn(x, good).numpy())
-    for idx in bad:
-        with pytest.raises(Exception) as eager:
-            fn(x, idx)
-        with pytest.raises(type(eager.value)):
-            compiled(x, idx)
+    check_bad_indices(fn, ember.randn(5, 3), cases)
 
 
 def test_two_threads_give_eagers_values(monkeypatch):
