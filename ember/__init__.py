@@ -68,7 +68,7 @@ def get_num_threads() -> _builtins.int:
 
 
 _LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda",
-                    "backends", "onnx", "sparse")
+                    "backends", "onnx", "sparse", "distributed")
 # torch.lstm, torch.lstm_cell & co (torch._VF's recurrent kernels), loaded with the recurrent layers
 _RNN_FUNCTIONS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
 
