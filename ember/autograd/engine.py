@@ -76,8 +76,35 @@ def _needed(roots, targets):
     return {k for k, v in run.items() if v}
 
 
-def run_backward(tensors, grad_tensors, *, retain_graph=False, create_graph=False, inputs=None,
-                 allow_unused=False, accumulate=True):
+# One list per running backward (nested backwards from hooks push their own): the callbacks
+# ``queue_callback`` installed during it, run in order once its graph has run (DDP waits for its
+# gradient all-reduces there). One push and pop per backward call.
+_final_callbacks: list = []
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` when the backward now running has finished its graph
+    (``Variable._execution_engine.queue_callback``)."""
+    if not _final_callbacks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _final_callbacks[-1].append(fn)
+
+
+def run_backward(tensors, grad_tensors, **kwargs):
+    """Backpropagate `grad_tensors` from `tensors`, then run the callbacks queued meanwhile."""
+    _final_callbacks.append([])
+    try:
+        result = _run_graph(tensors, grad_tensors, **kwargs)
+        callbacks = _final_callbacks[-1]
+        while callbacks:
+            callbacks.pop(0)()
+    finally:
+        _final_callbacks.pop()
+    return result
+
+
+def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False, inputs=None,
+               allow_unused=False, accumulate=True):
     """Backpropagate `grad_tensors` from `tensors`. Returns the input gradients when `inputs`
     is given and ``accumulate`` is False (``autograd.grad``)."""
     roots = []

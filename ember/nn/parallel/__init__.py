@@ -2,13 +2,15 @@
 
 With no GPU, PyTorch's DataParallel keeps the module as ``.module``, sets ``device_ids = []`` and
 calls the module directly; its state dict keys carry the ``module.`` prefix. ember has no
-accelerator, so that is the whole of it. ``DistributedDataParallel`` belongs to ember.distributed.
+accelerator, so that is the whole of it. ``DistributedDataParallel`` (``distributed.py``) runs
+on ``ember.distributed``'s process groups.
 """
 from __future__ import annotations
 
 from ..modules.module import Module
+from .distributed import DistributedDataParallel
 
-__all__ = ["DataParallel", "data_parallel"]
+__all__ = ["DataParallel", "data_parallel", "DistributedDataParallel"]
 
 
 class DataParallel(Module):

@@ -1,0 +1,181 @@
+"""DDP's gradient reducer: buckets of parameters whose gradients are all-reduced while backward runs.
+
+Parameters are put in buckets in reverse registration order (roughly the order backward produces
+their gradients): the first bucket holds up to 1 MiB, the others up to ``bucket_cap_mb``, one dtype
+per bucket, as PyTorch's reducer does. A post-accumulate-grad hook on every parameter marks it
+ready; when a bucket's last parameter is ready, its gradients are flattened, divided by the world
+size and all-reduced with ``async_op=True`` — while backward continues with the rest of the graph.
+Buckets start strictly in order (bucket i after bucket i-1) so every rank issues the same
+collectives in the same order even when gradients arrive in another order. When the last bucket
+has started, a callback queued on the autograd engine waits for every bucket at the end of backward
+and copies the averaged gradients back into ``.grad``.
+
+Unused parameters: with ``find_unused_parameters=True`` the forward's outputs are traced through the
+autograd graph and parameters not reached are marked ready at once (zeros in their bucket); a
+parameter no rank used keeps ``grad=None``, found by one more all-reduce of a usage mask. Without
+it, a bucket that never fills leaves the reduction unfinished and the next forward raises
+PyTorch's "Expected to have finished reduction in the prior iteration" error naming the
+parameters.
+"""
+from __future__ import annotations
+
+from .. import cat, zeros, no_grad, tensor, int32
+from .c10d import ReduceOp
+from . import collectives
+
+FIRST_BUCKET_BYTES = 1024 * 1024
+
+
+def make_buckets(params, cap_bytes: int):
+    """Lists of parameter indices: reverse order, one dtype each, the first up to 1 MiB."""
+    buckets, current, size, dtype = [], [], 0, None
+    limit = min(FIRST_BUCKET_BYTES, cap_bytes)
+    for i in reversed(range(len(params))):
+        p = params[i]
+        nbytes = p.numel() * p.element_size()
+        if current and (p.dtype != dtype or size + nbytes > limit):
+            buckets.append(current)
+            current, size, limit = [], 0, cap_bytes
+        current.append(i)
+        size += nbytes
+        dtype = p.dtype
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def reached_parameters(outputs) -> set:
+    """ids of the leaf tensors the autograd graph of `outputs` accumulates into."""
+    from .._core.tensor import Tensor
+    roots, stack = [], [outputs]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, Tensor):
+            if obj.grad_fn is not None:
+                roots.append(obj.grad_fn)
+            elif obj.requires_grad:
+                roots.append(obj)
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+    found, seen = set(), set()
+    while roots:
+        node = roots.pop()
+        if isinstance(node, Tensor):
+            found.add(id(node))
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            found.add(id(variable))
+        roots.extend(edge[0] for edge in node.next_functions if edge is not None and edge[0] is not None)
+    return found
+
+
+class Reducer:
+    def __init__(self, params, names, group, bucket_cap_bytes: int, find_unused: bool) -> None:
+        self.params, self.names, self.group = params, names, group
+        self.find_unused = find_unused
+        self.buckets = make_buckets(params, bucket_cap_bytes)
+        self.bucket_of = {i: b for b, members in enumerate(self.buckets) for i in members}
+        self.active = False            # hooks reduce only after a forward that prepared this backward
+        self.expecting = False         # a reduction was prepared and has not finished
+        self.handles = [p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(params)]
+
+    def _hook(self, index: int):
+        def mark_ready(param):
+            if self.active:
+                self._mark_ready(index)
+        return mark_ready
+
+    def prepare(self, outputs) -> None:
+        """Called at the end of a forward that will be followed by a synchronised backward."""
+        self.check_finished()
+        self.ready = [False] * len(self.params)
+        self.missing = [len(b) for b in self.buckets]
+        self.works = [None] * len(self.buckets)
+        self.flats = [None] * len(self.buckets)
+        self.next_bucket = 0
+        self.used = [True] * len(self.params)
+        self.active = self.expecting = True
+        if self.find_unused:
+            reached = reached_parameters(outputs)
+            for i, p in enumerate(self.params):
+                if id(p) not in reached:
+                    self.used[i] = False
+                    self._mark_ready(i)
+
+    def check_finished(self) -> None:
+        if not self.expecting:
+            return
+        late = [i for i, r in enumerate(self.ready) if not r]
+        from .c10d import get_rank
+        raise RuntimeError(
+            "Expected to have finished reduction in the prior iteration before starting a new one. This error "
+            "indicates that your module has parameters that were not used in producing loss. You can enable unused "
+            "parameter detection by passing the keyword argument `find_unused_parameters=True` to "
+            "`ember.nn.parallel.DistributedDataParallel`, and by making sure all `forward` function outputs "
+            "participate in calculating loss.\nParameter indices which did not receive grad for rank "
+            f"{get_rank()}: {' '.join(map(str, late))}\nParameters which did not receive grad for rank "
+            f"{get_rank()}: {', '.join(self.names[i] for i in late)}")
+
+    def _mark_ready(self, index: int) -> None:
+        if self.ready[index]:
+            raise RuntimeError(f"Expected to mark a variable ready only once. Parameter {self.names[index]} (index "
+                               f"{index}) got its gradient twice in one backward; use no_sync() for several "
+                               "backward passes per step, or static_graph=True is not supported")
+        self.ready[index] = True
+        self.missing[self.bucket_of[index]] -= 1
+        while self.next_bucket < len(self.buckets) and self.missing[self.next_bucket] == 0:
+            self._launch(self.next_bucket)
+            self.next_bucket += 1
+            if self.next_bucket == len(self.buckets):
+                from ..autograd.engine import queue_callback, _final_callbacks
+                if _final_callbacks:
+                    queue_callback(self.finish)
+                else:                   # every parameter was unused: nothing runs backward
+                    self.finish()
+
+    def _launch(self, b: int) -> None:
+        with no_grad():
+            pieces = []
+            for i in self.buckets[b]:
+                p = self.params[i]
+                g = p.grad if self.used[i] and p.grad is not None else zeros(p.shape, dtype=p.dtype, device=p.device)
+                pieces.append(g.reshape(-1))
+            flat = cat(pieces) if len(pieces) > 1 else pieces[0].clone()
+            flat.div_(self.group.size())
+        self.flats[b] = flat
+        self.works[b] = collectives.all_reduce(flat, ReduceOp.SUM, self.group, async_op=True)
+
+    def finish(self) -> None:
+        """End of backward: wait for every bucket and write the averaged gradients."""
+        used_anywhere = None
+        if self.find_unused:
+            mask = tensor([1 if u else 0 for u in self.used], dtype=int32, device=self.params[0].device)
+            collectives.all_reduce(mask, ReduceOp.MAX, self.group)
+            used_anywhere = mask.tolist()
+        with no_grad():
+            for b, members in enumerate(self.buckets):
+                self.works[b].wait()
+                offset = 0
+                for i in members:
+                    p = self.params[i]
+                    n = p.numel()
+                    piece = self.flats[b][offset:offset + n].view(p.shape)
+                    offset += n
+                    if used_anywhere is not None and not used_anywhere[i]:
+                        continue
+                    if p.grad is None:
+                        p.grad = piece.clone()
+                    else:
+                        p.grad.copy_(piece)
+        self.works = self.flats = None
+        self.active = self.expecting = False
+
+    def remove_hooks(self) -> None:
+        for h in self.handles:
+            h.remove()

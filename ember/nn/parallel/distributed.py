@@ -1,0 +1,87 @@
+"""``DistributedDataParallel``: one model replica per rank, gradients averaged during backward.
+
+At construction the parameter shapes are checked to agree across ranks and rank 0's parameters and
+buffers are broadcast to every rank. Each forward (with grad enabled, outside ``no_sync()``)
+prepares the reducer (``ember/distributed/reducer.py``), which all-reduces gradient buckets while
+backward runs and writes the averages into ``.grad`` when backward ends. Buffers (BatchNorm's
+running statistics) are broadcast from rank 0 before every forward when ``broadcast_buffers``.
+Checkpoint from rank 0: ``if dist.get_rank() == 0: ember.save(ddp.module.state_dict(), path)``.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from ..modules.module import Module
+
+__all__ = ["DistributedDataParallel"]
+
+
+class DistributedDataParallel(Module):
+    def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group=None, bucket_cap_mb=None,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False, **unused) -> None:
+        super().__init__()
+        from ...distributed import c10d, reducer
+        self.process_group = c10d._group(process_group)
+        self.module = module
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have any parameter that "
+                               "requires a gradient.")
+        self.device_ids = device_ids
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.require_backward_grad_sync = True
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
+        self._verify_same_model([p for _, p in named])
+        self._broadcast_from_rank0(list(module.parameters()) + list(module.buffers()))
+        self.reducer = reducer.Reducer([p for _, p in named], [n for n, _ in named], self.process_group,
+                                       self.bucket_bytes_cap, find_unused_parameters)
+
+    def _verify_same_model(self, params) -> None:
+        """Every rank must hold the same parameter shapes (PyTorch's
+        ``_verify_param_shape_across_processes``): one all-gather of a signature."""
+        from ... import tensor, zeros, int64
+        from ...distributed import all_gather_into_tensor
+        shapes = tuple(tuple(p.shape) for p in params)
+        signature = tensor([len(params), hash(shapes) & ((1 << 62) - 1)], dtype=int64, device=params[0].device)
+        everyone = zeros(2 * self.process_group.size(), dtype=int64, device=params[0].device)
+        all_gather_into_tensor(everyone, signature, self.process_group)
+        rows = everyone.view(-1, 2).tolist()
+        for rank, row in enumerate(rows):
+            if row != rows[0]:
+                raise RuntimeError(f"DDP expects same model across all ranks, but rank {self.process_group.ranks[rank]}"
+                                   f" has {row[0]} params (shape signature {row[1]}), while rank "
+                                   f"{self.process_group.ranks[0]} has {rows[0][0]} params (shape signature "
+                                   f"{rows[0][1]}).")
+
+    def _broadcast_from_rank0(self, tensors) -> None:
+        from ... import no_grad
+        from ...distributed import broadcast
+        with no_grad():
+            for t in tensors:
+                broadcast(t, src=self.process_group.ranks[0], group=self.process_group)
+
+    def forward(self, *inputs, **kwargs):
+        from ...autograd import is_grad_enabled
+        self.reducer.check_finished()
+        if self.broadcast_buffers:
+            self._broadcast_from_rank0(list(self.module.buffers()))
+        outputs = self.module(*inputs, **kwargs)
+        if is_grad_enabled() and self.require_backward_grad_sync:
+            self.reducer.prepare(outputs)
+        else:
+            self.reducer.active = False
+        return outputs
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward passes inside accumulate gradients locally; the first synchronised backward
+        after it all-reduces the accumulated sums."""
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
