@@ -51,7 +51,7 @@ def _reduce_spec(arr: np.ndarray, op: ReduceOp):
     if arr.dtype in _MPI_TYPES:
         return [flat, _MPI_TYPES[arr.dtype]], _PREDEFINED[op]
     element, mpi_op = _user_op(arr.dtype, op)
-    return [flat.view(np.uint8), flat.size, element], mpi_op
+    return [flat.view(np.uint8), element], mpi_op
 
 
 def average_in_place(buf: np.ndarray, n: int) -> None:

@@ -271,6 +271,8 @@ def group_rank(group: ProcessGroup, global_rank, what: str) -> int:
     if not isinstance(global_rank, int) or isinstance(global_rank, bool):
         raise TypeError(f"{what} must be an int rank, got {type(global_rank).__name__}")
     if global_rank not in group.ranks:
+        if group is _State.world:       # PyTorch's backends refuse it (RuntimeError); new groups raise ValueError
+            raise RuntimeError(f"{what}: invalid root rank: {global_rank} (world size {group.size()})")
         raise ValueError(f"Global rank {global_rank} is not part of group {group.name} (ranks {group.ranks})")
     return group.ranks.index(global_rank)
 

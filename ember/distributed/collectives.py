@@ -171,9 +171,10 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     g = _group(group)
     _check_device(g, "all_gather_into_tensor", [output_tensor, input_tensor])
     if output_tensor.dtype != input_tensor.dtype:
-        raise TypeError("all_gather_into_tensor: output tensor must have the same type as input tensor")
+        raise RuntimeError(f"all_gather_into_tensor: invalid tensor type (output {output_tensor.dtype}, input "
+                           f"{input_tensor.dtype}): the output must have the input's dtype")
     if output_tensor.numel() != g.size() * input_tensor.numel():
-        raise ValueError(f"all_gather_into_tensor: output tensor size ({output_tensor.numel()}) must be equal to "
+        raise RuntimeError(f"all_gather_into_tensor: output tensor size ({output_tensor.numel()}) must be equal to "
                          f"world_size ({g.size()}) times input tensor size ({input_tensor.numel()})")
     inp, _ = _buffer(input_tensor, read_only=True)
     out, copy_back = _buffer(output_tensor)
@@ -192,9 +193,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     _check_device(g, "reduce_scatter_tensor", [output, input])
     op = _reduce_op(op, "reduce_scatter_tensor", input)
     if output.dtype != input.dtype:
-        raise TypeError("reduce_scatter_tensor: input tensor must have the same type as output tensor")
+        raise RuntimeError(f"reduce_scatter_tensor: invalid tensor type (output {output.dtype}, input {input.dtype}): "
+                           "the input must have the output's dtype")
     if input.numel() != g.size() * output.numel():
-        raise ValueError(f"reduce_scatter_tensor: input tensor size ({input.numel()}) must be the same as output "
+        raise RuntimeError(f"reduce_scatter_tensor: input tensor size ({input.numel()}) must be the same as output "
                          f"size ({output.numel()}) times world size ({g.size()})")
     inp, _ = _buffer(input, read_only=True)
     out, copy_back = _buffer(output)
@@ -297,8 +299,9 @@ def _peer(g, rank, group_rank_, what: str, name: str) -> int:
         raise ValueError(f"{name}: {what} must be given")
     peer = _root(g, rank, group_rank_, what, name)
     if peer == g.transport.rank:
-        raise ValueError(f"Invalid {'destination' if what == 'dst' else 'source'} rank: {what} rank should not be "
-                         "the same as the rank of the current process.")
+        word = "destination" if what == "dst" else "source"
+        raise ValueError(f"Invalid {word} rank: {word} rank should not be the same as the rank of the current "
+                         "process.")
     return peer
 
 
