@@ -1,0 +1,273 @@
+"""Run under ``mpiexec -n 2``: DistributedDataParallel against one process with the doubled batch.
+
+Every rank also trains the single-process reference itself (rank 0's initial weights, the whole
+batch), so each can compare its DDP replica with it after every step: the loss (DDP's averaged over
+ranks) and every weight, in float64 to 1e-10. ``python ddp_worker.py OUT_DIR`` writes
+``OUT_DIR/rank<r>.json``: {check name: "ok" or the failure}.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+
+TOL = 1e-10
+STEPS = 4
+
+
+def mlp(nn):
+    return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))
+
+
+def cnn(nn):
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 6, 3), nn.ReLU(),
+                         nn.Flatten(), nn.Linear(6 * 2 * 2, 5))
+
+
+def batches(kind: str, per_rank: int, world: int, steps: int):
+    rng = np.random.default_rng(7)
+    shape = (per_rank * world, 6) if kind == "mlp" else (per_rank * world, 1, 8, 8)
+    for _ in range(steps):
+        x = rng.standard_normal(shape)
+        y = rng.standard_normal((shape[0], 3)) if kind == "mlp" else rng.integers(0, 5, shape[0])
+        yield x, y
+
+
+def close(a, b, what: str) -> None:
+    diff = float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
+    if not diff <= TOL:
+        raise AssertionError(f"{what}: differs by {diff}")
+
+
+def train_against_reference(kind: str, rank: int, world: int, *, bucket_cap_mb=None, wrap=None, optimizer="sgd"):
+    """DDP (each rank a different initialisation, half the batch) vs one process (rank 0's
+    initialisation, the whole batch): equal loss and weights after every step."""
+    import ember
+    import ember.distributed as dist
+    from ember import nn
+    F = nn.functional
+    build = mlp if kind == "mlp" else cnn
+    ember.manual_seed(100)
+    reference = build(nn).double()                 # rank 0's initial weights
+    ember.manual_seed(100 + rank)                  # DDP must replace these with rank 0's weights
+    local = build(nn).double()
+    model = wrap(local) if callable(wrap) else local
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+    if wrap == "compile_outer":
+        ddp = ember.compile(ddp)
+
+    def opt(params):
+        if optimizer == "adam":
+            return ember.optim.Adam(params, lr=1e-2)
+        return ember.optim.SGD(params, lr=0.1, momentum=0.9)
+    opt_ddp, opt_ref = opt(local.parameters()), opt(reference.parameters())
+
+    def loss_fn(out, y):
+        return F.mse_loss(out, y) if kind == "mlp" else F.cross_entropy(out, y)
+    per_rank = 4
+    for step, (x, y) in enumerate(batches(kind, per_rank, world, STEPS)):
+        X, Y = ember.from_numpy(x), ember.from_numpy(y)
+        mine = slice(rank * per_rank, (rank + 1) * per_rank)
+        loss = loss_fn(ddp(X[mine]), Y[mine])
+        opt_ddp.zero_grad()
+        loss.backward()
+        opt_ddp.step()
+        ref_loss = loss_fn(reference(X), Y)
+        opt_ref.zero_grad()
+        ref_loss.backward()
+        opt_ref.step()
+        averaged = loss.detach().clone()
+        dist.all_reduce(averaged, op=dist.ReduceOp.AVG)
+        close(averaged.item(), ref_loss.item(), f"{kind} loss at step {step}")
+        for (name, p), q in zip(local.named_parameters(), reference.parameters()):
+            close(p.detach().numpy(), q.detach().numpy(), f"{kind} {name} after step {step}")
+
+
+def checks(rank: int, world: int):
+    import ember
+    import ember.distributed as dist
+    from ember import nn
+    F = nn.functional
+    DDP = nn.parallel.DistributedDataParallel
+    found = {}
+
+    def check(fn):
+        found[fn.__name__] = fn
+        return fn
+
+    @check
+    def mlp_default_bucket():
+        train_against_reference("mlp", rank, world)
+
+    @check
+    def mlp_small_buckets_adam():
+        train_against_reference("mlp", rank, world, bucket_cap_mb=0.0005, optimizer="adam")
+
+    @check
+    def cnn_small_buckets():
+        train_against_reference("cnn", rank, world, bucket_cap_mb=0.0002)
+
+    @check
+    def cnn_default_bucket():
+        train_against_reference("cnn", rank, world)
+
+    @check
+    def mlp_compiled_inside():
+        train_against_reference("mlp", rank, world, bucket_cap_mb=0.0005, wrap=ember.compile)
+
+    @check
+    def mlp_compiled_outside():
+        train_against_reference("mlp", rank, world, bucket_cap_mb=0.0005, wrap="compile_outer")
+
+    @check
+    def buckets_reduce_during_backward():
+        """When the first layer's gradient arrives (it comes last), the earlier buckets were
+        already started."""
+        ember.manual_seed(0)
+        model = mlp(nn).double()
+        ddp = DDP(model, bucket_cap_mb=0.0005)
+        buckets = ddp.reducer.buckets
+        assert len(buckets) >= 3 and buckets[0][0] == len(list(model.parameters())) - 1, buckets
+        seen = {}
+        first = next(model.parameters())
+
+        def record(grad):
+            seen["started"] = [w is not None for w in ddp.reducer.works]
+        first.register_hook(record)
+        ddp(ember.ones(2, 6, dtype=ember.float64)).sum().backward()
+        assert seen["started"][:-1] == [True] * (len(buckets) - 1) and not seen["started"][-1], seen
+
+    @check
+    def no_sync_accumulates():
+        ember.manual_seed(5)
+        reference = mlp(nn).double()
+        ember.manual_seed(5 + rank)
+        local = mlp(nn).double()
+        ddp = DDP(local, bucket_cap_mb=0.0005)
+        data = list(batches("mlp", 3, world, 3))
+        for i, (x, y) in enumerate(data):
+            X, Y = ember.from_numpy(x), ember.from_numpy(y)
+            mine = slice(rank * 3, (rank + 1) * 3)
+            if i < 2:
+                with ddp.no_sync():
+                    F.mse_loss(ddp(X[mine]), Y[mine]).backward()
+            else:
+                F.mse_loss(ddp(X[mine]), Y[mine]).backward()
+            F.mse_loss(reference(X), Y).backward()
+        for (name, p), q in zip(local.named_parameters(), reference.parameters()):
+            close(p.grad.numpy(), q.grad.numpy(), f"accumulated grad of {name}")
+
+    class TwoBranches(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 2)
+            self.b = nn.Linear(4, 2)
+            self.never = nn.Linear(4, 2)
+
+        def forward(self, x, use_b):
+            return self.a(x) + self.b(x) if use_b else self.a(x)
+
+    @check
+    def find_unused_parameters():
+        """Rank 0 uses branch b, rank 1 does not: b's gradient is rank 0's over the world size;
+        ``never`` keeps grad None everywhere."""
+        ember.manual_seed(0)
+        reference = TwoBranches().double()
+        ember.manual_seed(0)
+        local = TwoBranches().double()
+        ddp = DDP(local, find_unused_parameters=True)
+        x = ember.from_numpy(np.random.default_rng(3).standard_normal((2 * world, 4)))
+        mine = x[2 * rank:2 * rank + 2]
+        ddp(mine, rank == 0).pow(2).sum().backward()
+        total = sum(reference(x[2 * r:2 * r + 2], r == 0).pow(2).sum() for r in range(world)) / world
+        total.backward()
+        for name in ("a", "b"):
+            for p, q in zip(getattr(local, name).parameters(), getattr(reference, name).parameters()):
+                close(p.grad.numpy(), q.grad.numpy(), f"grad of {name}")
+        assert local.never.weight.grad is None and local.never.bias.grad is None
+
+    @check
+    def unused_parameter_without_flag_is_reported():
+        ember.manual_seed(0)
+        ddp = DDP(TwoBranches().double())
+        x = ember.ones(2, 4, dtype=ember.float64)
+        ddp(x, True).sum().backward()
+        try:
+            ddp(x, True)
+        except RuntimeError as e:
+            message = str(e)
+            assert "Expected to have finished reduction in the prior iteration" in message, message
+            assert "find_unused_parameters=True" in message and "never.weight" in message, message
+        else:
+            raise AssertionError("the next forward must report the parameters that got no gradient")
+
+    @check
+    def broadcast_at_construction_and_checkpoint_from_rank0():
+        ember.manual_seed(rank)
+        local = mlp(nn).double()
+        ddp = DDP(local)
+        path = os.path.join(OUT_DIR, "checkpoint.pt")
+        if rank == 0:
+            ember.save(ddp.module.state_dict(), path)
+        dist.barrier()
+        loaded = ember.load(path)
+        for name, p in local.state_dict().items():
+            close(p.numpy(), loaded[name].numpy(), f"{name} against rank 0's checkpoint")
+        assert all(k.startswith("module.") for k in ddp.state_dict())
+
+    @check
+    def different_models_are_refused():
+        try:
+            DDP(nn.Linear(3, 3 + rank))
+        except RuntimeError as e:
+            assert "same model across all ranks" in str(e), e
+        else:
+            raise AssertionError("DDP must refuse replicas of different shapes")
+
+    @check
+    def distributed_sampler_partitions_the_dataset():
+        from ember.utils.data.distributed import DistributedSampler
+        sampler = DistributedSampler(list(range(11)), shuffle=True, seed=3)
+        sampler.set_epoch(2)
+        mine = ember.tensor(list(sampler), dtype=ember.int64)
+        everyone = [ember.zeros(len(sampler), dtype=ember.int64) for _ in range(world)]
+        dist.all_gather(everyone, mine)
+        indices = sorted(i for t in everyone for i in t.tolist())
+        assert set(indices) == set(range(11)) and len(indices) == 6 * world, indices
+    return found
+
+
+OUT_DIR = None
+
+
+def main(out_dir: str) -> None:
+    global OUT_DIR
+    OUT_DIR = out_dir
+    import datetime
+    import ember.distributed as dist
+    dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    results = {}
+    for name, fn in checks(rank, world).items():
+        try:
+            fn()
+            results[name] = "ok"
+        except Exception:
+            results[name] = traceback.format_exc()
+        dist.barrier()
+    dist.destroy_process_group()
+    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+        json.dump(results, f)
+
+
+CHECK_NAMES = ("mlp_default_bucket", "mlp_small_buckets_adam", "cnn_small_buckets", "cnn_default_bucket",
+               "mlp_compiled_inside", "mlp_compiled_outside", "buckets_reduce_during_backward",
+               "no_sync_accumulates", "find_unused_parameters", "unused_parameter_without_flag_is_reported",
+               "broadcast_at_construction_and_checkpoint_from_rank0", "different_models_are_refused",
+               "distributed_sampler_partitions_the_dataset")
+
+if __name__ == "__main__":
+    main(sys.argv[1])
