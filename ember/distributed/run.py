@@ -8,8 +8,9 @@ LOCAL_WORLD_SIZE / MASTER_ADDR / MASTER_PORT as torchrun does. Several hosts: pa
 the launcher on one host only (mpiexec starts the ranks on the others over ssh) and set
 ``--master-addr`` to an address of that host the others can reach.
 
-Failures: every rank reports to a monitor this launcher listens on (MASTER_ADDR:MASTER_PORT)
-when it starts and how it ends. The first rank that raises, exits non-zero or disappears without
+Failures: every rank reports to a monitor this launcher listens on (MASTER_ADDR, a port of its
+own; MASTER_PORT is left free for the script's own use, as torchrun's store port) when it starts
+and how it ends. The first rank that raises, exits non-zero or disappears without
 a report is the failed one: after a short grace period (for the other ranks' errors to arrive)
 the launcher stops the whole job, prints which rank failed and why, and exits non-zero. MPICH's
 own clean-up is turned off (``-disable-auto-cleanup``) so that the launcher, not a race between
@@ -42,7 +43,8 @@ def _parser():
     p.add_argument("--hostfile", default=None, help="mpiexec's host file (several hosts)")
     p.add_argument("--master-addr", "--master_addr", default=None,
                    help="address of this host the ranks reach it at (default 127.0.0.1 on one host)")
-    p.add_argument("--master-port", "--master_port", type=int, default=0, help="port of the monitor (0: any)")
+    p.add_argument("--master-port", "--master_port", type=int, default=0,
+                   help="MASTER_PORT for the ranks (torch-style stores of the script; 0: a free port)")
     p.add_argument("--mpiexec", default=None, help="the mpiexec to use (default: the one next to python)")
     p.add_argument("--grace", type=float, default=3.0,
                    help="seconds to let the other ranks report after the first failure before stopping them")
@@ -78,6 +80,12 @@ def _flavour(mpiexec: str) -> str:
     return "openmpi" if "Open MPI" in out or "OpenRTE" in out else "hydra"
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
 def mpiexec_command(args, mpiexec: str, monitor_address) -> list:
     flags = _FLAGS[_flavour(mpiexec)]
     per_node = _nproc(args.nproc_per_node)
@@ -87,7 +95,7 @@ def mpiexec_command(args, mpiexec: str, monitor_address) -> list:
     cmd = [mpiexec, *flags["extra"], "-n", str(per_node * args.nnodes), flags["per_node"], str(per_node)]
     if args.hostfile:
         cmd += [flags["hostfile"], args.hostfile]
-    env = {"MASTER_ADDR": monitor_address[0], "MASTER_PORT": str(monitor_address[1]),
+    env = {"MASTER_ADDR": monitor_address[0], "MASTER_PORT": str(args.master_port or _free_port()),
            "EMBER_RUN_MONITOR": f"{monitor_address[0]}:{monitor_address[1]}"}
     for name, value in env.items():
         cmd += [flags["env"], name, value] if flags["env"] == "-genv" else [flags["env"], f"{name}={value}"]
@@ -162,7 +170,7 @@ def launch(args) -> int:
     mpiexec = find_mpiexec(args.mpiexec)
     host = args.master_addr or ("127.0.0.1" if args.nnodes == 1 else socket.gethostname())
     bind = "127.0.0.1" if host in ("127.0.0.1", "localhost") else ""
-    server = socket.create_server((bind, args.master_port))
+    server = socket.create_server((bind, 0))
     server.setblocking(False)
     monitor = Monitor(server)
     cmd = mpiexec_command(args, mpiexec, (host, server.getsockname()[1]))

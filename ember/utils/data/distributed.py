@@ -18,9 +18,7 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
-            if not dist.is_initialized():
-                raise RuntimeError("Requires distributed package to be available")
+            from ... import distributed as dist     # without a process group: its ValueError, as torch
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
             rank = dist.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:

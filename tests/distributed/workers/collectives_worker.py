@@ -1,6 +1,6 @@
 """Run under ``mpiexec -n 2``: every collective on every dtype, checked against NumPy on each rank.
 
-``python collectives_worker.py OUT_DIR`` writes ``OUT_DIR/rank<r>.json``: {check name: "ok" or the
+``python collectives_worker.py OUT_DIR [nccl]`` writes ``OUT_DIR/rank<r>.json``: {check name: "ok" or the
 failure}. Every rank builds every rank's inputs from the same seeds, so each can compute the
 expected result with NumPy. ``CHECK_NAMES`` (no MPI needed) lets pytest parametrize over them.
 """
@@ -18,7 +18,11 @@ DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat
 REAL_OPS = ("SUM", "AVG", "PRODUCT", "MIN", "MAX")
 
 
-def ops_for(dtype: str):
+def ops_for(dtype: str, backend: str = "mpi"):
+    if backend == "nccl" and dtype == "int16":
+        return ()                                      # NCCL cannot reduce int16 (refused, as in PyTorch)
+    if backend == "nccl" and dtype.startswith("complex"):
+        return ("SUM", "AVG")                          # reduced as pairs of reals
     if dtype == "bool":
         return ("SUM", "PRODUCT", "MIN", "MAX")        # AVG is refused for bool, as in PyTorch's NCCL
     if dtype.startswith("complex"):
@@ -71,16 +75,19 @@ def reference(op: str, arrays):
 
 
 def same(tensor, expected: np.ndarray, what: str) -> None:
-    got = tensor.numpy()
+    got = tensor.cpu().numpy()
     if got.dtype != expected.dtype or got.shape != expected.shape or not np.array_equal(got, expected):
         raise AssertionError(f"{what}: got {got!r}, expected {expected!r}")
 
 
-def checks(rank: int, world: int):
+def checks(rank: int, world: int, backend: str = "mpi"):
     import ember
     import ember.distributed as dist
-    T = ember.from_numpy
     found = {}
+
+    def T(array):
+        t = ember.from_numpy(np.ascontiguousarray(array))
+        return t.to("cuda") if backend == "nccl" else t
 
     def check(name):
         def register(fn):
@@ -92,7 +99,7 @@ def checks(rank: int, world: int):
         return [data(d, shape, r, salt) for r in range(world)]
 
     for d in DTYPES:
-        for op in ops_for(d):
+        for op in ops_for(d, backend):
             @check(f"all_reduce[{op}-{d}]")
             def _(d=d, op=op):
                 xs = inputs(d, (3, 4), 1)
@@ -104,6 +111,8 @@ def checks(rank: int, world: int):
 
         @check(f"all_reduce_noncontiguous[{d}]")
         def _(d=d):
+            if not ops_for(d, backend):
+                return
             xs = inputs(d, (4, 3), 2)
             base = T(xs[rank].copy())
             view = base.t()                     # a transposed view: sent through a contiguous copy
@@ -134,6 +143,8 @@ def checks(rank: int, world: int):
 
         @check(f"reduce_scatter_tensor[{d}]")
         def _(d=d):
+            if not ops_for(d, backend):
+                return
             xs = inputs(d, (2 * world, 3), 6)
             out = T(np.zeros((2, 3), np_dtype(d)))
             dist.reduce_scatter_tensor(out, T(xs[rank]))
@@ -141,6 +152,8 @@ def checks(rank: int, world: int):
 
         @check(f"reduce[{d}]")
         def _(d=d):
+            if not ops_for(d, backend):
+                return
             xs = inputs(d, (4,), 7)
             t = T(xs[rank].copy())
             dist.reduce(t, dst=world - 1)
@@ -175,6 +188,8 @@ def checks(rank: int, world: int):
 
         @check(f"isend_irecv_any_source[{d}]")
         def _(d=d):
+            if backend == "nccl":
+                return                                  # NCCL has no receive from any source
             xs = inputs(d, (3,), 11)
             if rank == 0:
                 for _ in range(1, world):
@@ -272,14 +287,15 @@ MISC_NAMES = ("async_all_reduce", "subgroup", "whole_group_and_group_src", "redu
               "barrier_async", "saved_tensor_overwritten")
 
 
-def main(out_dir: str) -> None:
+def main(out_dir: str, backend: str = "mpi") -> None:
     import datetime
     import ember.distributed as dist
-    dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=30))
     rank, world = dist.get_rank(), dist.get_world_size()
     results = {}
-    every = dict(checks(rank, world))
-    every.update(misc_checks(rank, world))
+    every = dict(checks(rank, world, backend))
+    if backend == "mpi":
+        every.update(misc_checks(rank, world))
     for name, fn in every.items():
         if os.environ.get("EMBER_TEST_TRACE"):
             print(rank, name, file=sys.stderr, flush=True)
@@ -290,7 +306,7 @@ def main(out_dir: str) -> None:
             results[name] = traceback.format_exc()
         dist.barrier()          # a failed check must not leave the ranks out of step
     import ember
-    for name, call in BAD_CALLS.items():
+    for name, call in BAD_CALLS.items() if backend == "mpi" else ():
         try:
             call(ember, dist, world)
             results["bad:" + name] = "no error"
@@ -302,4 +318,4 @@ def main(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
