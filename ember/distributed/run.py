@@ -137,7 +137,11 @@ class Monitor:
             self.selector.unregister(conn)
             conn.close()
             rank = self.rank_of.get(conn)
-            if rank is not None and rank not in self.outcome and not self.stopping:
+            if rank is None or rank in self.outcome:
+                continue
+            if self.stopping or self.failure is not None:   # taken down with the job (MPI_Abort, the launcher)
+                self.outcome[rank] = "stopped"
+            else:
                 self._fail(rank, "exited without finishing its script and without an exception (killed by a "
                                  "signal, or os._exit)")
 
@@ -204,8 +208,8 @@ def _summary(monitor, returncode: int, world_size: int) -> int:
         outcome = monitor.outcome.get(r)
         if monitor.failure is not None and r == monitor.failure[0]:
             continue
-        if outcome is None:
-            say(f"rank {r}: stopped by the launcher (it had not finished)")
+        if outcome in (None, "stopped"):
+            say(f"rank {r}: stopped with the job (it had not finished)")
         elif outcome != "ok":
             say(f"rank {r} failed too: {outcome}")
     return returncode if returncode not in (0, None) else 1
