@@ -219,6 +219,25 @@ def checks(rank: int, world: int):
         assert all(k.startswith("module.") for k in ddp.state_dict())
 
     @check
+    def buffers_follow_rank0_at_each_forward():
+        """BatchNorm's running statistics drift apart on different data; the next forward starts
+        from rank 0's (broadcast_buffers=True)."""
+        ember.manual_seed(0)
+        local = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).double()
+        ddp = DDP(local)
+        with ember.no_grad():          # training mode: the statistics update; no backward follows
+            ddp(ember.from_numpy(np.random.default_rng(rank).standard_normal((5, 3))))
+        after_first = local[1].running_mean.clone()
+        rank0 = after_first.clone()
+        dist.broadcast(rank0, src=0)
+        ddp.eval()
+        with ember.no_grad():
+            ddp(ember.ones(2, 3, dtype=ember.float64))
+        close(local[1].running_mean.numpy(), rank0.numpy(), "running_mean after the next forward")
+        if rank != 0:
+            assert not np.allclose(after_first.numpy(), rank0.numpy()), "the ranks' statistics should differ"
+
+    @check
     def different_models_are_refused():
         try:
             DDP(nn.Linear(3, 3 + rank))
@@ -266,7 +285,8 @@ def main(out_dir: str) -> None:
 CHECK_NAMES = ("mlp_default_bucket", "mlp_small_buckets_adam", "cnn_small_buckets", "cnn_default_bucket",
                "mlp_compiled_inside", "mlp_compiled_outside", "buckets_reduce_during_backward",
                "no_sync_accumulates", "find_unused_parameters", "unused_parameter_without_flag_is_reported",
-               "broadcast_at_construction_and_checkpoint_from_rank0", "different_models_are_refused",
+               "broadcast_at_construction_and_checkpoint_from_rank0", "buffers_follow_rank0_at_each_forward",
+               "different_models_are_refused",
                "distributed_sampler_partitions_the_dataset")
 
 if __name__ == "__main__":
