@@ -11,11 +11,12 @@ has started, a callback queued on the autograd engine waits for every bucket at 
 and copies the averaged gradients back into ``.grad``.
 
 Unused parameters: with ``find_unused_parameters=True`` the forward's outputs are traced through the
-autograd graph and parameters not reached are marked ready at once (zeros in their bucket); a
-parameter no rank used keeps ``grad=None``, found by one more all-reduce of a usage mask. Without
-it, a bucket that never fills leaves the reduction unfinished and the next forward raises
-PyTorch's "Expected to have finished reduction in the prior iteration" error naming the
-parameters.
+autograd graph and parameters not reached are marked ready when backward's first gradient arrives
+(zeros in their bucket); a parameter no rank used keeps ``grad=None``, found by one more
+all-reduce of a usage mask. Without it, a bucket that never fills leaves the reduction unfinished
+and the next forward raises PyTorch's "Expected to have finished reduction in the prior
+iteration" error naming the parameters. A forward that no backward follows is forgotten, as in
+PyTorch.
 """
 from __future__ import annotations
 
@@ -82,13 +83,20 @@ class Reducer:
         self.buckets = make_buckets(params, bucket_cap_bytes)
         self.bucket_of = {i: b for b, members in enumerate(self.buckets) for i in members}
         self.active = False            # hooks reduce only after a forward that prepared this backward
-        self.expecting = False         # a reduction was prepared and has not finished
+        self.expecting = False         # a backward began reducing and has not finished (PyTorch's
+        self.used = []                 # require_finalize); used: the parameters the forward reached
         self.handles = [p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(params)]
 
     def _hook(self, index: int):
         def mark_ready(param):
-            if self.active:
-                self._mark_ready(index)
+            if not self.active:
+                return
+            if not self.expecting:      # the first gradient of this backward: unused ones are ready too
+                self.expecting = True
+                for i, used in enumerate(self.used):
+                    if not used:
+                        self._mark_ready(i)
+            self._mark_ready(index)
         return mark_ready
 
     def prepare(self, outputs) -> None:
@@ -100,13 +108,10 @@ class Reducer:
         self.flats = [None] * len(self.buckets)
         self.next_bucket = 0
         self.used = [True] * len(self.params)
-        self.active = self.expecting = True
+        self.active, self.expecting = True, False
         if self.find_unused:
             reached = reached_parameters(outputs)
-            for i, p in enumerate(self.params):
-                if id(p) not in reached:
-                    self.used[i] = False
-                    self._mark_ready(i)
+            self.used = [id(p) in reached for p in self.params]
 
     def check_finished(self) -> None:
         if not self.expecting:
@@ -133,11 +138,8 @@ class Reducer:
             self._launch(self.next_bucket)
             self.next_bucket += 1
             if self.next_bucket == len(self.buckets):
-                from ..autograd.engine import queue_callback, _final_callbacks
-                if _final_callbacks:
-                    queue_callback(self.finish)
-                else:                   # every parameter was unused: nothing runs backward
-                    self.finish()
+                from ..autograd.engine import queue_callback
+                queue_callback(self.finish)
 
     def _launch(self, b: int) -> None:
         with no_grad():

@@ -194,6 +194,7 @@ def checks(rank: int, world: int):
         ember.manual_seed(0)
         ddp = DDP(TwoBranches().double())
         x = ember.ones(2, 4, dtype=ember.float64)
+        ddp(x, True)                    # a forward no backward follows is forgotten (as in PyTorch)
         ddp(x, True).sum().backward()
         try:
             ddp(x, True)
