@@ -57,8 +57,6 @@ def allreduce(args) -> None:
     dist = init(lib, args.device)
     n = dist.get_world_size()
     device = f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if args.device == "cuda" else "cpu"
-    if args.lib == "ember" and args.device == "cuda":
-        device = "cuda"
     numel = args.mib * 1024 * 1024 // 4
     t = lib.ones(numel, dtype=lib.float32, device=device)
     for _ in range(args.warmup):
@@ -124,7 +122,8 @@ def gpt(args) -> None:
     dist.init_process_group("nccl" if args.device == "cuda" else "mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
     ember.manual_seed(0)
-    model, vocab = gpt2(ember, args.tiny, args.device)
+    device = f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if args.device == "cuda" else "cpu"
+    model, vocab = gpt2(ember, args.tiny, device)
     trained = model if world == 1 else ember.nn.parallel.DistributedDataParallel(model)
     if args.compile:
         trained = ember.compile(trained)
@@ -134,7 +133,7 @@ def gpt(args) -> None:
     B, T = args.batch_per_rank, args.seq
     for step in range(args.steps):
         tokens = rng.integers(0, vocab, size=(B * world, T + 1))
-        mine = ember.from_numpy(tokens[rank * B:(rank + 1) * B]).to(args.device)
+        mine = ember.from_numpy(tokens[rank * B:(rank + 1) * B]).to(device)
         sync(ember, args.device)
         start = time.perf_counter()
         logits = trained(mine[:, :-1])

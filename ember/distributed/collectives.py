@@ -39,6 +39,9 @@ def _check_device(group, name: str, tensors) -> None:
         if t.device.type != ("cuda" if cuda else "cpu"):
             raise RuntimeError(f"{name}: the {group.backend} backend takes {'CUDA' if cuda else 'CPU'} tensors, "
                                f"got a tensor on {t.device}")
+        if cuda and t.get_device() != group.transport.device.id:
+            raise RuntimeError(f"{name}: tensor on {t.device}, but this rank's NCCL communicator uses "
+                               f"cuda:{group.transport.device.id} (one GPU per local rank: cuda:LOCAL_RANK)")
 
 
 def _describe(name: str, *tensors) -> str:

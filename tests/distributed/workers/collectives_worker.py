@@ -87,7 +87,7 @@ def checks(rank: int, world: int, backend: str = "mpi"):
 
     def T(array):
         t = ember.from_numpy(np.ascontiguousarray(array))
-        return t.to("cuda") if backend == "nccl" else t
+        return t.to(f"cuda:{os.environ.get('LOCAL_RANK', 0)}") if backend == "nccl" else t
 
     def check(name):
         def register(fn):
