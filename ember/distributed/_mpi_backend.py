@@ -90,10 +90,15 @@ class _Pending:
                 after()
         return done
 
-    def abandon(self) -> None:
-        """A timed-out operation cannot be cancelled (MPI collectives are not cancellable); the
-        process aborts at exit, so only the references are dropped."""
-        self.requests = None
+    def abandon(self) -> bool:
+        """Withdraw a timed-out operation: a receive is cancelled (True when MPI confirms it);
+        collectives and sends cannot be, and only the references are dropped (False)."""
+        requests, self.requests = self.requests, None
+        if self.status is None or requests is None:
+            return False
+        requests[0].Cancel()
+        requests[0].Wait(self.status)
+        return self.status.Is_cancelled()
 
 
 class MpiTransport:

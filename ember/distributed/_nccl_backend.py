@@ -62,14 +62,20 @@ class _Launched:
         self.event = self.keep = None
         return True
 
-    def abandon(self) -> None:
+    def abandon(self) -> bool:
+        """ncclCommAbort: the stuck kernel ends, and the communicator with it."""
         self.transport.comm.abort()
+        return False
 
 
 class NcclTransport:
     def __init__(self, mpi_comm, device_id=None) -> None:
-        import cupy
-        from cupy.cuda import nccl
+        try:
+            import cupy
+            from cupy.cuda import nccl
+        except ImportError as e:
+            raise RuntimeError("init_process_group(backend='nccl') needs CuPy with NCCL (pip install "
+                               "'ember[gpu]')") from e
         if not nccl.available:
             raise RuntimeError("init_process_group(backend='nccl'): CuPy finds no NCCL library; install the NCCL "
                                "wheel CuPy asks for (e.g. nvidia-nccl-cu13)")

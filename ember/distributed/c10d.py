@@ -159,7 +159,12 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         if given not in (None, -1) and given != actual:
             raise ValueError(f"init_process_group: {what}={given} but MPI started this process as rank "
                              f"{comm.Get_rank()} of {comm.Get_size()}")
-    transport = _make_transport(backend, comm.Dup(), device_id)
+    dup = comm.Dup()
+    try:
+        transport = _make_transport(backend, dup, device_id)
+    except BaseException:
+        dup.Free()
+        raise
     _State.world = ProcessGroup(transport, range(comm.Get_size()), backend, timeout, group_name or "default_pg")
     _State.groups = [_State.world]
     GroupMember.WORLD = _State.world
@@ -320,14 +325,15 @@ class Work:
         return True
 
     def _timed_out(self, deadline) -> None:
-        _State.timed_out = True
-        self._pending.abandon()
+        cancelled = self._pending.abandon()     # only a receive can be withdrawn cleanly
+        if not cancelled:
+            _State.timed_out = True
         g = self._group
         raise DistBackendError(
             f"[rank {get_rank()}] {self._describe()} timed out after {_seconds(g.timeout):.1f} s "
-            f"(collective #{self._seq} on process group {g.name!r}, backend {g.backend}, ranks {g.ranks}): "
-            "another rank of the group did not join it; it may have died, hung, or called a different collective. "
-            "The process will abort at exit.")
+            f"(operation #{self._seq} on process group {g.name!r}, backend {g.backend}, ranks {g.ranks}): "
+            "another rank of the group did not join it; it may have died, hung, or called a different operation."
+            + ("" if cancelled else " The process will abort at exit."))
 
     def result(self):
         return self._result
@@ -342,8 +348,8 @@ class _Done:
     def test(self) -> bool:
         return True
 
-    def abandon(self) -> None:
-        pass
+    def abandon(self) -> bool:
+        return True
 
 
 DONE = _Done()

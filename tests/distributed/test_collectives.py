@@ -65,3 +65,9 @@ def test_refusals_name_the_op_and_what_was_expected(results, name, words):
     for got in results:
         for w in words:
             assert w in got["bad:" + name]
+
+
+def test_nccl_without_a_gpu_is_refused_clearly(results):
+    for got in results:
+        kind, _, message = got["nccl_without_gpu"].partition(": ")
+        assert kind in ("RuntimeError", "AssertionError") and ("NCCL" in message or "CUDA" in message), message

@@ -229,6 +229,7 @@ BAD_CALLS = {
 
 def misc_checks(rank: int, world: int):
     """Work handles, groups, version counters: {name: fn}."""
+    import datetime
     import ember
     import ember.distributed as dist
 
@@ -265,6 +266,19 @@ def misc_checks(rank: int, world: int):
         work = dist.barrier(async_op=True)
         assert work.wait()
 
+    def recv_timeout_is_cancelled_and_the_group_goes_on():
+        t = ember.zeros(3)
+        work = dist.irecv(t, src=(rank + 1) % world, tag=99)       # nobody sends with tag 99
+        try:
+            work.wait(timeout=datetime.timedelta(seconds=0.3))
+        except dist.DistBackendError as e:
+            text = str(e)
+            assert f"[rank {rank}] recv(src={(rank + 1) % world}, tag=99) on float32[3] timed out" in text, text
+            assert "abort" not in text, text
+        else:
+            raise AssertionError("a receive nobody answers must time out")
+        async_all_reduce()                                          # the group still works
+
     def saved_tensor_overwritten():
         x = ember.ones(3, requires_grad=True)
         y = x * 2
@@ -280,19 +294,26 @@ def misc_checks(rank: int, world: int):
     return {"async_all_reduce": async_all_reduce, "subgroup": subgroup,
             "whole_group_and_group_src": whole_group_and_group_src,
             "reduce_keeps_other_ranks": reduce_keeps_other_ranks, "barrier_async": barrier_async,
+            "recv_timeout_is_cancelled_and_the_group_goes_on": recv_timeout_is_cancelled_and_the_group_goes_on,
             "saved_tensor_overwritten": saved_tensor_overwritten}
 
 
 MISC_NAMES = ("async_all_reduce", "subgroup", "whole_group_and_group_src", "reduce_keeps_other_ranks",
-              "barrier_async", "saved_tensor_overwritten")
+              "barrier_async", "recv_timeout_is_cancelled_and_the_group_goes_on", "saved_tensor_overwritten")
 
 
 def main(out_dir: str, backend: str = "mpi") -> None:
     import datetime
     import ember.distributed as dist
+    results = {}
+    if backend == "mpi":            # no GPU or NCCL here: a clear refusal, and MPI still starts afterwards
+        try:
+            dist.init_process_group("nccl")
+            results["nccl_without_gpu"] = "no error"
+        except Exception as e:
+            results["nccl_without_gpu"] = f"{type(e).__name__}: {e}"
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=30))
     rank, world = dist.get_rank(), dist.get_world_size()
-    results = {}
     every = dict(checks(rank, world, backend))
     if backend == "mpi":
         every.update(misc_checks(rank, world))
