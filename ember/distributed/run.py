@@ -54,11 +54,19 @@ def _parser():
     return p
 
 
+def _gpu_count() -> int:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount()
+    except (ImportError, RuntimeError):     # no CuPy; no driver or device (CUDARuntimeError)
+        return 0
+
+
 def _nproc(value: str) -> int:
     if value in ("gpu", "auto"):
-        from ..cuda import device_count
-        if device_count() > 0 or value == "gpu":
-            return device_count()
+        gpus = _gpu_count()
+        if gpus > 0 or value == "gpu":
+            return gpus
         value = "cpu"
     if value == "cpu":
         return os.cpu_count() or 1
