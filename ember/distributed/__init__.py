@@ -13,5 +13,6 @@ from .c10d import (ReduceOp, Work, ProcessGroup, GroupMember, DistError, DistBac
                    get_rank, get_world_size, get_backend, new_group, get_process_group_ranks, default_pg_timeout)
 from .collectives import (all_reduce, broadcast, all_gather, all_gather_into_tensor, reduce_scatter_tensor, reduce,
                           gather, scatter, barrier, send, recv, isend, irecv)
+from .objects import all_gather_object, broadcast_object_list
 
 group = GroupMember  # ``dist.group.WORLD``, as in PyTorch

@@ -279,6 +279,14 @@ def misc_checks(rank: int, world: int):
             raise AssertionError("a receive nobody answers must time out")
         async_all_reduce()                                          # the group still works
 
+    def object_collectives():
+        everyone = [None] * world
+        dist.all_gather_object(everyone, {"rank": rank, "text": "x" * (rank * 50)})
+        assert everyone == [{"rank": r, "text": "x" * (r * 50)} for r in range(world)], everyone
+        objects = [("from", rank), [rank] * 3] if rank == world - 1 else [None, None]
+        dist.broadcast_object_list(objects, src=world - 1)
+        assert objects == [("from", world - 1), [world - 1] * 3], objects
+
     def saved_tensor_overwritten():
         x = ember.ones(3, requires_grad=True)
         y = x * 2
@@ -295,11 +303,13 @@ def misc_checks(rank: int, world: int):
             "whole_group_and_group_src": whole_group_and_group_src,
             "reduce_keeps_other_ranks": reduce_keeps_other_ranks, "barrier_async": barrier_async,
             "recv_timeout_is_cancelled_and_the_group_goes_on": recv_timeout_is_cancelled_and_the_group_goes_on,
+            "object_collectives": object_collectives,
             "saved_tensor_overwritten": saved_tensor_overwritten}
 
 
 MISC_NAMES = ("async_all_reduce", "subgroup", "whole_group_and_group_src", "reduce_keeps_other_ranks",
-              "barrier_async", "recv_timeout_is_cancelled_and_the_group_goes_on", "saved_tensor_overwritten")
+              "barrier_async", "recv_timeout_is_cancelled_and_the_group_goes_on", "object_collectives",
+              "saved_tensor_overwritten")
 
 
 def main(out_dir: str, backend: str = "mpi") -> None:
