@@ -134,6 +134,8 @@ class Reducer:
                                "backward passes per step, or static_graph=True is not supported")
         self.ready[index] = True
         self.missing[self.bucket_of[index]] -= 1
+        for work in self.works[:self.next_bucket]:     # MPI progresses only inside MPI calls: poll
+            work.is_completed()
         while self.next_bucket < len(self.buckets) and self.missing[self.next_bucket] == 0:
             self._launch(self.next_bucket)
             self.next_bucket += 1
