@@ -87,9 +87,29 @@ def _trace_inputs(args, mode=None):
     with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
         out = []
         for a in args:
-            c = (a if mode is None else mode.from_tensor(a)).detach().clone()
+            source = a if mode is None else mode.from_tensor(a)
+            with mode if mode is not None else contextlib.nullcontext():
+                c = _clone_keeping_layout(source.detach())
             out.append(c.requires_grad_(True) if a.requires_grad else c)
         return out
+
+
+def _clone_keeping_layout(t):
+    """A copy of `t` with its strides: the trace records what the real input allows (a reshape of a
+    sliced or expanded input is a copy, not a view), so the graph runs on the real one. A plain clone
+    would make a non-dense input contiguous and the trace would record views the input refuses."""
+    import ember
+    c = t.clone()
+    if c.stride() == t.stride():
+        return c
+    broadcast = [d for d in range(t.dim()) if t.stride(d) == 0 and t.shape[d] > 1]
+    if broadcast:   # an expanded input: one copy of its distinct elements, expanded again
+        one = t
+        for d in broadcast:
+            one = one.narrow(d, 0, 1)
+        return _clone_keeping_layout(one).expand(t.shape)
+    c = ember.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+    return c.copy_(t)
 
 
 def _dropout_through_a_mask(input, p, train):
