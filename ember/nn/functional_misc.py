@@ -140,6 +140,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
+    if sparse:
+        raise NotImplementedError("embedding_bag(sparse=True): ember has no sparse gradients")
     if input.dtype not in (ember.int64, ember.int32) or (offsets is not None and offsets.dtype not in
                                                          (ember.int64, ember.int32)):
         raise RuntimeError("embedding_bag: expected input and offsets to be of dtype Long or Int")
