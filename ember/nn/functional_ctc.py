@@ -19,8 +19,9 @@ __all__ = ["ctc_loss"]
 def _lengths(value, n, what, ember):
     if isinstance(value, ember.Tensor):
         value = value.reshape(-1).tolist()
-    elif isinstance(value, int):
-        value = [value]
+    elif not isinstance(value, (tuple, list)):
+        raise TypeError(f"ctc_loss(): argument '{what}' must be a Tensor or a tuple of ints, not "
+                        f"{type(value).__name__}")
     value = [int(v) for v in value]
     if len(value) != n:
         raise RuntimeError(f"ctc_loss: {what} must be of size batch_size ({n}), got {len(value)}")

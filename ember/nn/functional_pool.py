@@ -280,6 +280,10 @@ def _fractional(nd, input, kernel_size, output_size, output_ratio, return_indice
     k = _expand(kernel_size, nd, op, "kernel_size")
     sizes = tuple(x.shape[2:])
     if output_size is None:
+        # PyTorch's 2-D function takes len() of the ratio (so a bare number is its TypeError)
+        if nd == 2 and len(output_ratio) > 2:
+            raise ValueError("fractional_max_pool2d requires output_ratio to either be a single Int or tuple of "
+                             "Ints.")
         ratio = (output_ratio,) * nd if isinstance(output_ratio, (int, float)) else tuple(output_ratio)
         output_size = tuple(int(L * r) for L, r in zip(sizes, ratio))
     outs = _expand(output_size, nd, op, "output_size")
