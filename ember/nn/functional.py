@@ -542,6 +542,8 @@ _LAZY_FAMILIES = ("functional_pool", "functional_margin_losses", "functional_ctc
 
 
 def __getattr__(name):
+    if name.startswith("__"):  # probes like __path__ / __wrapped__ load nothing
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
     import importlib
     for family in _LAZY_FAMILIES:
         module = importlib.import_module(f"{__package__}.{family}")

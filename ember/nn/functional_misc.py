@@ -26,7 +26,7 @@ def _spread(x, dim, stride):
         return x
     length = x.shape[dim]
     moved = x.movedim(dim, -1).unsqueeze(-1)
-    zeros = ember.zeros(moved.shape[:-1] + (stride - 1,), dtype=x.dtype)
+    zeros = ember.zeros(moved.shape[:-1] + (stride - 1,), dtype=x.dtype, device=x.device)
     spread = ember.cat([moved, zeros], -1).flatten(-2)[..., :(length - 1) * stride + 1]
     return spread.movedim(-1, dim)
 
@@ -216,7 +216,8 @@ def pdist(input, p=2):
         raise RuntimeError(f"pdist only supports floating-point dtypes, input.dtype: {input.dtype}")
     ember = _ember()
     first, second = _np.triu_indices(input.shape[0], 1)
-    diff = input[ember.from_numpy(first.astype(_np.int64))] - input[ember.from_numpy(second.astype(_np.int64))]
+    first, second = (ember.from_numpy(i.astype(_np.int64)).to(input.device) for i in (first, second))
+    diff = input[first] - input[second]
     return ember.linalg.vector_norm(diff, p, dim=-1)
 
 

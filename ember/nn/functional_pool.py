@@ -76,14 +76,14 @@ def _windows(x, dims, fill):
     flat = _np.ascontiguousarray(_np.broadcast_to(flat, full).reshape(lead + outs + (-1,)), dtype=_np.int64)
     ok = _np.broadcast_to(ok, full).reshape(flat.shape)
     n, c = x.shape[:2]
-    index = ember.from_numpy(flat)
+    index = ember.from_numpy(flat).to(x.device)  # constants follow the input (meta under ember.compile)
     if not lead:
         index = index.reshape((1, 1, -1))
     values = x.flatten(2).gather(2, index.reshape(index.shape[0], index.shape[1], -1).expand(n, c, -1))
     values = values.reshape((n, c) + outs + (flat.shape[-1],))
     if not ok.all():
-        values = values.masked_fill(ember.from_numpy(_np.ascontiguousarray(~ok)), fill)
-    return values, ember.from_numpy(flat)
+        values = values.masked_fill(ember.from_numpy(_np.ascontiguousarray(~ok)).to(x.device), fill)
+    return values, index.reshape(flat.shape)
 
 
 def _window_counts(masks):
@@ -175,7 +175,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         out = total / divisor_override
     else:
         count = _window_counts([padded if count_include_pad else valid for _, valid, padded in dims])
-        out = total / _ember().from_numpy(count).to(total.dtype)
+        out = total / _ember().from_numpy(count).to(total.device, total.dtype)
     return out.squeeze(0) if added else out
 
 
@@ -212,7 +212,7 @@ def adaptive_avg_pool3d(input, output_size):
     dims = _adaptive(x, output_size, "adaptive_avg_pool3d")
     values, _ = _windows(x, dims, 0.0)
     count = _window_counts([valid for _, valid in dims])
-    out = values.sum(-1) / _ember().from_numpy(count).to(values.dtype)
+    out = values.sum(-1) / _ember().from_numpy(count).to(values.device, values.dtype)
     return out.squeeze(0) if added else out
 
 
@@ -371,7 +371,7 @@ def _unpool(nd, input, indices, kernel_size, stride, padding, output_size):
         raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
                            f"{'x'.join(map(str, output_size))}")
     n, c = x.shape[:2]
-    out = ember.zeros((n, c, plane), dtype=x.dtype).scatter(2, flat, x.flatten(2))
+    out = ember.zeros((n, c, plane), dtype=x.dtype, device=x.device).scatter(2, flat, x.flatten(2))
     out = out.reshape((n, c, *output_size))
     return out.squeeze(0) if added else out
 

@@ -146,11 +146,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     return out
 
 
-def _base_coords(size, align_corners, dtype):
+def _base_coords(size, align_corners, dtype, device):
     ember = _ember()
     if size <= 1:
-        return ember.zeros(max(size, 1), dtype=dtype)
-    line = ember.linspace(-1, 1, size, dtype=dtype)
+        return ember.zeros(max(size, 1), dtype=dtype, device=device)
+    line = ember.linspace(-1, 1, size, dtype=dtype, device=device)
     return line if align_corners else line * ((size - 1) / size)
 
 
@@ -185,7 +185,7 @@ def affine_grid(theta, size, align_corners=None):
     if theta.shape[0] != size[0]:
         raise RuntimeError(f"affine_grid: expected theta's batch size {theta.shape[0]} to match size[0] {size[0]}")
     nd = len(spatial)
-    axes = [_base_coords(s, align_corners, theta.dtype) for s in spatial]      # D?, H, W order
+    axes = [_base_coords(s, align_corners, theta.dtype, theta.device) for s in spatial]      # D?, H, W order
     mesh = [axis.reshape([-1 if j == i else 1 for j in range(nd)]).expand(spatial) for i, axis in enumerate(axes)]
     base = ember.stack([mesh[nd - 1 - i] for i in range(nd)] + [ember.ones_like(mesh[0])], -1)  # (.., x, y[, z], 1)
     points = base.reshape(1, -1, nd + 1)

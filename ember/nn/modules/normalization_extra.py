@@ -2,6 +2,7 @@
 one process: ember has no process groups), LocalResponseNorm and the legacy CrossMapLRN2d."""
 from __future__ import annotations
 
+from ...autograd.function import Function
 from .. import functional as F
 from .module import Module
 from .normalization import _BatchNorm, _InstanceNorm
@@ -74,7 +75,7 @@ def _cross_map_scale(square, size, alpha, k):
     import ember
     channels = square.shape[1]
     pre = int((size - 1) / 2 + 1)
-    index = ember.arange(channels)
+    index = ember.arange(channels, device=square.device)
     lo, hi = (index - pre + 1).clamp_min(0), (index + pre - 1).clamp_max(channels - 1)
     cumulative = ember.cat([ember.zeros_like(square[:, :1]), square.cumsum(1)], 1)
     window = cumulative[:, hi + 1] - cumulative[:, lo]
@@ -82,37 +83,34 @@ def _cross_map_scale(square, size, alpha, k):
     return window * (alpha / size) + k
 
 
-def _cross_map_lrn2d():
-    """The autograd Function: PyTorch's backward for this layer is the textbook LRN gradient (a
-    symmetric window), not the derivative of its forward, and ember returns the same gradient."""
-    import ember
+class _CrossMapLRN2dFunction(Function):
+    """PyTorch's backward for this layer is the textbook LRN gradient (a symmetric window), not the
+    derivative of its forward; ember returns the same gradient."""
 
-    class CrossMapLRN2dFunction(ember.autograd.Function):
-        @staticmethod
-        def forward(ctx, input, size, alpha, beta, k):
-            if input.dim() != 4:
-                raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-            scale = _cross_map_scale(input * input, size, alpha, k)
-            output = scale.pow(-beta) * input
-            ctx.save_for_backward(input, output, scale)
-            ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
-            return output
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        scale = _cross_map_scale(input * input, size, alpha, k)
+        output = scale.pow(-beta) * input
+        ctx.save_for_backward(input, output, scale)
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        return output
 
-        @staticmethod
-        def backward(ctx, grad_output):
-            input, output, scale = ctx.saved_tensors
-            size, channels = ctx.size, input.shape[1]
-            ratio = grad_output * output / scale
-            before = int(size - (size - 1) / 2)        # PyTorch's inversePrePad
-            padded = ember.cat([ember.zeros_like(ratio[:, :1]).expand(-1, before, -1, -1), ratio,
-                                ember.zeros_like(ratio[:, :1]).expand(-1, max(size - 1 - before, 0), -1, -1)], 1)
-            cumulative = ember.cat([ember.zeros_like(padded[:, :1]), padded.cumsum(1)], 1)
-            index = ember.arange(channels)
-            accumulated = cumulative[:, index + size] - cumulative[:, index]
-            grad = scale.pow(-ctx.beta) * grad_output - (2 * ctx.alpha * ctx.beta / size) * input * accumulated
-            return grad, None, None, None, None
-
-    return CrossMapLRN2dFunction
+    @staticmethod
+    def backward(ctx, grad_output):
+        import ember
+        input, output, scale = ctx.saved_tensors
+        size, channels = ctx.size, input.shape[1]
+        ratio = grad_output * output / scale
+        before = int(size - (size - 1) / 2)        # PyTorch's inversePrePad
+        padded = ember.cat([ember.zeros_like(ratio[:, :1]).expand(-1, before, -1, -1), ratio,
+                            ember.zeros_like(ratio[:, :1]).expand(-1, max(size - 1 - before, 0), -1, -1)], 1)
+        cumulative = ember.cat([ember.zeros_like(padded[:, :1]), padded.cumsum(1)], 1)
+        index = ember.arange(channels, device=input.device)
+        accumulated = cumulative[:, index + size] - cumulative[:, index]
+        grad = scale.pow(-ctx.beta) * grad_output - (2 * ctx.alpha * ctx.beta / size) * input * accumulated
+        return grad, None, None, None, None
 
 
 class CrossMapLRN2d(Module):
@@ -123,7 +121,7 @@ class CrossMapLRN2d(Module):
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input):
-        return _cross_map_lrn2d().apply(input, self.size, self.alpha, self.beta, self.k)
+        return _CrossMapLRN2dFunction.apply(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
