@@ -133,3 +133,11 @@ BAD = [
 @pytest.mark.parametrize("fn", BAD, ids=range(len(BAD)))
 def test_bad_arguments_raise_torchs_exception_type(fn):
     check_raises(fn, f(1, 2, 4, 4, 4))
+
+
+def test_fractional_max_pool2d_with_indices():
+    import ember
+    import torch
+    x, samples = f(3, 9, 10), RNG.random((1, 3, 2)).astype(np.float32)
+    check_grad(lambda lib, x: lib.nn.functional.fractional_max_pool2d_with_indices(
+        x, 3, output_size=(4, 5), _random_samples=(torch if lib is torch else ember).tensor(samples)), x)

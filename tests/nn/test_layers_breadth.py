@@ -364,3 +364,15 @@ def test_lazy_layer_files_list_what_they_define():
     from ember.nn import modules
     for file, names in modules._LAZY_FILES.items():
         assert tuple(importlib.import_module(f"ember.nn.modules.{file}").__all__) == names, file
+
+
+def test_embedding_bag_from_pretrained_like_torch():
+    weight = f32(6, 3)
+    for freeze in (True, False):
+        tm = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(weight), freeze=freeze, mode="sum", padding_idx=1)
+        em = enn.EmbeddingBag.from_pretrained(ember.tensor(weight), freeze=freeze, mode="sum", padding_idx=1)
+        assert repr(em) == repr(tm) and em.weight.requires_grad == tm.weight.requires_grad
+        idx = ints(6, 3, 4)
+        close(em(ember.tensor(idx)), tm(torch.tensor(idx)))
+    with pytest.raises(AssertionError):
+        enn.EmbeddingBag.from_pretrained(ember.tensor(weight[0]))
