@@ -426,7 +426,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dims (nearest, nearest-exact, linear, bilinear, bicubic, trilinear)."""
+    """Resize the spatial dims (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area)."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -473,8 +473,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
                          "4-D tensor as input")
-    if antialias or mode in ("area", "lanczos"):
+    if antialias or mode == "lanczos":
         raise NotImplementedError(f"interpolate: mode={mode!r} / antialias=True is not implemented in ember")
+    if mode == "area" and input.dim() in (3, 4, 5):  # PyTorch's area mode is adaptive average pooling
+        from .functional_pool import adaptive_avg_pool3d
+        pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[input.dim()]
+        return pool(input, output_size)
     nearest = {"nearest": "upsample_nearest", "nearest-exact": "_upsample_nearest_exact"}
     interp = {("linear", 3): "upsample_linear1d", ("bilinear", 4): "upsample_bilinear2d",
               ("trilinear", 5): "upsample_trilinear3d", ("bicubic", 4): "upsample_bicubic2d"}
@@ -528,3 +532,30 @@ _export("", "rrelu", _torch_rrelu)
 _export("", "rrelu_", _torch_rrelu_)
 
 from .functional_loss import *  # noqa: E402,F401,F403  (the losses; they use _reduction above)
+
+
+# F's less common families (3-D and fractional pooling, the margin losses, sampling grids ...)
+# are files of their own, loaded on the first access to any name they define, so ``import ember``
+# stays small; each file's __all__ says what it defines.
+_LAZY_FAMILIES = ("functional_pool", "functional_margin_losses", "functional_ctc", "functional_sampling",
+                  "functional_misc")
+
+
+def __getattr__(name):
+    if name.startswith("__"):  # probes like __path__ / __wrapped__ load nothing
+        raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+    import importlib
+    for family in _LAZY_FAMILIES:
+        module = importlib.import_module(f"{__package__}.{family}")
+        globals().update({n: getattr(module, n) for n in module.__all__})
+    if name in globals():
+        return globals()[name]
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
+
+
+def __dir__():
+    import importlib
+    names = set(globals())
+    for family in _LAZY_FAMILIES:
+        names.update(importlib.import_module(f"{__package__}.{family}").__all__)
+    return sorted(names)

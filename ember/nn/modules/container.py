@@ -1,4 +1,4 @@
-"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict (and the deprecated Container)."""
 from __future__ import annotations
 
 import operator
@@ -11,7 +11,7 @@ from ..parameter import Parameter
 from ._common import TrackedDict
 from .module import Module, _addindent, _typename
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _abs_index(idx, size):
@@ -28,6 +28,18 @@ def _renumber(module):
 
 def _no_digits(keys):
     return [k for k in keys if not k.isdigit()]
+
+
+class Container(Module):
+    """Deprecated: a Module whose keyword arguments become its submodules."""
+
+    def __init__(self, **kwargs):
+        import warnings
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

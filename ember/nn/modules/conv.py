@@ -1,11 +1,11 @@
-"""Convolutions: Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d (torch/nn/modules/conv.py)."""
+"""Convolutions: Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d (torch/nn/modules/conv.py)."""
 from __future__ import annotations
 
 from .. import functional as F
 from ._common import _single, _pair, _triple, _reverse_repeat_tuple, weight_and_bias, reset_kaiming
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -133,7 +133,7 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(output_size[d] - min_sizes[d] for d in range(n))
 
     def forward(self, input, output_size=None):
-        conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d}[self._n]
+        conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d}.get(self._n) or F.conv_transpose3d
         output_padding = self._output_padding(input, output_size)
         return conv(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
                     self.dilation)
@@ -149,3 +149,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution (padding_mode 'zeros' only, as PyTorch)."""
     _n = 2
     _expand = staticmethod(_pair)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution (padding_mode 'zeros' only, as PyTorch)."""
+    _n = 3
+    _expand = staticmethod(_triple)

@@ -25,7 +25,8 @@ def _e():
 def _linear(grad, input, weight, bias, needs_grad):
     if weight.ndim == 2 and input.ndim >= 2:  # one GEMM each, over the flattened batch
         gi = grad @ weight if needs_grad[0] else None  # e.g. not for the network's input
-        gw = grad.reshape(-1, grad.shape[-1]).mT @ input.reshape(-1, input.shape[-1]) if needs_grad[1] else None
+        # flatten, not reshape(-1, n): a layer with no outputs (n = 0) still has a batch size
+        gw = grad.flatten(0, -2).mT @ input.flatten(0, -2) if needs_grad[1] else None
     else:
         gi, gwt = _matmul_backward(grad, input, weight.mT)
         gw = gwt.mT if gwt.ndim >= 2 else gwt
