@@ -240,21 +240,26 @@ def _subgraph_runner(subgraph: Graph):
 def _type_checker(types, vals=None):
     """True when every tensor has its expected type; with `vals` (profiled meta tensors, the fusion
     pass's checks) the full look: dtype, shape, strides, requires_grad and a CPU device."""
-    from ember._core.tensor import Tensor
     from ..ir.types import observed_tensor_type
+    if vals is not None:
+        return _look_checker(vals)
 
     def check(*tensors):
         return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
+    check._plan_name = "prim::TypeCheck"
+    return check
 
-    if vals is not None:
-        looks = [(v._data.dtype, tuple(v.shape), v.stride(), v.requires_grad) for v in vals]
 
-        def check(*tensors):   # noqa: F811 - the exact-look check replaces the type check
-            for t, (dtype, shape, strides, requires_grad) in zip(tensors, looks):
-                if not (isinstance(t, Tensor) and t._data.dtype == dtype and t._data.shape == shape and
-                        t.stride() == strides and t.requires_grad == requires_grad and t.device.type == "cpu"):
-                    return False
-            return True
+def _look_checker(vals):
+    from ember._core.tensor import Tensor
+    looks = [(v._data.dtype, tuple(v.shape), v.stride(), v.requires_grad) for v in vals]
+
+    def check(*tensors):
+        for t, (dtype, shape, strides, requires_grad) in zip(tensors, looks):
+            if not (isinstance(t, Tensor) and t._data.dtype == dtype and t._data.shape == shape and
+                    t.stride() == strides and t.requires_grad == requires_grad and t.device.type == "cpu"):
+                return False
+        return True
     check._plan_name = "prim::TypeCheck"
     return check
 

@@ -13,9 +13,12 @@ different value than its members would. ``describe()`` is what ``get_debug_state
 from __future__ import annotations
 
 from ember._core.dispatch import AUTOGRAD_BIT as _AUTOGRAD_BIT
+from ember._core.dispatch import CPU_BIT as _CPU_BIT
 from ember._core.dispatch import tls as _tls
 
 from ..ir import prim
+
+_PLAIN = _CPU_BIT | _AUTOGRAD_BIT     # a CPU tensor, recording autograd or not
 
 
 class FusedKernel:
@@ -28,17 +31,22 @@ class FusedKernel:
         self.calls = 0
 
     def __call__(self, *inputs):
-        if _tls.include:          # a dispatch mode (profiler, tracer...) sees the ops one by one
+        keys = 0
+        for t in inputs:
+            keys |= t._keys
+        if _tls.include or keys & ~_PLAIN:
+            # a dispatch mode (profiler, tracer) or a tensor with other keys sees the ops one by one,
+            # as DirectOp does (ember/jit/executor/codegen.py)
             if self.module is None:
                 self.module = graph_module(self.subgraph)
             out = self.module(*inputs)
-            return out[0] if self.num_outputs == 1 else tuple(out)
-        records = not (_tls.exclude & _AUTOGRAD_BIT) and any(t._keys & _AUTOGRAD_BIT for t in inputs)
-        fn = self.compiled[records]
-        if fn is None:
-            fn = self._compile(inputs, records)
-        self.calls += 1
-        out = fn(*inputs)
+        else:
+            records = bool(keys & _AUTOGRAD_BIT) and not (_tls.exclude & _AUTOGRAD_BIT)
+            fn = self.compiled[records]
+            if fn is None:
+                fn = self._compile(inputs, records)
+            self.calls += 1
+            out = fn(*inputs)
         return out[0] if self.num_outputs == 1 else tuple(out)
 
     def _compile(self, inputs, records: bool):

@@ -122,7 +122,7 @@ def _groups_of(block: Graph, candidates: set, min_size: int) -> list:
     groups, current = [], []
 
     def close():
-        if sum(1 for m in current if not purity.properties(m).is_view) >= min_size:
+        if current:
             groups.append(list(current))
         current.clear()
 
@@ -138,7 +138,8 @@ def _groups_of(block: Graph, candidates: set, min_size: int) -> list:
         if reads_member or node.blocks or not purity.is_pure(node) or purity.is_grad_mode_switch(node):
             close()
     close()
-    return [g for group in groups for g in _split_at_aliasing_outputs(group)]
+    split = [g for group in groups for g in _split_at_aliasing_outputs(group)]
+    return [g for g in split if sum(1 for m in g if not purity.properties(m).is_view) >= min_size]
 
 
 def _outputs(group: list) -> list:
@@ -151,9 +152,8 @@ def _split_at_aliasing_outputs(group: list) -> list:
     fresh): the group ends before it, and a new one may start after it."""
     for i, m in enumerate(group):
         if m in _outputs(group) and purity.properties(m).aliases_args:
-            head, tail = group[:i], group[i + 1:]
-            return ([head] if len(head) >= 2 else []) + _split_at_aliasing_outputs(tail)
-    return [group] if len(group) >= 2 else []
+            return [group[:i]] + _split_at_aliasing_outputs(group[i + 1:])
+    return [group]
 
 
 def _inputs(group: list) -> list:
@@ -238,15 +238,12 @@ def _rewrite(group: list, names: list) -> None:
             if key in old.meta:
                 new.meta[key] = old.meta[key]
         _replace_outside(old, new, members)
+    lists = {a for m in group for a in m.all_input_nodes if a.target in (prim.ListConstruct, prim.TupleConstruct)}
     for m in reversed(group):
-        for a in list(m.all_input_nodes):   # constant lists built only for members go with them
-            if a.target in (prim.ListConstruct, prim.TupleConstruct) and all(u in members for u in a.users) \
-                    and len(a.users) == 1:
-                block.erase_node(m)
-                block.erase_node(a)
-                break
-        else:
-            block.erase_node(m)
+        block.erase_node(m)
+    for a in lists:                          # constant lists built only for members go with them
+        if not a.users:
+            a.graph.erase_node(a)
 
 
 def fuse_groups(graph: Graph, min_size: int | None = None) -> PassResult:
