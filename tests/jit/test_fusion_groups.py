@@ -5,6 +5,7 @@ and the fuser's own lowering table for what may be fused."""
 from __future__ import annotations
 
 import io
+import operator
 import subprocess
 import sys
 import types
@@ -386,3 +387,41 @@ def test_import_ember_does_not_load_the_fuser():
             "print('ember._inductor' in sys.modules, 'ember.jit.passes.fuse_groups' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def two_outputs(a, b):
+    m = a > b
+    return ember.where(m, a * 2.0, b.sin()), m.logical_not()
+
+
+def test_multi_output_group_with_grad_and_bool_output():
+    f = _script(two_outputs)
+    arrays = [_arr(0, 6), _arr(1, 6)]
+    leaves = lambda: [ember.tensor(a, requires_grad=True) for a in arrays]  # noqa: E731
+    f(*leaves())
+    a, b = leaves()
+    got, mask = f(a, b)
+    (group,) = _groups(f, a, b)
+    assert group.meta["kernel"].num_outputs == 2
+    assert [n.target for n in _calls(f.graph_for(a, b)) if n.target not in (prim.TupleConstruct, operator.getitem)] \
+        == [prim.FusionGroup]
+    ea, eb = leaves()
+    want, want_mask = two_outputs(ea, eb)
+    _close(got, want)
+    assert ember.equal(mask, want_mask) and not mask.requires_grad and mask.dtype == ember.bool
+    (got * got).sum().backward()
+    (want * want).sum().backward()
+    for mine, ref in ((a, ea), (b, eb)):
+        np.testing.assert_allclose(mine.grad.numpy(), ref.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_loaded_trace_fuses_its_aten_graph():
+    a, b = ember.from_numpy(_arr(0, 2, 3)), ember.from_numpy(_arr(1, 2, 3))
+    traced = ember.jit.trace(seed_f, (a, b))
+    buf = io.BytesIO()
+    ember.jit.save(traced, buf)
+    buf.seek(0)
+    loaded = ember.jit.load(buf)
+    _close(loaded(a, b), seed_f(a, b))
+    assert [n.target for n in _calls(loaded.graph_for(a, b))] == [prim.FusionGroup]
+    _close(loaded(a, b), seed_f(a, b))
