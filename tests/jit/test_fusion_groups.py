@@ -425,3 +425,21 @@ def test_a_loaded_trace_fuses_its_aten_graph():
     _close(loaded(a, b), seed_f(a, b))
     assert [n.target for n in _calls(loaded.graph_for(a, b))] == [prim.FusionGroup]
     _close(loaded(a, b), seed_f(a, b))
+
+
+def view_then_maybe_alias(x, y):
+    a = (x + y) * 3.0
+    v = a.t()                    # a view of a, read by the op the group is split at
+    w = v.contiguous()           # returns v itself when v is contiguous: never a fused output
+    w.mul_(2.0)                  # writes through w = v into a
+    return a * 1.0 + 0.0, w
+
+
+@pytest.mark.parametrize("shape", [(1, 4), (3, 1), (3, 4)])
+def test_a_split_group_never_returns_a_copy_of_a_view(shape):
+    f = _script(view_then_maybe_alias)
+    for seed in range(3):
+        x, y = ember.from_numpy(_arr(seed, *shape)), ember.from_numpy(_arr(seed + 5, *shape))
+        got, want = f(x, y), view_then_maybe_alias(x, y)
+        for g, w in zip(got, want):
+            _close(g, w)

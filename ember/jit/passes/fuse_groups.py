@@ -149,11 +149,12 @@ def _outputs(group: list) -> list:
 
 def _split_at_aliasing_outputs(group: list) -> list:
     """A member that may return (a view of) an argument cannot be an output (fused outputs are
-    fresh): the group ends before it, and a new one may start after it."""
+    fresh): the group ends before it, and a new one may start after it. Both parts are checked
+    again (a member the split node read is now an output of the part before it)."""
     for i, m in enumerate(group):
         if m in _outputs(group) and purity.properties(m).aliases_args:
-            return [group[:i]] + _split_at_aliasing_outputs(group[i + 1:])
-    return [group]
+            return _split_at_aliasing_outputs(group[:i]) + _split_at_aliasing_outputs(group[i + 1:])
+    return [group] if group else []
 
 
 def _inputs(group: list) -> list:
