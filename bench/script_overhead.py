@@ -1,7 +1,17 @@
-"""Per-op overhead of a scripted 50-step RNN cell: ember.jit (graph executor) vs ember eager vs
-torch.jit.script vs torch eager, interleaved rounds, medians.
+"""Scripted programs: ember.jit (graph executor, fusion groups compiled by ember._inductor) vs ember
+eager vs torch.jit.script vs torch eager, interleaved rounds, medians.
 
     .venv/bin/python bench/script_overhead.py [--rounds 15] [--number 200] [--size 4]
+                                              [--batch 64] [--dim 256] [--case rnn|mlp|layernorm|all]
+
+Case "mlp": a transformer feed-forward block, ``layer_norm(gelu(x @ W1 + b1) @ W2 + b2 + x)`` on
+(--batch, --dim) activations with a 4x hidden layer (matmuls + pointwise + a row reduction): the
+scripted version runs the matmuls as before and two fusion groups (bias + gelu; bias + residual +
+layer_norm) as generated C kernels; torch.jit.script runs every op on its own (PyTorch does not fuse
+on CPU by default). Case "layernorm": ``y = layer_norm(x + res); gelu(y) * 0.5 + y``, no matmul: one
+fusion group. "scripted, no fusion" is ember's plan under ``ember.jit.fuser("none")``.
+
+Case "rnn":
 
 The program (small tensors, so the time is interpreter and dispatch overhead, not arithmetic):
 
@@ -23,6 +33,7 @@ import argparse
 import operator
 import os
 import sys
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -130,12 +141,92 @@ def _executor_of(sf):
     return None
 
 
+def mlp_ember(x, w1, b1, w2, b2, g, beta):
+    h = ember.nn.functional.gelu(x @ w1 + b1)
+    return ember.nn.functional.layer_norm(h @ w2 + b2 + x, [x.shape[-1]], g, beta)
+
+
+def mlp_torch(x, w1, b1, w2, b2, g, beta):
+    h = torch.nn.functional.gelu(x @ w1 + b1)
+    return torch.nn.functional.layer_norm(h @ w2 + b2 + x, [x.shape[-1]], g, beta)
+
+
+def layernorm_ember(x, res, g, beta):
+    y = ember.nn.functional.layer_norm(x + res, [x.shape[-1]], g, beta)
+    return ember.nn.functional.gelu(y) * 0.5 + y
+
+
+def layernorm_torch(x, res, g, beta):
+    y = torch.nn.functional.layer_norm(x + res, [x.shape[-1]], g, beta)
+    return torch.nn.functional.gelu(y) * 0.5 + y
+
+
+def block_shapes(case: str, batch: int, dim: int) -> list:
+    if case == "mlp":
+        return [(batch, dim), (dim, 4 * dim), (4 * dim,), (4 * dim, dim), (dim,), (dim,), (dim,)]
+    return [(batch, dim), (batch, dim), (dim,), (dim,)]
+
+
+def block_cases(case: str, batch: int, dim: int):
+    e_fn, t_fn = (mlp_ember, mlp_torch) if case == "mlp" else (layernorm_ember, layernorm_torch)
+    rng = np.random.default_rng(0)
+    arrays = [(rng.standard_normal(s) * (s[0] ** -0.5 if len(s) == 2 else 1)).astype(np.float32)
+              for s in block_shapes(case, batch, dim)]
+    e_args = [ember.from_numpy(a.copy()) for a in arrays]
+    t_args = [torch.from_numpy(a.copy()) for a in arrays]
+    fused = ember.jit.script(e_fn)
+    # a second function object of the same code: script() caches one ScriptFunction per function
+    unfused = ember.jit.script(types.FunctionType(e_fn.__code__, e_fn.__globals__, e_fn.__name__ + "_no_fusion"))
+    with ember.jit.fuser("none"):
+        unfused(*e_args)
+    t_scripted = torch.jit.script(t_fn)
+    for _ in range(3):
+        fused(*e_args), unfused(*e_args), t_scripted(*t_args)
+    want = e_fn(*e_args).numpy()
+    for got in (fused(*e_args), unfused(*e_args)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(t_scripted(*t_args).numpy(), want, rtol=1e-4, atol=1e-4)
+    groups = sum(len(v) for v in fused.get_debug_state()["fusion_groups"].values())
+    return {
+        ("ember", "scripted"): lambda: fused(*e_args),
+        ("ember", "scripted, no fusion"): lambda: unfused(*e_args),
+        ("ember", "eager"): lambda: e_fn(*e_args),
+        ("torch", "scripted"): lambda: t_scripted(*t_args),
+        ("torch", "eager"): lambda: t_fn(*t_args),
+    }, groups
+
+
+BLOCK_TITLES = {"mlp": "MLP block layer_norm(gelu(x @ W1 + b1) @ W2 + b2 + x), hidden 4 x dim",
+                "layernorm": "add & norm + GELU: y = layer_norm(x + res); gelu(y) * 0.5 + y"}
+
+
+def main_block(case: str, args):
+    header(f"scripted {BLOCK_TITLES[case]}, x: ({args.batch}, {args.dim})")
+    found, groups = block_cases(case, args.batch, args.dim)
+    med = interleaved(found, rounds=args.rounds, number=max(1, args.number // 10))
+    print(f"# ember scripted plan: {groups} fusion groups")
+    print(f"{'library':<8}{'mode':<22}{'per call':>12}{'vs eager':>12}")
+    for (lib, mode), us in med.items():
+        print(f"{lib:<8}{mode:<22}{us:>10.1f}us{us / med[(lib, 'eager')]:>11.2f}x")
+    es, ts = med[("ember", "scripted")], med[("torch", "scripted")]
+    print(f"ember scripted / torch scripted: {es / ts:.2f}x; ember scripted / ember scripted without fusion: "
+          f"{es / med[('ember', 'scripted, no fusion')]:.2f}x")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=200)
     parser.add_argument("--size", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--case", choices=("rnn", "mlp", "layernorm", "all"), default="all")
     args = parser.parse_args()
+    for case in ("mlp", "layernorm"):
+        if args.case in (case, "all"):
+            main_block(case, args)
+    if args.case not in ("rnn", "all"):
+        return
     header(f"scripted 50-step RNN cell h = tanh(x_t @ W + h @ U + b), hidden size {args.size}, "
            f"{OPS_PER_CALL} op calls per run")
     found, how = cases(args.size)

@@ -23,7 +23,7 @@ _EXPORTS = {  # public name -> module (relative to ember.jit) that defines it
     "is_scripting": "._script", "annotate": "._script",
     "save": "._save_load", "load": "._save_load",
     "ScriptModule": ".frontend.modules", "RecursiveScriptModule": ".frontend.modules",
-    "export": ".frontend.modules",
+    "export": ".frontend.modules", "fuser": ".executor.config",
 }
 
 __all__ = list(_EXPORTS)

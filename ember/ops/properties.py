@@ -252,6 +252,10 @@ PYTHON_FUNCTIONS = {
                                             "set_default_dtype", "save", "load")},
     **{f"ember.{n}": READS_STATE for n in ("initial_seed", "get_rng_state", "get_printoptions", "get_default_dtype",
                                            "is_grad_enabled", "is_inference_mode_enabled")},
+    # always a new tensor, never an argument (no `inplace=` flag): the jit fuser may return them fused
+    **{f"ember.nn.functional.{n}": PURE for n in ("layer_norm", "softmax", "log_softmax", "sigmoid", "tanh",
+                                                 "embedding")},
+    "ember.where": PURE, "ember.cat": PURE,
 }
 # methods of Tensor that are not operators
 TENSOR_METHODS = {

@@ -104,6 +104,16 @@ def test_jit_trace(program, layout):
     _check(traced.graph_module.graph, inputs, traced.graph_module)
 
 
+@pytest.fixture
+def no_fusion(monkeypatch):
+    """The jit tests here read the optimised graph node by node: plans without fusion groups
+    (script caches per function, so every test building plans takes it; fusion groups:
+    tests/jit/test_fusion_groups.py)."""
+    from ember.jit.executor import config
+    monkeypatch.setattr(config, "fusion_enabled", False)
+
+
+@pytest.mark.usefixtures("no_fusion")
 @pytest.mark.parametrize("program,layout", CASES)
 def test_jit_script_profiling_observes_every_tensor(program, layout):
     """The profiling run records a meta tensor for every value of type Tensor (TorchScript
@@ -121,6 +131,7 @@ def test_jit_script_profiling_observes_every_tensor(program, layout):
     assert assert_vals_match(profiled, values, [observed[n] for n in tensors]) == len(tensors)
 
 
+@pytest.mark.usefixtures("no_fusion")
 @pytest.mark.parametrize("program,layout", CASES)
 def test_jit_script_optimised_graph(program, layout):
     """The optimised graph keeps an observation where the input signature guarantees it (the

@@ -193,10 +193,10 @@ def default_resolve(node: Node):
             return _callee_runner(node)
         if t is prim.profile:
             return _profile_recorder(node)
-        if t is prim.FusionGroup:
-            return _subgraph_runner(node.meta["subgraph"])
+        if t is prim.FusionGroup:   # the fusion pass's compiled kernel, else the subgraph interpreted
+            return node.meta.get("kernel") or _subgraph_runner(node.meta["subgraph"])
         if t is prim.TypeCheck:
-            return _type_checker(node.meta["types"])
+            return _type_checker(node.meta["types"], node.meta.get("vals"))
         if t.fn is None:
             raise NotImplementedError(f"executor: {t.name} is not supported here (%{node.name})")
         return t.fn
@@ -237,11 +237,29 @@ def _subgraph_runner(subgraph: Graph):
     return run
 
 
-def _type_checker(types):
+def _type_checker(types, vals=None):
+    """True when every tensor has its expected type; with `vals` (profiled meta tensors, the fusion
+    pass's checks) the full look: dtype, shape, strides, requires_grad and a CPU device."""
     from ..ir.types import observed_tensor_type
+    if vals is not None:
+        return _look_checker(vals)
 
     def check(*tensors):
         return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
+    check._plan_name = "prim::TypeCheck"
+    return check
+
+
+def _look_checker(vals):
+    from ember._core.tensor import Tensor
+    looks = [(v._data.dtype, tuple(v.shape), v.stride(), v.requires_grad) for v in vals]
+
+    def check(*tensors):
+        for t, (dtype, shape, strides, requires_grad) in zip(tensors, looks):
+            if not (isinstance(t, Tensor) and t._data.dtype == dtype and t._data.shape == shape and
+                    t.stride() == strides and t.requires_grad == requires_grad and t.device.type == "cpu"):
+                return False
+        return True
     check._plan_name = "prim::TypeCheck"
     return check
 

@@ -16,7 +16,9 @@ Seed 001's ProfilingGraphExecutorImpl, in ember:
    (first, not last as in the spec's list: they would only hold the passes back), and
    ``ember.jit.passes.PIPELINE`` runs: ConstantPropagation, PeepholeOptimize, LowerSimpleTuples,
    unroll small loops, EliminateCommonSubexpression, ConstantPooling, EliminateDeadCode (the
-   shared ones from ``ember.fx.passes``), then every registered fusion pass.
+   shared ones from ``ember.fx.passes``), then ``passes.fuse_groups`` (fusible regions become
+   prim::FusionGroup nodes compiled by ember._inductor; ``config.fusion_enabled``) and every
+   registered fusion pass.
 4. Optimised plans are cached per signature. The guard (TorchScript's prim::TypeCheck at the
    top of the optimised graph) is the signature lookup itself: the inputs' signature is computed
    once per call and a plan is used only for exactly that signature; any other signature is a
@@ -298,6 +300,9 @@ class GraphExecutor:
         keep_guaranteed_types(g, inputs if inputs is not None else [])
         for run in passes.PIPELINE:
             run(g)
+        if inputs is not None and config.fusion_enabled:   # needs the profiled looks: specialised plans only
+            from ..passes.fuse_groups import fuse_groups
+            fuse_groups(g)
         for fusion in list(_fusion_passes):
             result = fusion(g)
             g = g if result is None else result
@@ -324,4 +329,11 @@ class GraphExecutor:
             "profiling": {sig: {"graph": e[0], "runs": e[1]} for sig, e in self._profiling.items()},
             "unspecialized_plan": self._unspecialized.plan if self._unspecialized is not None else None,
             "stats": dict(self.stats),
+            "fusion_groups": {r.description: [n.meta["kernel"].describe() for n in _fusion_groups(r.graph)
+                                              if "kernel" in n.meta] for r in self._plans.values()},
         }
+
+
+def _fusion_groups(graph) -> list:
+    from ..passes.fuse_groups import fusion_groups
+    return fusion_groups(graph)

@@ -67,7 +67,8 @@ def keep_guaranteed_types(graph: Graph, inputs) -> Graph:
     for node in walk(graph):
         if _specialised(node.type) and node not in typed_ok and node.op != "output":
             node.type = TensorType()
-            node.meta.pop("val", None)    # the observation is not guaranteed either
+            if "val" in node.meta:        # the observation is not guaranteed either: kept aside for
+                node.meta["observed_val"] = node.meta.pop("val")   # passes that check it at run time
     return graph
 
 

@@ -247,7 +247,8 @@ def test_call_function_with_callee_runs_uninlined():
 
 
 # ---- profiling and plans ---------------------------------------------------------------------
-def test_profiling_then_specialised_plan():
+def test_profiling_then_specialised_plan(monkeypatch):
+    monkeypatch.setattr(config, "fusion_enabled", False)   # the passes' own result (fusion: test_fusion_groups)
     rng = np.random.default_rng(0)
     a, b = _t(rng, 2, 3), _t(rng, 2, 3)
     ex = GraphExecutor(seed_graph())
@@ -433,7 +434,8 @@ def test_backward_through_executor_matches_eager_and_torch():
     assert ex.stats["optimized_runs"] == 2
 
 
-def test_direct_ops_used_in_optimised_plans_only():
+def test_direct_ops_used_in_optimised_plans_only(monkeypatch):
+    monkeypatch.setattr(config, "fusion_enabled", False)   # unfused plans call the operators directly
     ex = GraphExecutor(seed_graph())
     a = ember.ones(3)
     ex.run(a, a)

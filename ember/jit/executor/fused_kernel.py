@@ -1,0 +1,120 @@
+"""What a ``prim::FusionGroup`` node runs: its subgraph compiled by the one fuser.
+
+`FusedKernel(subgraph, num_outputs, name)` turns the group's script graph into an ``ember.fx``
+GraphModule (constants folded in as literals, tensors as inputs) and compiles it on its first call,
+with the call's inputs as the example inputs, by ``ember._inductor.compile_fx`` -- the compiler
+``ember.compile``'s "inductor" backend uses, so one code generator and one kernel cache serve both.
+When the call records autograd (grad mode on and an input requires grad) it compiles through AOT
+autograd instead (the "inductor" backend itself: forward and backward kernels; PyTorch's
+DifferentiableGraph). Both compiled callables fall back to running the GraphModule eagerly for a
+graph the fuser cannot compile or inputs of another look, so a FusionGroup never computes a
+different value than its members would. ``describe()`` is what ``get_debug_state()`` shows.
+"""
+from __future__ import annotations
+
+from ember._core.dispatch import AUTOGRAD_BIT as _AUTOGRAD_BIT
+from ember._core.dispatch import CPU_BIT as _CPU_BIT
+from ember._core.dispatch import tls as _tls
+
+from ..ir import prim
+
+_PLAIN = _CPU_BIT | _AUTOGRAD_BIT     # a CPU tensor, recording autograd or not
+
+
+class FusedKernel:
+    __slots__ = ("subgraph", "num_outputs", "name", "module", "compiled", "calls")
+
+    def __init__(self, subgraph, num_outputs: int, name: str):
+        self.subgraph, self.num_outputs, self.name = subgraph, num_outputs, name
+        self.module = None
+        self.compiled = [None, None]      # [without autograd, recording autograd]
+        self.calls = 0
+
+    def __call__(self, *inputs):
+        keys = 0
+        for t in inputs:
+            keys |= t._keys
+        if _tls.include or keys & ~_PLAIN:
+            # a dispatch mode (profiler, tracer) or a tensor with other keys sees the ops one by one,
+            # as DirectOp does (ember/jit/executor/codegen.py)
+            if self.module is None:
+                self.module = graph_module(self.subgraph)
+            out = self.module(*inputs)
+        else:
+            records = bool(keys & _AUTOGRAD_BIT) and not (_tls.exclude & _AUTOGRAD_BIT)
+            fn = self.compiled[records]
+            if fn is None:
+                fn = self._compile(inputs, records)
+            self.calls += 1
+            out = fn(*inputs)
+        return out[0] if self.num_outputs == 1 else tuple(out)
+
+    def _compile(self, inputs, records: bool):
+        if self.module is None:
+            self.module = graph_module(self.subgraph)
+        if records:
+            from ember._dynamo.backends import lookup_backend
+            fn = lookup_backend("inductor")(self.module, list(inputs))
+        else:
+            from ember._inductor.compile_fx import compile_fx
+            fn = compile_fx(self.module, list(inputs))
+        self.compiled[records] = fn
+        return fn
+
+    _plan_name = property(lambda self: f"prim::FusionGroup<{self.name}>")
+
+    def describe(self) -> dict:
+        """The group's subgraph, the GraphModule handed to the fuser, and per compiled variant the
+        generated kernels' names and the wrapper code calling them."""
+        variants = []
+        for mode, fn in zip(("inference", "autograd"), self.compiled):
+            for wrapper in _wrappers(fn):
+                kernels = [n.name for n in wrapper.graph.nodes if n.op == "call_function" and
+                           n.name.startswith("ember_k")] if wrapper is not None else []
+                variants.append({"mode": mode, "kernels": kernels,
+                                 "wrapper_code": wrapper.code if wrapper is not None else None})
+        from ..ir.printer import format_graph
+        return {"name": self.name, "subgraph": format_graph(self.subgraph), "calls": self.calls,
+                "module_code": self.module.code if self.module is not None else None, "variants": variants}
+
+
+def _wrappers(fn) -> list:
+    """The compiled wrapper GraphModules behind a compile_fx or AOT-compiled callable (None for a
+    variant that runs eagerly)."""
+    if fn is None:
+        return []
+    if hasattr(fn, "variants"):                     # compile_fx's CompiledFunction
+        return list(fn.variants.values())
+    cached = getattr(fn, "compiled", None)          # AOT autograd's run(): its graphs per input spec
+    found = []
+    for graph in getattr(cached, "graphs", {}).values():
+        found += _wrappers(getattr(graph, "forward", None))
+    return found
+
+
+def graph_module(subgraph):
+    """An ``ember.fx.GraphModule`` computing `subgraph` (a FusionGroup's script graph): its tensor
+    placeholders are the inputs, constants and constant lists become literal arguments, and it
+    returns a tuple of the outputs."""
+    from ember.fx import Graph, GraphModule
+    from ember.fx.node import map_arg
+    g, env = Graph(), {}
+
+    def value(a):
+        return env[a]
+
+    for node in subgraph.nodes:
+        if node.op == "placeholder":
+            env[node] = g.placeholder(node.name)
+        elif node.op == "output":
+            result = node.args[0]
+            g.output(tuple(map_arg(result, value)) if isinstance(result, tuple) else (map_arg(result, value),))
+        elif node.target is prim.Constant:
+            env[node] = node.args[0]
+        elif node.target in (prim.ListConstruct, prim.TupleConstruct):
+            items = [map_arg(a, value) for a in node.args]
+            env[node] = list(items) if node.target is prim.ListConstruct else tuple(items)
+        else:
+            env[node] = g.create_node(node.op, node.target, map_arg(node.args, value),
+                                      map_arg(node.kwargs, value), name=node.name)
+    return GraphModule({}, g)
