@@ -152,12 +152,11 @@ def _build(name: str, source: str, sources_on_disk, extra_cflags, extra_ldflags,
     module = _modules.get(key)
     if module is not None:
         return module
-    if sources_on_disk:
-        def command(kept, out):
-            return [facts["path"], *cflags, *sources_on_disk, "-o", out, *extra_ldflags]
-    else:
-        def command(kept, out):
-            return [facts["path"], *cflags, kept, "-o", out, *extra_ldflags]
+    def command(kept, out):           # run only on a cache miss
+        argv = [facts["path"], *cflags, *(sources_on_disk or [kept]), "-o", out, *extra_ldflags]
+        if verbose:
+            print(f"cpp_extension: building {name}: {' '.join(argv)}", file=sys.stderr)
+        return argv
     if verbose:
         print(f"cpp_extension: {name}: cache key {key}", file=sys.stderr)
     try:
@@ -231,7 +230,8 @@ def load_inline(name: str, cpp_sources, functions=None, extra_cflags=None, extra
 def load(name: str, sources, extra_cflags=None, extra_ldflags=None, extra_include_paths=None,
          build_directory=None, verbose: bool = False, is_python_module: bool = True, **unsupported):
     """Compile C++ files into a Python module `name`; they define it with
-    ``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`` and include <ember/extension.h>."""
+    ``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)`` and include <ember/extension.h>. The cache key
+    covers the files' text, not headers of their own they include: edit a .cpp to rebuild."""
     _check_name(name)
     if not is_python_module:
         raise NotImplementedError("load(): is_python_module=False is not supported by ember")

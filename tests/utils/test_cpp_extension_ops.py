@@ -127,6 +127,29 @@ def test_compiled_graph_without_grad_and_on_a_new_shape(sin_add_op):
     assert calls[-1][0] == (2, 6)
 
 
+def test_an_op_without_a_fake_function_runs_eagerly_under_compile():
+    """No Meta kernel: capture cannot know the output's shape, so the call is a graph break (never a
+    guessed shape); the values still equal eager's."""
+    from ember.utils.cpp_extension import load_inline
+    ext = load_inline(name="ember_test_api", cpp_sources=[SEED_001, API], functions=API_FUNCTIONS)
+    lib = ember.library.Library("cppext_nofake", "DEF")
+    try:
+        lib.define("sin_add(Tensor x, Tensor y) -> Tensor")
+        lib.impl("sin_add", ext.sin_add, "CPU")
+        op = ember.ops.cppext_nofake.sin_add
+
+        def f(a, b):
+            return op(a + 1, b).exp()
+        (x, y), _ = inputs(3, seed=5)
+        x, y = x.detach(), y.detach()
+        explanation = ember._dynamo.explain(f)(x, y)
+        assert explanation.graph_break_count == 1
+        assert "cppext_nofake" in explanation.break_reasons[0].reason
+        np.testing.assert_allclose(ember.compile(f)(x, y).numpy(), f(x, y).numpy(), rtol=1e-12)
+    finally:
+        lib._destroy()
+
+
 def test_register_autograd_rejects_a_wrong_number_of_gradients():
     lib = ember.library.Library("cppext_bad", "DEF")
     try:
