@@ -72,11 +72,19 @@ int64_t element_sum(at::Tensor x) {
 }
 
 bool maybe_defined(c10::optional<at::Tensor> x) { return x.has_value() && x->defined(); }
+
+at::Tensor zeros_of(int64_t n, at::ScalarType dtype) { return at::zeros({n}, dtype); }
+
+std::string printed(at::Tensor x) {
+  std::ostringstream os;
+  os << x << " " << x.scalar_type();
+  return os.str();
+}
 """
 
 API_FUNCTIONS = ["sin_add", "sin_add_backward", "describe", "factories", "arith", "max_dim", "max_all", "cat_rows",
                  "sum_keep", "to_double", "checked_double", "bare_check", "value_check", "bad_view", "first_float",
-                 "element_sum", "maybe_defined"]
+                 "element_sum", "maybe_defined", "zeros_of", "printed"]
 
 # A file for load(): a raw loop over data_ptr<float>(), its own PYBIND11_MODULE.
 RAW_LOOP_FILE = """

@@ -91,6 +91,16 @@ def test_factories_with_options(api):
     assert izeros.dtype == ember.int32
 
 
+def test_dtypes_cross_as_scalar_types_and_tensors_print_as_in_python(api):
+    for dtype in (ember.float32, ember.float64, ember.int64, ember.int32, ember.bool, ember.uint8):
+        out = api.zeros_of(2, dtype)
+        assert out.dtype == dtype and out.tolist() == [0, 0]
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        api.zeros_of(2, "float32")
+    x = ember.tensor([1.5, -2.0])
+    assert api.printed(x) == f"{x} Float"
+
+
 def test_data_ptr_reads_the_tensors_memory(api):
     x = ember.tensor([[1.5, 2.0], [3.0, 4.0]])
     assert api.first_float(x) == 1.5
