@@ -146,7 +146,12 @@ def _build(name: str, source: str, sources_on_disk, extra_cflags, extra_ldflags,
     if facts is None:
         raise RuntimeError(f"cpp_extension: no C++ compiler: {_cxx()!r} was not found or does not run (set $CXX)")
     includes = include_paths() + list(extra_include_paths)
-    cflags = [*_CXXFLAGS, f"-DTORCH_EXTENSION_NAME={name}", *(f"-I{p}" for p in includes), *extra_cflags]
+    cflags = [*_CXXFLAGS, f"-DTORCH_EXTENSION_NAME={name}", *(f"-I{p}" for p in includes)]
+    if not sources_on_disk:
+        # load_inline's include, given to the compiler rather than written into the source, so the
+        # compiler's line numbers are those of cpp_sources (absolute: never a file of the cwd)
+        cflags += ["-include", os.path.join(INCLUDE_DIR, "ember", "extension.h")]
+    cflags += extra_cflags
     contents = [source] + [_read_source(p) for p in sources_on_disk]
     key = cache_key(name, contents, sources_on_disk, facts, cflags, extra_ldflags)
     module = _modules.get(key)
@@ -210,7 +215,8 @@ def load_inline(name: str, cpp_sources, functions=None, extra_cflags=None, extra
                 is_python_module: bool = True, cuda_sources=None, **unsupported):
     """Compile C++ source strings into a Python module `name`.
 
-    `#include <ember/extension.h>` is put first (the sources may include it too); `functions` (names,
+    <ember/extension.h> is included first (the sources may include it too; it is passed as
+    `-include`, so the compiler's line numbers are those of the sources); `functions` (names,
     or {name: docstring}) get pybind11 bindings, else the sources define PYBIND11_MODULE themselves.
     Raises RuntimeError quoting the compiler's messages when it rejects the code."""
     _check_name(name)
@@ -221,7 +227,7 @@ def load_inline(name: str, cpp_sources, functions=None, extra_cflags=None, extra
     if unsupported:
         raise TypeError(f"load_inline() got unsupported arguments {sorted(unsupported)}")
     sources = _string_list("cpp_sources", cpp_sources)
-    source = "#include <ember/extension.h>\n" + "\n".join(sources) + _bindings(name, functions)
+    source = "\n".join(sources) + _bindings(name, functions)
     return _build(name, source, [], _string_list("extra_cflags", extra_cflags),
                   _string_list("extra_ldflags", extra_ldflags), _string_list("extra_include_paths", extra_include_paths),
                   verbose, build_directory)

@@ -33,7 +33,7 @@ def api(cpp_extension, tmp_path_factory):
     build = tmp_path_factory.mktemp("cpp_build")
     module = cpp_extension.load_inline(name="ember_test_api", cpp_sources=[SEED_001, API],
                                        functions=API_FUNCTIONS, build_directory=str(build))
-    assert (build / "main.cpp").read_text().startswith("#include <ember/extension.h>")
+    assert (build / "main.cpp").read_text().startswith(SEED_001)
     return module
 
 
@@ -173,6 +173,7 @@ def test_compile_error_quotes_the_compiler_message_and_the_line(cpp_extension):
     assert re.search(r".undeclared_name. was not declared in this scope", message)     # (locale's quotes)
     assert "return x.sin() + undeclared_name;" in message          # the compiler's quote of the line
     kept = message.split("its source is kept at ")[1].split(")")[0]
+    assert f"{kept}:2:20: error" in message                       # line 2 of the source as written
     assert os.path.exists(kept) and "undeclared_name" in open(kept).read()
 
 
