@@ -4,6 +4,7 @@ ember.compile calls it as an extern kernel inside the compiled graph. Oracles: P
 gradients of sin(x) + sin(y)) and eager ember."""
 import os
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -92,7 +93,7 @@ def test_backward_wants_only_the_inputs_that_require_grad(sin_add_op):
     assert y.grad is None
 
 
-def test_inside_ember_compile_the_op_is_an_extern_call_with_no_graph_break(sin_add_op):
+def test_inside_ember_compile_the_op_is_an_extern_call_with_no_graph_break(sin_add_op, capsys):
     op, calls = sin_add_op
 
     def f(a, b):
@@ -102,7 +103,17 @@ def test_inside_ember_compile_the_op_is_an_extern_call_with_no_graph_break(sin_a
     assert explanation.graph_break_count == 0, [r.reason for r in explanation.break_reasons]
     ember._dynamo.reset()
     compiled = ember.compile(f)
-    compiled(x, y)                                       # compile (shapes come from the fake function)
+    capsys.readouterr()
+    ember._logging.set_logs(output_code=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*could not capture")      # never run eagerly
+            compiled(x, y)                               # compile (shapes come from the fake function)
+    finally:
+        ember._logging.set_logs()
+    wrappers = capsys.readouterr().err.split("WRAPPER")[1:]
+    forward = wrappers[0]           # the forward graph: generated kernels around the extern call
+    assert f"ember.ops.{NS}.sin_add.default(" in forward and "ember_k0" in forward, forward
     del calls[:]
     got = compiled(x, y)
     assert len(calls) == 2 and calls[0] == ((4, 5), ember.float64)    # the C++ kernel ran, once per call site
@@ -121,7 +132,8 @@ def test_compiled_graph_without_grad_and_on_a_new_shape(sin_add_op):
     compiled = ember.compile(lambda a, b: op(a, b).tanh() + 1)
     for shape in ((3,), (2, 6)):
         (x, y), (tx, ty) = inputs(*shape, seed=4)
-        with ember.no_grad():
+        with ember.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*could not capture")
             got = compiled(x, y)
         np.testing.assert_allclose(got.numpy(), ((tx.sin() + ty.sin()).tanh() + 1).detach().numpy(), rtol=1e-12)
     assert calls[-1][0] == (2, 6)
