@@ -1,5 +1,5 @@
 """ember.library: define new operators from a schema and register kernels per dispatch key,
-like ``torch.library``. A user-defined op goes through the same dispatcher as built-in ones
+like ``torch.library`` (define, impl, register_fake, register_autograd, custom_op). A user-defined op goes through the same dispatcher as built-in ones
 (profiler, tracer, autograd, meta), and is callable as ``ember.ops.<ns>.<name>``.
 
     lib = ember.library.Library("mylib", "DEF")
@@ -153,6 +153,48 @@ def register_fake(qualname: str, func=None, *, lib=None):
     return impl(qualname, "Meta", func, lib=lib)
 
 
+_FORMULA_NAMES = ("grads", "results", "needs_grad")     # what the formula of register_autograd asks for
+
+
+def register_autograd(op, backward, *, setup_context=None, lib=None):
+    """Give an operator a derivative, like ``torch.library.register_autograd``: after the op ran,
+    ``setup_context(ctx, inputs, output)`` saves what ``backward(ctx, *grads)`` needs; backward
+    returns one gradient per input (None for non-Tensor inputs). It becomes the op's Autograd
+    kernel (a derivative formula, ember/autograd/kernel.py), so it runs under the dispatcher, is
+    recorded by AOT autograd like a built-in op's derivative, and double backward works when
+    backward is written in ember ops."""
+    from .autograd.function import FunctionCtx
+    from .autograd.kernel import Formula, make_kernel
+    qualname = op._qualname if isinstance(op, CustomOpDef) else op
+    ns, name = qualname.split("::")
+    handle = _find(ns, name)
+    arguments = handle.schema.arguments
+    names = [a.name for a in arguments]
+    clash = sorted(set(names) & set(_FORMULA_NAMES))
+    if clash:
+        raise ValueError(f"register_autograd(): {qualname} has arguments named {clash}; rename them")
+    single = len(handle.schema.returns) == 1
+
+    def formula(**kw):
+        ctx = FunctionCtx()
+        needs = iter(kw["needs_grad"])
+        ctx.needs_input_grad = tuple(next(needs) if a.type == "Tensor" else False for a in arguments)
+        inputs = tuple(kw[n] for n in names)
+        if setup_context is not None:
+            setup_context(ctx, inputs, kw["results"][0] if single else tuple(kw["results"]))
+        grads = backward(ctx, *kw["grads"])
+        grads = tuple(grads) if isinstance(grads, (tuple, list)) and len(names) > 1 else (grads,)
+        if len(grads) != len(names):
+            raise RuntimeError(f"{qualname}: backward returned {len(grads)} gradients, expected {len(names)} "
+                               "(one per input, None for non-Tensor inputs)")
+        return tuple(g for g, a in zip(grads, arguments) if a.type == "Tensor")
+    # the formula's parameter names say what the Autograd kernel passes it (all inputs and outputs)
+    formula.__signature__ = inspect.Signature(
+        [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY) for p in (*_FORMULA_NAMES, *names)])
+    kernel = make_kernel(handle, Formula(formula))
+    (lib or _lib(ns)).impl(name, kernel, "Autograd")
+
+
 _TYPE_NAMES = {"Tensor": "Tensor", "int": "int", "float": "float", "bool": "bool", "str": "str"}
 
 
@@ -212,6 +254,9 @@ class CustomOpDef:
     def register_fake(self, fn):
         register_fake(self._qualname, fn)
         return fn
+
+    def register_autograd(self, backward, *, setup_context=None):
+        register_autograd(self, backward, setup_context=setup_context)
 
     def register_kernel(self, device_types, fn=None):
         def register(f):

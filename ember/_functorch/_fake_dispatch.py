@@ -257,6 +257,10 @@ def _wrap(t, args, source, device, mode, recipes, op_name):
             return t
     if isinstance(t, FakeTensor):                   # made by fake ops inside the kernel: not rebuilt
         recipes.append(None)
+        if t._data.device == META and device != META:
+            # the kernel saw its inputs on meta: a fake function's `empty(..., device=x.device)` made
+            # this, and it lives where the op's output does (PyTorch's fake functions see the real device)
+            return _make_fake(t._data, t._keys, device, t._data.storage)
         return t
     data = t._data
     if isinstance(data, FakeArray):                 # shares an argument's _data (an alias)

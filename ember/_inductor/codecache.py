@@ -110,10 +110,10 @@ def kernel_name_of(source: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _paths(key: str) -> tuple:
+def _paths(key: str, source_suffix: str = ".c") -> tuple:
     directory = diskstore.subdir("kernels")
     so_path = os.path.join(directory, key + ".so")
-    return so_path, so_path + ".sha256", os.path.join(directory, key + ".c")
+    return so_path, so_path + ".sha256", os.path.join(directory, key + source_suffix)
 
 
 def _load_verified(so_path: str, digest_path: str, name: str):
@@ -143,20 +143,19 @@ def _load_verified(so_path: str, digest_path: str, name: str):
         raise CCompileError(message, c_path, name, str(e)) from e
 
 
-def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str, c_path: str):
-    facts = _toolchain()
+def _compile(source: str, name: str, command, so_path: str, digest_path: str, c_path: str):
     diskstore.write_atomic(c_path, source.encode("utf-8"))
     import subprocess                    # imported here: a warm process never compiles
     diskstore.sweep_stale_temps(os.path.dirname(so_path))
     tmp = diskstore.new_temp_file(os.path.dirname(so_path), ".so")
-    cmd = [facts["cc_path"], *config.cflags, *extra_flags, c_path, "-o", tmp, *link_flags()]
+    cmd = command(c_path, tmp)
     if config.debug:
         log.warning("ember cache: %s", " ".join(cmd))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     except FileNotFoundError as e:       # the compiler went away since the probe
         os.unlink(tmp)
-        raise CompilerUnavailable(f"ember._inductor: C compiler {facts['cc_path']!r} not found") from e
+        raise CompilerUnavailable(f"ember._inductor: compiler {cmd[0]!r} not found") from e
     if proc.returncode != 0:
         os.unlink(tmp)
         message = (f"ember._inductor: the C compiler rejected kernel {name}; its source is kept at {c_path}\n"
@@ -186,18 +185,31 @@ def load_c(source: str, name: str | None = None, extra_flags=()) -> ctypes.CDLL:
     if lib is not None:
         _count("memory_hit")
         return lib
-    so_path, digest_path, c_path = _paths(key)
+    cc_path = _toolchain()["cc_path"]
+    return load_library(key, source, name or kernel_name_of(source) or key,
+                        lambda src, out: [cc_path, *config.cflags, *extra_flags, src, "-o", out, *link_flags()])
+
+
+def load_library(key: str, source: str, name: str, command, source_suffix: str = ".c") -> ctypes.CDLL:
+    """The library stored under `key`, built when missing by running the argv `command(source_path,
+    out_path)` on `source` (kept as `<key><source_suffix>`). load_c's entry for other builders
+    (ember.utils.cpp_extension): the caller's key must hash everything the build depends on; the
+    lock, digest check, permissions and counters are load_c's."""
+    lib = _loaded.get(key)
+    if lib is not None:
+        _count("memory_hit")
+        return lib
+    so_path, digest_path, c_path = _paths(key, source_suffix)
     with diskstore.locked(so_path):      # also serialises this process's threads on the key
         lib = _loaded.get(key)
         if lib is not None:
             _count("memory_hit")
             return lib
-        name = name or kernel_name_of(source) or key
         lib = _load_verified(so_path, digest_path, name)
         if lib is not None:
             _count("disk_hit")
         else:
-            lib = _compile(source, name, extra_flags, so_path, digest_path, c_path)
+            lib = _compile(source, name, command, so_path, digest_path, c_path)
         with _lock:
             _loaded[key] = lib
     return lib

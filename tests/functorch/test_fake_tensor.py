@@ -386,3 +386,32 @@ def test_real_tensor_alone_inside_the_mode_raises_and_allow_non_fake_inputs_conv
         with Mode(allow_non_fake_inputs=True):
             out = real * 2
         assert type(out).__name__ == "FakeTensor" and out.stride() == (1, 3)
+
+
+def test_a_fake_function_making_its_output_on_the_inputs_device_matches_torch():
+    """A user op's fake function written the usual way, ``empty(shape, device=x.device)``: PyTorch
+    runs it on fakes that report their device (cpu); ember runs Meta kernels on fakes that report
+    meta, so the tensor it makes is moved to the op's output device (was: a fake on meta, and the
+    next op on it a device mismatch)."""
+    torch_lib = torch.library.Library("ember_fake_devtest", "FRAGMENT")
+    torch_lib.define("twice(Tensor x) -> Tensor")
+    torch_lib.impl("twice", lambda x: x * 2, "CPU")
+    torch.library.register_fake("ember_fake_devtest::twice", lambda x: torch.empty(x.shape, dtype=x.dtype,
+                                                                                  device=x.device), lib=torch_lib)
+    lib = ember.library.Library("ember_fake_devtest", "DEF")
+    try:
+        lib.define("twice(Tensor x) -> Tensor")
+        lib.impl("twice", lambda x: x * 2, "CPU")
+        lib.impl("twice", lambda x: ember.empty(x.shape, dtype=x.dtype, device=x.device), "Meta")
+        with TorchFakeMode() as torch_mode:
+            want = torch.ops.ember_fake_devtest.twice(torch_mode.from_tensor(torch.ones(2, 3))) + 1
+        with FakeTensorMode() as mode:
+            got = ember.ops.ember_fake_devtest.twice(mode.from_tensor(ember.ones(2, 3))) + 1
+        assert is_fake(got) and str(got.device) == str(want.device) == "cpu"
+        assert tuple(got.shape) == tuple(want.shape) and got.stride() == want.stride()
+        with FakeTensorMode() as mode:          # an op whose inputs are on meta keeps meta
+            got_meta = ember.ops.ember_fake_devtest.twice(mode.from_tensor(ember.ones(2, device="meta")))
+        assert str(got_meta.device) == "meta"
+    finally:
+        lib._destroy()
+        torch_lib._destroy()

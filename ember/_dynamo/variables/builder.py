@@ -115,7 +115,7 @@ def wrap_python_object(tx, value, source, *, guard=True):
     from .builtins import BuiltinVariable, is_supported_builtin
     from .functions import UserFunctionVariable, UserMethodVariable, PartialVariable
     from .misc import PythonValueVariable, UserDefinedObjectVariable
-    from .tensor_functions import EmberFunctionVariable
+    from .tensor_functions import EmberFunctionVariable, EmberOperatorVariable, is_ember_operator
     import ember
     from .ctx_manager import (GradModeClassVariable, is_enterable_grad_mode_object, is_grad_mode_class,
                               is_grad_mode_clone, variable_for_object)
@@ -142,6 +142,10 @@ def wrap_python_object(tx, value, source, *, guard=True):
         if guard and source is not None:
             out.guard(source, "FUNCTION_MATCH", value)
         return EmberFunctionVariable(value, source)
+    if is_ember_operator(value):
+        if guard and source is not None:
+            out.guard(source, "ID_MATCH", value)
+        return EmberOperatorVariable(value, source)
     if isinstance(value, types.FunctionType):
         if guard and source is not None:
             out.guard(source, "FUNCTION_MATCH", value)

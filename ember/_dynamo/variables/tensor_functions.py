@@ -2,6 +2,10 @@
 
     EmberFunctionVariable(ember.abs).call_function(tx, [a], {})   # records `abs_1 = ember.abs(a)`
 
+Operators called as objects (``ember.ops.mylib.op(x)``, ``ember.ops.aten.add.Tensor(a, b)``: an
+``ember.library`` op, a C++ extension registered as one) are recorded as they are, with the op's
+Meta/fake kernel giving the example value (`EmberOperatorVariable`).
+
 Functions answered from metadata (ember.is_tensor, ember.numel, ...) fold to constants; functions
 without tensors and without a place in a graph (ember.manual_seed, ember.save) are graph breaks.
 """
@@ -66,3 +70,43 @@ class EmberFunctionVariable(ValueVariable):
 
     def __repr__(self):
         return f"EmberFunctionVariable({self.name})"
+
+
+def is_ember_operator(value) -> bool:
+    """An OperatorHandle (``ember.ops.ns.op.overload``) or an overload packet (``ember.ops.ns.op``)."""
+    from ember._core.dispatch import OperatorHandle
+    from ember.ops.registry import _Packet
+    return isinstance(value, (OperatorHandle, _Packet))
+
+
+class EmberOperatorVariable(ValueVariable):
+    def call_function(self, tx, args, kwargs):
+        from ember._core.dispatch import OperatorHandle
+        op = self.value
+        if not isinstance(op, OperatorHandle):      # a packet runs its first overload (_Packet.__call__)
+            op = next(iter(op._overloads.values()))
+        return call_tensor_op(tx, "call_function", op, list(args), dict(kwargs))
+
+    def var_getattr(self, tx, name):
+        """``packet.default`` / ``packet.Tensor``: one overload (guarded by identity like the packet)."""
+        from ember.ops.registry import _Packet
+        overload = self.value._overloads.get(name) if isinstance(self.value, _Packet) else None
+        if overload is None:
+            unimplemented(f"attribute {name!r} of operator {self.value!r}")
+        from .. import source as src
+        from .builder import wrap
+        return wrap(tx, overload, src.AttrSource(self.source, name) if self.source is not None else None)
+
+    def call_method(self, tx, name, args, kwargs):
+        from ember.ops.registry import _Packet
+        if isinstance(self.value, _Packet) and name in self.value._overloads:     # packet.default(x)
+            return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            return cg.load_source(self.source)
+        cg.load_python_value(self.value)
+
+    def __repr__(self):
+        return f"EmberOperatorVariable({getattr(self.value, 'name', None) or self.value.__name__})"
