@@ -429,6 +429,9 @@ def generate_kernel(group, name, reads, threads=1):
     parallel = threads > 1 and work >= 32768
     err_clause = " reduction(|:err)"
     omp_par = f"#pragma omp parallel for num_threads({threads}) schedule(static)" if parallel else None
+    if codegen_columns.worth_interchanging(group, reads, outer_loops):
+        out = codegen_columns.emit(k, group, outer_loops, rename, member_exprs, stores, omp_par)
+        return _finish_kernel(name, k, out, err_clause)
     body, locals_ = [], {}
     flat = all(not group.inner_ranges(b) or math.prod(group.inner_ranges(b)) == 1 for b in group.members)
     shared = CEmitter(k, body, rename, locals_)
@@ -474,11 +477,13 @@ def generate_kernel(group, name, reads, threads=1):
     n = _loop_open(outer_loops, out, "" if flat else None, omp_par)
     out.extend("    " + ln for ln in body)
     out.append("}" * n)
-    text = "\n".join(out)
-    text = text.replace("ERR", err_clause if k.checks_errors else "")
+    return _finish_kernel(name, k, out, err_clause)
+
+
+def _finish_kernel(name, k, out, err_clause):
+    text = "\n".join(out).replace("ERR", err_clause if k.checks_errors else "")
     args = list(k.args.values())
-    src = kernel_source(name, args, k, text.split("\n"))
-    return src, args, k.checks_errors
+    return kernel_source(name, args, k, text.split("\n")), args, k.checks_errors
 
 
 def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_division):
@@ -495,4 +500,5 @@ def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_divis
     return out + ["}" * n, "}"], emitter.divisors
 
 
-from .codegen_reduction import emit_reduction  # noqa: E402  (it imports CEmitter from here)
+from .codegen_reduction import emit_reduction  # noqa: E402  (these import CEmitter from here)
+from . import codegen_columns  # noqa: E402
