@@ -15,7 +15,9 @@ keeps one accumulator per column, and each row of the tile is one contiguous SIM
 
 Each member is a pass over the tile in group order, so a member reading an earlier reduction's
 result (var's mean) reads its accumulator. max/min propagate NaN per column (nanmax). float32
-sums over more than SUM_BLOCK rows accumulate in double, as the row sums' blocks do.
+sums over more than SUM_BLOCK rows accumulate in double, as the row sums' blocks do. Welford
+(var over dim 0, BatchNorm1d's statistics) keeps a (mean, m2) per column in double; every column
+has seen the same number of rows, so 1/count is one division per row.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from .codegen_c import CEmitter, _loop_open, ctype, merge_loops, to_memory
 from .codegen_reduction import SUM_BLOCK, _INT_LIMITS, _REDUCE_INIT
 
 TILE = 512
-_KINDS = ("sum", "prod", "max", "min", "any", "all")
+_KINDS = ("sum", "prod", "max", "min", "any", "all", "welford_mean", "welford_m2")
 
 
 def worth_interchanging(group, reads, outer_loops) -> bool:
@@ -92,13 +94,24 @@ def emit(k, group, outer_loops, rename, member_exprs, stores, parallel_pragma):
             elif rt == "sum" and t == "float" and b.body.reduction_ranges and \
                     max(b.body.reduction_ranges) > SUM_BLOCK:
                 t, value = "double", f"(double){value}"
-            init, combine = _step(rt, t, src.is_floating_point)
             acc = k.temp()
-            out += [f"{t} {acc}[{TILE}];", f"for (int64_t j_ = 0; j_ < {TILE}; j_++) {acc}[j_] = {init};"]
-            n = _loop_open(loops, out)
-            out += ["    " + ln for ln in column_loop(lines + [combine(f"{acc}[{col}]", value)])]
+            if rt.startswith("welford"):
+                # every column has seen the same rows: one count and one 1/count per row
+                out.append(f"double {acc}_mean[{TILE}] = {{0}}, {acc}_m2[{TILE}] = {{0}}; int64_t {acc}_n = 0;")
+                n = _loop_open(loops, out)
+                out.append(f"    {acc}_n++; const double {acc}_inv = 1.0 / (double){acc}_n;")
+                step = (f"const double x_ = (double){value}; const double d_ = x_ - {acc}_mean[{col}];"
+                        f" {acc}_mean[{col}] += d_ * {acc}_inv; {acc}_m2[{col}] += d_ * (x_ - {acc}_mean[{col}]);")
+                result = (f"(({ctype(b.dtype)}){acc}_m2[{col}])" if rt == "welford_m2" else
+                          f"(({ctype(b.dtype)})({acc}_n ? {acc}_mean[{col}] : NAN))")
+            else:
+                init, combine = _step(rt, t, src.is_floating_point)
+                out += [f"{t} {acc}[{TILE}];", f"for (int64_t j_ = 0; j_ < {TILE}; j_++) {acc}[j_] = {init};"]
+                n = _loop_open(loops, out)
+                step = combine(f"{acc}[{col}]", value)
+                result = f"(({ctype(b.dtype)}){acc}[{col}])"
+            out += ["    " + ln for ln in column_loop(lines + [step])]
             out.append("}" * n)
-            result = f"(({ctype(b.dtype)}){acc}[{col}])"
         else:
             result = value
             out_lines = lines

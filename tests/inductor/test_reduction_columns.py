@@ -105,3 +105,28 @@ def test_transposed_input_reduces_along_its_contiguous_dim():
     base = _data((40, 300), "float32", 5)
     x = ember.from_numpy(base).t()
     check_many([("sum0", lambda t: t.sum(0)), ("sum1", lambda t: t.sum(1))], x)
+
+
+@pytest.mark.parametrize("shape", [(7, 3), (1000, 5), (3, 1030), (5000, 13)])
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+def test_column_welford_matches_float64_truth(shape, offset, capsys):
+    # var over dim 0 (BatchNorm1d's statistics): per-column Welford in double; against the float64
+    # truth (eager's float32 result drifts at a large mean) and, at mean 0, against eager too
+    base = (offset + np.random.default_rng(shape[0]).standard_normal(shape)).astype(np.float32)
+    x = ember.from_numpy(base)
+    fn = lambda t: (t.var(0), t.std(0, correction=0), ember.var_mean(t, 0, keepdim=True))   # noqa: E731
+    if offset == 0:
+        check_many([("var family", fn)], x)
+    compiled, source = _kernels_of(fn, x, capsys)
+    assert _is_interchanged(source)
+    var, std, (vm_var, vm_mean) = compiled(x)
+    truth = base.astype(np.float64)
+    np.testing.assert_allclose(var.numpy(), truth.var(0, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(std.numpy(), truth.std(0), rtol=1e-5)
+    np.testing.assert_allclose(vm_var.numpy(), truth.var(0, ddof=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(vm_mean.numpy(), truth.mean(0, keepdims=True), rtol=1e-6, atol=1e-6)
+
+
+def test_column_welford_of_no_rows_is_nan():
+    x = ember.from_numpy(np.zeros((0, 5), np.float32))
+    check_many([("var_mean", lambda t: ember.var_mean(t, 0)), ("var", lambda t: t.var(0, correction=0))], x)
