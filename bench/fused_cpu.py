@@ -2,6 +2,13 @@
 the same bytes as the memory roofline. float32, interleaved rounds, medians.
 
     .venv/bin/python bench/fused_cpu.py [--sizes 1e4,1e6,1e7] [--threads 1,2] [--rounds 7] [--png out.png]
+                                        [--only softmax,layer_norm] [--show] [--clock cpu]
+
+--only runs the workloads whose name contains one of the words; --show prints each compiled
+kernel's C source (EMBER_LOGS=output_code for that compile) before its row. --clock cpu times
+with the process's CPU time (user + system, page faults included) instead of the wall clock: on a
+machine shared with other jobs the wall clock counts the time the process waited for a core (1
+thread only: with 2 threads CPU time adds both threads up).
 
 Workloads: gelu_tanh(x*2+1); layer_norm over rows of 1024; softmax over rows of 1024; sum(x*x);
 a 6-op pointwise chain of two inputs. "copy" is a C loop (OpenMP with the same thread count)
@@ -75,19 +82,22 @@ def workloads(lib):
             "6-op chain": (chain, np_chain, 3)}
 
 
+CLOCK = time.perf_counter
+
+
 def timed(fn, min_seconds=0.02):
     """Seconds per call: as many calls as fill ~min_seconds."""
-    n, t0 = 1, time.perf_counter()
+    n, t0 = 1, CLOCK()
     fn()
-    first = time.perf_counter() - t0
+    first = CLOCK() - t0
     n = max(1, int(min_seconds / max(first, 1e-7)))
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t0) / n
+    return (CLOCK() - t0) / n
 
 
-def run(sizes, threads, rounds):
+def run(sizes, threads, rounds, only=(), show=False):
     import torch
     from ember._inductor import config
     from ember._inductor.codecache import load_c
@@ -106,6 +116,8 @@ def run(sizes, threads, rounds):
             xe, ye = ember.from_numpy(xn), ember.from_numpy(yn)
             xt, yt = torch.from_numpy(xn), torch.from_numpy(yn)
             for name, (fn, np_fn, floats) in workloads(None).items():
+                if only and not any(w in name for w in only):
+                    continue
                 if name in ("layer_norm(1024)", "softmax(1024)") and xn.shape[1] != ROW:
                     continue
                 ember.compiler.reset()      # one lambda code object serves every workload: start clean
@@ -119,7 +131,13 @@ def run(sizes, threads, rounds):
                          "torch": lambda: fn(torch, xt, yt), "torch.compile": lambda: torch_fn(xt, yt),
                          "C copy": lambda: copy(src.ctypes.data, dst.ctypes.data, n_copy, nthreads)}
                 t0 = time.perf_counter()
-                np.testing.assert_allclose(peers["ember.compile"]().numpy(), peers["torch"]().numpy(),
+                if show:
+                    from ember._logging import set_logs
+                    set_logs(output_code=True)
+                got = peers["ember.compile"]()
+                if show:
+                    set_logs()
+                np.testing.assert_allclose(got.numpy(), peers["torch"]().numpy(),
                                            rtol=1e-3, atol=1e-3 * max(1.0, size ** 0.5 if "sum" in name else 1.0))
                 peers["torch.compile"]()
                 compile_s = time.perf_counter() - t0
@@ -165,10 +183,19 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--png", default=None)
+    ap.add_argument("--only", default="", help="comma-separated words: workloads whose name has one")
+    ap.add_argument("--show", action="store_true", help="print the generated C of each workload")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = ap.parse_args()
+    global CLOCK
+    if args.clock == "cpu":
+        if args.threads != "1":
+            ap.error("--clock cpu times one thread only (use --threads 1)")
+        CLOCK = time.process_time
     header("fused CPU kernels: ember.compile vs NumPy, torch eager, torch.compile; C copy = memory roofline")
     sizes = [int(float(s)) // ROW * ROW if float(s) >= ROW else int(float(s)) for s in args.sizes.split(",")]
-    results = run(sizes, [int(t) for t in args.threads.split(",")], args.rounds)
+    results = run(sizes, [int(t) for t in args.threads.split(",")], args.rounds,
+                  [w for w in args.only.split(",") if w], args.show)
     if args.png:
         write_png(results, args.png)
 

@@ -56,6 +56,10 @@ _FLOAT_HELPERS = "\n".join(
     f" if (mod != 0) {{ if ((b < 0) != (mod < 0)) mod += b; }} else mod = copysign{s}(0, b); return mod; }}"
     for t, s in (("float", "f"), ("double", "")))
 
+# a loop multiplies by 1/b instead of dividing by b only where both b and 1/b are normal numbers
+# (generic: a float or a double argument)
+_RECIP_OK = "#define recip_ok(b) (fabs((double)(b)) > 0x1p-125 && fabs((double)(b)) < 0x1p125)"
+
 # exp through libmvec, with arguments whose result is exactly 0 (-inf: a causal mask in softmax)
 # kept off the vector expf: it sends a whole vector with one such lane to scalar code (5x slower)
 _EXP = "\n".join(
@@ -89,7 +93,7 @@ static inline float philox_uniform(int64_t seed, int64_t offset) {
 }
 """
 
-HELPERS = (_SELECT + "\n" + _EXP + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS
+HELPERS = (_SELECT + "\n" + _RECIP_OK + "\n" + _EXP + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS
            + _PHILOX)
 
 
@@ -107,7 +111,8 @@ _FLOAT_UNARY = {
     "round": "nearbyint{s}({x})", "relu": "sel_{n}({x} < 0, 0, {x})", "frac": "({x} - trunc{s}({x}))",
     "square": "({x} * {x})", "sign": "sel_{n}({x} > 0, {one}, sel_{n}({x} < 0, -{one}, {x}))",
     "gelu": "({half} * {x} * ({one} + erf{s}({x} * ({one} / sqrt{s}(2 * {one})))))",
-    "gelu_tanh": "({half} * {x} * ({one} + tanh{s}(sqrt{s}(2 * {one} / M_PI) * ({x} + 0.044715{s} * {x} * {x} * {x}))))",
+    # 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)): libmvec's exp is ~1.3x faster than its tanh
+    "gelu_tanh": "({x} / ({one} + exp_{n}(-1.5957691216057308{s} * ({x} + 0.044715{s} * {x} * {x} * {x}))))",
     "isnan": "({x} != {x})", "isinf": "(isinf({x}) != 0)", "isfinite": "(isfinite({x}) != 0)",
     "logical_not": "(!{x})"}
 for _f in _MVEC_1 + ("sqrt", "floor", "ceil", "trunc"):
@@ -188,8 +193,10 @@ def literal(value, dtype) -> str:
 class CEmitter:
     """The ops handler that writes C: each op is one `type tN = expr;` line (common ones shared)."""
 
-    def __init__(self, kernel, lines, rename, locals_):
+    def __init__(self, kernel, lines, rename, locals_, in_loop=False):
         self.kernel, self.lines, self.rename, self.locals = kernel, lines, rename, locals_
+        self.in_loop = in_loop                  # emitting the body of a member's inner loop
+        self.divisors = set()                   # loop invariants divided by (as a multiply)
         self.cse = {}
         self.row_arrays = kernel.row_arrays     # name -> index rename that drops the outer loops
 
@@ -282,6 +289,13 @@ class CEmitter:
             return self._emit("_Bool", _LOGICAL[name].format(a=a, b=b))
         if dtype.is_floating_point:
             s = "f" if t == "float" else ""
+            if name == "truediv" and self.in_loop and b in self.kernel.invariants:
+                # a divisor fixed for the whole inner loop (softmax's row sum): one division per
+                # row and a multiply per element (a divide costs ~10x a multiply; torch's softmax
+                # does the same; within an ulp of the quotient). The caller runs this loop only
+                # where recip_ok(b) (1/b neither overflows nor underflows), else the dividing one.
+                self.divisors.add(b)
+                return self._emit(t, f"({a} * (1.0{s} / {b}))")
             return self._emit(t, _FLOAT_BINARY[name].format(a=a, b=b, s=s, n=s or "d"))
         if name in _DIVISIONS:
             self.kernel.checks_errors = True
@@ -312,18 +326,12 @@ def merge_loops(variables, ranges, exprs):
     return loops[::-1], rename
 
 
-_REDUCE_INIT = {"sum": "0", "prod": "1", "any": "0", "all": "1"}
-_INT_LIMITS = {"int64_t": ("INT64_MIN", "INT64_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX"),
-               "int16_t": ("INT16_MIN", "INT16_MAX"), "int8_t": ("INT8_MIN", "INT8_MAX"),
-               "uint8_t": ("0", "UINT8_MAX"), "_Bool": ("0", "1")}
-SUM_BLOCK = 4096
-
-
 class Kernel:
     def __init__(self, name):
         self.name, self.args, self._temps, self.checks_errors = name, {}, 0, False
         self.written = set()
         self.row_arrays = {}
+        self.invariants = set()     # C names of values computed once per outer iteration
 
     def temp(self):
         self._temps += 1
@@ -421,6 +429,9 @@ def generate_kernel(group, name, reads, threads=1):
     parallel = threads > 1 and work >= 32768
     err_clause = " reduction(|:err)"
     omp_par = f"#pragma omp parallel for num_threads({threads}) schedule(static)" if parallel else None
+    if codegen_columns.worth_interchanging(group, reads, outer_loops):
+        out = codegen_columns.emit(k, group, outer_loops, rename, member_exprs, stores, omp_par)
+        return _finish_kernel(name, k, out, err_clause)
     body, locals_ = [], {}
     flat = all(not group.inner_ranges(b) or math.prod(group.inner_ranges(b)) == 1 for b in group.members)
     shared = CEmitter(k, body, rename, locals_)
@@ -432,137 +443,62 @@ def generate_kernel(group, name, reads, threads=1):
         full_rename = dict(rename, **irename)
         par_here = parallel and not outer_loops
         if isinstance(b.body, ir.ReductionBody):
-            _emit_reduction(k, b, group, loops, full_rename, locals_, body, stores[b.name], threads, par_here)
+            emit_reduction(k, b, group, loops, full_rename, locals_, body, stores[b.name], threads, par_here)
         elif not loops:
             shared.rename = full_rename
             with ir.set_handler(shared):
                 value = b.body.run((ovars, []))
             if b.name in group.row_local:          # one element per row: a register
                 locals_[b.name] = value
+                k.invariants.add(value)
                 continue
             body.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {to_memory(b.dtype, value)};")
             k.use(b)
             k.written.add(b.name)
         else:
-            lines = []
-            with ir.set_handler(CEmitter(k, lines, full_rename, locals_)):
-                value = b.body.run((ovars, []))
             if b.name in group.row_local:          # a row of scratch, written and read in this row
                 drop = {f"i{d}": None for d in range(nk)}
                 k.row_arrays[b.name] = drop
                 body.append(f"{ctype(b.dtype)} {b.name}[{math.prod(inner)}];")
-                lines.append(f"{b.name}[{stores[b.name].render({**full_rename, **drop})}] = {value};")
+                store = f"{b.name}[{stores[b.name].render({**full_rename, **drop})}] = {{}};"
             else:
-                lines.append(f"{b.name}[{stores[b.name].render(full_rename)}] = {to_memory(b.dtype, value)};")
+                store = f"{b.name}[{stores[b.name].render(full_rename)}] = {{}};"
                 k.use(b)
                 k.written.add(b.name)
-            body.append("{")
-            n = _loop_open(loops, body, "", omp_par if par_here else None)
-            body.extend("    " + ln for ln in lines)
-            body.append("}" * n)
-            body.append("}")
+            pragma = omp_par if par_here else None
+            fast, divisors = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, True)
+            if divisors:        # the reciprocal only where it is finite and exact enough; else divide
+                exact, _ = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, False)
+                body.append(f"if ({' && '.join(f'recip_ok({d})' for d in sorted(divisors))}) {{")
+                body.extend(fast + ["} else {"] + exact + ["}"])
+            else:
+                body.extend(fast)
     out = []
     n = _loop_open(outer_loops, out, "" if flat else None, omp_par)
     out.extend("    " + ln for ln in body)
     out.append("}" * n)
-    text = "\n".join(out)
-    text = text.replace("ERR", err_clause if k.checks_errors else "")
+    return _finish_kernel(name, k, out, err_clause)
+
+
+def _finish_kernel(name, k, out, err_clause):
+    text = "\n".join(out).replace("ERR", err_clause if k.checks_errors else "")
     args = list(k.args.values())
-    src = kernel_source(name, args, k, text.split("\n"))
-    return src, args, k.checks_errors
+    return kernel_source(name, args, k, text.split("\n")), args, k.checks_errors
 
 
-def _emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, parallel):
-    rt, src = b.body.reduction_type, b.body.src_dtype
-    t, ot = ctype(src), ctype(b.dtype)
-    acc = k.temp()
-    ovars, rvars = b.canonical_vars()
+def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_division):
+    """C lines of a pointwise member's inner loops (`store` formats the value into its buffer) and
+    the divisors replaced by a hoisted reciprocal (only when `hoist_division`)."""
     lines = []
-    with ir.set_handler(CEmitter(k, lines, rename, locals_)):
-        value = b.body.run((ovars, rvars))
-    floating = src.is_floating_point
-    s = ("f" if t == "float" else "d")
-    clause, combine, init, nan_result = None, None, None, None
-    if rt in ("sum", "prod"):
-        op = "+" if rt == "sum" else "*"
-        init, clause, combine = _REDUCE_INIT[rt], f"reduction({op}:{acc})", f"{acc} {op}= {value};"
-    elif rt in ("any", "all"):
-        op = "|" if rt == "any" else "&"
-        t = "int"
-        init, clause, combine = _REDUCE_INIT[rt], f"reduction({op}:{acc})", f"{acc} {op}= ({value} != 0);"
-    elif rt in ("max", "min"):
-        if floating:
-            # OpenMP's own max/min reduction (GCC vectorises it; a declared nanmax reduction stays
-            # scalar, 10x slower) plus a NaN flag: NaN wins, as in eager
-            init = ("-INFINITY" if rt == "max" else "INFINITY") + f"; int {acc}_nan = 0"
-            cmp = ">" if rt == "max" else "<"
-            clause = f"reduction({rt}:{acc}) reduction(|:{acc}_nan)"
-            combine = f"{acc} = sel_{s}({value} {cmp} {acc}, {value}, {acc}); {acc}_nan |= ({value} != {value});"
-            nan_result = f"({acc}_nan ? NAN : {acc})"
-        else:
-            init = _INT_LIMITS[t][0 if rt == "max" else 1]
-            cmp = ">" if rt == "max" else "<"
-            clause, combine = f"reduction({rt}:{acc})", f"{acc} = {acc} {cmp} {value} ? {acc} : {value};"
-    elif rt in ("welford_mean", "welford_m2"):
-        # Welford's one pass: a running mean and sum of squared deviations from it, in double (no
-        # catastrophic cancellation on large means, unlike sum(x*x) - sum(x)^2/n); a loop-carried
-        # update, so no simd pragma. The mean of nothing is NaN, as eager's.
-        body.append(f"double {acc}_mean = 0, {acc}_m2 = 0; int64_t {acc}_n = 0;")
-        lines.append(f"{{ const double x_ = (double){value}; {acc}_n++; const double d_ = x_ - {acc}_mean;"
-                     f" {acc}_mean += d_ / (double){acc}_n; {acc}_m2 += d_ * (x_ - {acc}_mean); }}")
-        n = _loop_open(loops, body)
-        body.extend("    " + ln for ln in lines)
-        body.append("}" * n)
-        result = f"{acc}_m2" if rt == "welford_m2" else f"({acc}_n ? {acc}_mean : NAN)"
-        _finish(k, b, group, result, ot, locals_, body, store, rename)
-        return
-    else:                                   # argmax / argmin: first index of the extreme, NaN wins
-        better = ">" if rt == "argmax" else "<"
-        if floating:
-            init = "-INFINITY" if rt == "argmax" else "INFINITY"
-            cond = f"!({acc} != {acc}) && ({value} {better} {acc} || {value} != {value})"
-        else:
-            init = _INT_LIMITS[t][0 if rt == "argmax" else 1]
-            cond = f"{value} {better} {acc}"
-        idx = ir.strided_index([ir.Expr.var(v) for v in rvars], ir.contiguous_strides(b.body.reduction_ranges))
-        lines.append(f"if ({cond}) {{ {acc} = {value}; {acc}_i = {idx.render(rename)}; }}")
-        body.append(f"{t} {acc} = {init}; int64_t {acc}_i = 0;")
-        n = _loop_open(loops, body)
-        body.extend("    " + ln for ln in lines)
-        body.append("}" * n)
-        _finish(k, b, group, f"{acc}_i", ot, locals_, body, store, rename)
-        return
-    lines.append(combine)
-    block = rt == "sum" and t == "float" and loops and loops[-1][1] > SUM_BLOCK
-    par = (f"#pragma omp parallel for num_threads({threads}) schedule(static) "
-           + (f"reduction(+:{acc}_d)" if block else clause)) if parallel else None
-    if block:                                 # float blocks of SUM_BLOCK, added up in double
-        v, r = loops[-1]
-        body.append(f"double {acc}_d = 0;")
-        n = _loop_open(loops[:-1], body, None, par if len(loops) > 1 else None)
-        if len(loops) == 1 and par:
-            body.append(par + " ERR")
-        body.append(f"for (int64_t {v}_b = 0; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{")
-        body.append(f"{t} {acc} = 0; const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};")
-        body.append(f"#pragma omp simd {clause} ERR")
-        body.append(f"for (int64_t {v} = {v}_b; {v} < {v}_e; {v}++) {{")
-        body.extend("    " + ln for ln in lines)
-        body.append(f"}} {acc}_d += {acc}; }}" + "}" * n)
-        _finish(k, b, group, f"{acc}_d", ot, locals_, body, store, rename)
-        return
-    body.append(f"{t} {acc} = {init};")
-    n = _loop_open(loops, body, clause, par if loops else None)
-    body.extend("    " + ln for ln in lines)
-    body.append("}" * n)
-    _finish(k, b, group, nan_result or acc, ot, locals_, body, store, rename)
+    emitter = CEmitter(k, lines, rename, locals_, in_loop=hoist_division)
+    with ir.set_handler(emitter):
+        value = b.body.run((ovars, []))
+    lines.append(store.format(value if b.name in k.row_arrays else to_memory(b.dtype, value)))
+    out = ["{"]
+    n = _loop_open(loops, out, "", pragma)
+    out.extend("    " + ln for ln in lines)
+    return out + ["}" * n, "}"], emitter.divisors
 
 
-def _finish(k, b, group, acc, ot, locals_, body, store, rename):
-    res = k.temp()
-    body.append(f"const {ot} {res} = ({ot}){acc};")
-    if b.name in group.local:
-        locals_[b.name] = res
-    else:
-        k.use(b)
-        k.written.add(b.name)
-        body.append(f"{b.name}[{store.render(rename)}] = {to_memory(b.dtype, res)};")
+from .codegen_reduction import emit_reduction  # noqa: E402  (these import CEmitter from here)
+from . import codegen_columns  # noqa: E402

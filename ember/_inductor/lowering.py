@@ -97,6 +97,28 @@ def gelu(g, meta, x, approximate="none"):
     return pointwise(meta, [x], meta.dtype, lambda v: ops.unary(name, v, meta.dtype))
 
 
+# -- constants: factories read nothing; a constant is inlined into its readers (a graph output is
+# a kernel that stores it)
+_FILL_VALUE = {"ones.default": lambda *a: 1, "zeros.default": lambda *a: 0, "full.default": lambda size, v: v,
+               "ones_like.default": lambda x: 1, "zeros_like.default": lambda x: 0, "full_like.default": lambda x, v: v,
+               "new_ones.default": lambda x, size: 1, "new_zeros.default": lambda x, size: 0,
+               "new_full.default": lambda x, size, v: v, "scalar_tensor.default": lambda v: v,
+               "fill.Scalar": lambda x, v: v}
+
+
+@register(*_FILL_VALUE)
+def constant_fill(g, meta, *args, device=None, **_dtype_layout_pin_memory_format):
+    if device is not None and not str(device).startswith("cpu"):
+        return None
+    value = _FILL_VALUE[g.current_key](*args)
+    return Pointwise(meta.shape, meta.dtype, lambda index: ops.constant(value, meta.dtype))
+
+
+@register("fill.Tensor")
+def fill_tensor(g, meta, x, value):
+    return pointwise(meta, [value], meta.dtype, lambda v: v)
+
+
 def _binary(name, compute="out"):
     """compute: "out" (the result's dtype), "promoted" (comparisons: the operands' common dtype)."""
     def lower(g, meta, a, b, alpha=None):

@@ -244,3 +244,34 @@ def test_ops_without_a_lowering_run_their_eager_kernel_inside_the_graph():
     assert set(extern_ops(compiled)) == {"aten::matmul", "aten::cumsum"}
     cplx = ember.randn(4, 4).to(ember.complex64)        # a dtype the C code does not compute: extern
     check(lambda a: a * 2 + 1, cplx, lowered=False)
+
+
+CONSTANT_DTYPES = ("float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool", "float16", "bfloat16")
+
+
+@pytest.mark.parametrize("dtype", CONSTANT_DTYPES)
+def test_constant_factories_every_dtype(dtype):
+    # ones/zeros/full and their _like/new_ forms are lowered (no extern call), values and dtypes as eager
+    dt = getattr(ember, dtype)
+    x = ember.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    fill = {"bool": True, "uint8": 250, "int8": -7}.get(dtype, -2.75 if dt.is_floating_point else 123456)
+    fns = [("ones", lambda t: ember.ones(2, 3, dtype=dt)), ("zeros", lambda t: ember.zeros((4,), dtype=dt)),
+           ("full", lambda t: ember.full((2, 3), fill, dtype=dt)), ("full 0-d", lambda t: ember.full((), fill, dtype=dt)),
+           ("full empty", lambda t: ember.full((0, 3), fill, dtype=dt)),
+           ("ones_like", lambda t: ember.ones_like(t, dtype=dt)), ("zeros_like", lambda t: ember.zeros_like(t, dtype=dt)),
+           ("full_like", lambda t: ember.full_like(t, fill, dtype=dt)), ("new_ones", lambda t: t.new_ones((3,), dtype=dt)),
+           ("new_zeros", lambda t: t.new_zeros((1, 2), dtype=dt)),
+           ("new_full", lambda t: t.new_full((2, 2), fill, dtype=dt)),
+           ("fused into a reader", lambda t: t.to(dt) + ember.ones_like(t, dtype=dt))]
+    check_many(fns, x)
+
+
+def test_constant_factories_default_dtypes_and_fill():
+    x = ember.from_numpy(np.arange(6, dtype=np.float64).reshape(2, 3))
+    check_many([("full int", lambda t: ember.full((2,), 3)), ("full bool", lambda t: ember.full((2,), False)),
+                ("full float", lambda t: ember.full((2,), 0.1)), ("ones", lambda t: ember.ones(3)),
+                ("zeros_like float64", lambda t: ember.zeros_like(t)), ("full_like int fill", lambda t: ember.full_like(t, 7)),
+                ("fill", lambda t: ember.ops.aten.fill.Scalar(t, 2.5)),
+                ("fill tensor", lambda t: ember.ops.aten.fill.Tensor(t, ember.tensor(-1.5))),
+                ("full inf", lambda t: ember.full((2,), float("inf"))), ("full nan", lambda t: ember.full((2,), float("nan"))),
+                ("scalar_tensor", lambda t: ember.ops.aten.scalar_tensor.default(4.5))], x)
