@@ -104,7 +104,9 @@ POINTWISE = frozenset("""
     mul.Tensor nan_to_num ne.Tensor neg positive pow.Scalar pow.Tensor_Tensor rad2deg reciprocal relu relu6
     remainder.Scalar_Tensor remainder.Tensor round round.decimals rsqrt selu sgn sigmoid sign signbit silu sin
     sinh softplus softshrink sqrt square sub.Tensor tan tanh threshold true_divide.Tensor trunc where.self
-    xlogy.Scalar_Self xlogy.Tensor""".split())
+    xlogy.Scalar_Self xlogy.Tensor
+    digamma frexp.Tensor gcd heaviside i0 igamma igammac lcm ldexp.Tensor lgamma logit mvlgamma nextafter
+    polygamma polygamma_ sinc""".split())
 REDUCTION = frozenset("""
     all all.dim all.dims amax amin aminmax any any.dim any.dims argmax argmin count_nonzero
     count_nonzero.dim_IntList linalg_vector_norm logsumexp max max.dim mean mean.dim min min.dim nansum

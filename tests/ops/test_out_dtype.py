@@ -56,7 +56,8 @@ _BOTH_WRONG = {("bitwise_and", "float32"), ("bitwise_or", "float32"), ("bitwise_
                ("bitwise_left_shift", "float32"), ("bitwise_right_shift", "float32"), ("bitwise_not", "float32"),
                ("frac", "int64"), ("gelu", "int64"), ("hardshrink", "int64"), ("histc", "int64"), ("lerp", "int64"),
                ("logcumsumexp", "int64"), ("softplus", "int64"), ("nansum", "int64"), ("addbmm", "int64"),
-               ("hypot", "int64"), ("logaddexp", "int64"), ("logaddexp2", "int64")}
+               ("hypot", "int64"), ("logaddexp", "int64"), ("logaddexp2", "int64"),
+               ("gcd", "float32"), ("lcm", "float32"), ("igamma", "int64"), ("igammac", "int64"), ("nextafter", "int64")}
 OUT_DTYPES = ["float32", "float64", "float16", "int64", "int32", "bool", "complex64"]
 
 

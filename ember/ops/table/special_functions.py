@@ -1,0 +1,86 @@
+"""Special functions and number theory, pointwise: the gamma family (lgamma, digamma, polygamma,
+mvlgamma), i0, sinc, logit, the regularized incomplete gamma functions, gcd/lcm, heaviside,
+nextafter, ldexp and frexp (kernels: ember/ops/cpu/special_functions.py; derivatives:
+ember/ops/derivatives/special_functions.py).
+
+mvlgamma, logit and ldexp are written with ember ops (``composite=``) as ATen writes them, so
+autograd, fake tensors and the compiler see the ops they are made of.
+"""
+from __future__ import annotations
+
+import math
+
+from ..registry import Op
+from ..cpu import special_functions as cpu
+from ..meta import pointwise as meta
+from ..meta import special_functions as meta_sf
+
+UNARY = dict(inplace=True, out=True)
+BINARY = dict(inplace=True, out=True, numbers_as_tensors=True)
+
+
+def _floating(x):
+    from ... import get_default_dtype
+    return x if x.is_floating_point() or x.is_complex() else x.to(get_default_dtype())
+
+
+def mvlgamma(self, p):
+    """log of the multivariate gamma function: sum_i lgamma(x - i/2) + p(p-1)/4 log(pi)."""
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    from ... import arange
+    x = _floating(self)
+    args = x.unsqueeze(-1) - arange(p, dtype=x.dtype) * 0.5
+    return args.lgamma().sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def logit(self, eps=None):
+    """log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps >= 0 (a negative eps: no clamp)."""
+    x = _floating(self)
+    if eps is not None and eps >= 0:
+        x = x.clamp(eps, 1 - eps)
+    return (x / (1 - x)).log()
+
+
+def ldexp(self, other):
+    """self * 2**other."""
+    from ... import pow
+    return self * pow(2.0, other)
+
+
+def polygamma_(self, n):
+    """Tensor.polygamma_(n): the in-place form puts self first (polygamma(n, self) does not)."""
+    from ... import polygamma
+    return self.copy_(polygamma(n, self))
+
+
+OPS = [
+    Op("lgamma(Tensor self) -> Tensor", cpu=cpu.lgamma, meta=meta.unary_float, **UNARY),
+    Op("digamma(Tensor self) -> Tensor", cpu=cpu.digamma, meta=meta.unary_float, **UNARY),
+    Op("polygamma(int n, Tensor self) -> Tensor", cpu=cpu.polygamma, meta=meta_sf.polygamma, out=True,
+       variants="function"),
+    Op("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)", composite=polygamma_, variants="method"),
+    Op("mvlgamma(Tensor self, int p) -> Tensor", composite=mvlgamma, **UNARY),
+    Op("i0(Tensor self) -> Tensor", cpu=cpu.i0, meta=meta.unary_float, **UNARY),
+    Op("sinc(Tensor self) -> Tensor", cpu=cpu.sinc, meta=meta.unary_float, **UNARY),
+    Op("logit(Tensor self, float? eps=None) -> Tensor", composite=logit, **UNARY),
+    Op("igamma(Tensor self, Tensor other) -> Tensor", cpu=cpu.igamma, meta=meta.binary_float, **BINARY),
+    Op("igammac(Tensor self, Tensor other) -> Tensor", cpu=cpu.igammac, meta=meta.binary_float, **BINARY),
+    Op("gcd(Tensor self, Tensor other) -> Tensor", cpu=cpu.gcd, meta=meta.binary, **BINARY),
+    Op("lcm(Tensor self, Tensor other) -> Tensor", cpu=cpu.lcm, meta=meta.binary, **BINARY),
+    Op("heaviside(Tensor self, Tensor values) -> Tensor", cpu=cpu.heaviside, meta=meta.binary, inplace=True,
+       out=True),
+    Op("nextafter(Tensor self, Tensor other) -> Tensor", cpu=cpu.nextafter, meta=meta.binary, **BINARY),
+    Op("ldexp.Tensor(Tensor self, Tensor other) -> Tensor", composite=ldexp, **BINARY),
+    Op("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", cpu=cpu.frexp, meta=meta_sf.frexp,
+       out=True),
+]
+
+PYTHON_METHODS = {
+    "polygamma": lambda self, n: _polygamma(n, self),
+}
+
+
+def _polygamma(n, self):
+    from ... import polygamma
+    return polygamma(n, self)
