@@ -24,7 +24,7 @@ BUDGET = {
     "nn": 3840,          # +750 recurrent layers; +110 Transformer, DataParallel, PixelShuffle; +30 module state version (guards)
     "_core": 1580,
     "autograd": 1400,
-    "optim": 1540,        # +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
+    "optim": 1910,        # +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
     "utils": 650,
     "profiler": 600,
     "backends": 100,
