@@ -69,8 +69,7 @@ def cov(self, correction=1, fweights=None, aweights=None):
         w = aweights if w is None else w * aweights
     if w is None:
         avg = x.mean(1)
-        w_sum = em.tensor(float(observations), dtype=avg.real.dtype if avg.is_complex() else avg.dtype)
-        norm_factor = w_sum - correction
+        norm_factor = max(observations - correction, 0)   # torch warns and returns inf/nan below zero
     else:
         w_sum = w.sum()
         avg = (x * w).sum(1) / w_sum
@@ -80,7 +79,7 @@ def cov(self, correction=1, fweights=None, aweights=None):
             norm_factor = w_sum - correction
         else:
             norm_factor = w_sum - correction * (w * aweights).sum() / w_sum
-    norm_factor = em.where(norm_factor <= 0, 0, norm_factor)   # torch warns and returns inf/nan here
+        norm_factor = norm_factor.clamp(min=0)
     centered = x - avg.unsqueeze(1)
     weighted = centered if w is None else centered * w
     c = weighted.mm(centered.t().conj()) / norm_factor
@@ -197,7 +196,7 @@ def _square_check(name, x):
 def cholesky_inverse(self, upper=False):
     """inv(L L^H) from the Cholesky factor L (or inv(U^H U) when upper)."""
     _square_check("cholesky_inverse", self)
-    factor = self.mH if upper else self
+    factor = self.triu().mH if upper else self.tril()   # the other triangle is never read, as LAPACK's
     from ...linalg import inv
     return inv(factor.matmul(factor.mH))
 
@@ -207,7 +206,7 @@ def cholesky_solve(self, input2, upper=False):
     _square_check("cholesky_solve", input2)
     if self.dim() < 2:
         raise RuntimeError(f"cholesky_solve: The input tensor B must have at least 2 dimensions.")
-    factor = input2.mH if upper else input2
+    factor = input2.triu().mH if upper else input2.tril()
     from ...linalg import solve
     return solve(factor.matmul(factor.mH), self)
 
