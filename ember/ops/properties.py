@@ -120,7 +120,7 @@ REDUCTION = frozenset("""
 DATA_DEPENDENT_OUTPUT = frozenset({"equal", "allclose"})
 DYNAMIC_OUTPUT_SHAPE = frozenset("""
     _unique2 unique_consecutive unique_dim repeat_interleave.Tensor repeat_interleave.self_Tensor index.Tensor
-    masked_select nonzero nonzero_numpy argwhere one_hot""".split())
+    masked_select nonzero nonzero_numpy argwhere one_hot bincount""".split())
 # ops whose result is uninitialised memory: deterministic in effect, not in value
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 

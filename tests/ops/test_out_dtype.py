@@ -18,6 +18,7 @@ _ARGS = {  # op -> lambda L, x: (args, kwargs) for ops whose schema defaults are
     "clamp_min": lambda L, x: ((x, 0.2), {}), "clamp_max": lambda L, x: ((x, 0.2), {}),
     "where": lambda L, x: ((x > 0.3, x, x * 2), {}),
     "index_select": lambda L, x: ((x, 0, L.tensor([0, 1])), {}),
+    "index_reduce": lambda L, x: ((x, 0, L.tensor([1, 0]), x * 2, "amax"), {}),
     "gather": lambda L, x: ((x, 1, L.zeros(2, 3, dtype=L.long)), {}),
     "masked_select": lambda L, x: ((x, x > 0.3), {}),
     "take": lambda L, x: ((x, L.tensor([0, 1])), {}),

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..._core import dtype as _dt
+from ... import return_types as rt
 from ..._core.tensor import wrap
 from .. import rules
 from .pointwise import finish, not_implemented
@@ -256,4 +257,4 @@ def frexp(x):
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     arr = x._data
     mantissa, exponent = np.frexp(arr.astype(np.float32) if arr.dtype.itemsize == 2 else arr)
-    return finish(mantissa, x.dtype.np), wrap(exponent.astype(np.int32))
+    return rt.frexp((finish(mantissa, x.dtype.np), wrap(exponent.astype(np.int32))))

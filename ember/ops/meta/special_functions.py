@@ -3,6 +3,7 @@ arguments differ from the plain unary/binary pointwise shape: polygamma's leadin
 frexp's two outputs."""
 from __future__ import annotations
 
+from ... import return_types as rt
 from ..._core import dtype as _dt
 from .pointwise import _out, unary_float
 
@@ -14,4 +15,4 @@ def polygamma(n, x):
 def frexp(x):
     if x.dtype.category != _dt.FLOAT:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    return _out(x.shape, x.dtype, x), _out(x.shape, _dt.int32, x)
+    return rt.frexp((_out(x.shape, x.dtype, x), _out(x.shape, _dt.int32, x)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 
 FAMILIES = ("conversion", "pointwise", "activation", "comparison", "reduction", "shape", "indexing",
-            "creation", "linalg", "conv", "nn", "functionalization", "special_functions", "composite_math", "tensor_methods")
+            "creation", "linalg", "conv", "nn", "functionalization", "special_functions", "composite_math", "tensor_methods", "counting")
 
 
 def register_all() -> None:
