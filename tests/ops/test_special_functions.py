@@ -171,3 +171,16 @@ def test_compiled_matches_eager():
     x, y = ember.tensor([0.2, 0.6, 0.9]), ember.tensor([0.0, 0.5, 2.0])
     np.testing.assert_allclose(ember.compile(f)(x, y).numpy(), f(x, y).numpy(), rtol=1e-6)
     assert math.isfinite(float(f(x, y).sum()))
+
+
+@pytest.mark.parametrize("name,args", [("digamma", ()), ("psi", ()), ("i0", ()), ("sinc", ()), ("logit", ()),
+                                       ("gammaln", ()), ("multigammaln", (2,))])
+def test_torch_special_names(name, args):
+    check(lambda lib, t: getattr(lib.special, name)(t, *args), np.array([1.3, 2.5, 0.7]) + 0.1)
+
+
+def test_torch_special_names_with_two_operands():
+    a, x = np.array([0.5, 2.0, 3.0]), np.array([1.0, 0.5, 4.0])
+    check(lambda lib, p, q: lib.special.gammainc(p, q), a, x, rtol=1e-8)
+    check(lambda lib, p, q: lib.special.gammaincc(p, q), a, x, rtol=1e-8)
+    check(lambda lib, p: lib.special.polygamma(2, p), a, rtol=1e-8)

@@ -76,6 +76,26 @@ OPS = [
        out=True),
 ]
 
+def _alias(target):
+    """torch.special's name for an op of this table: a composite calling it (aten's special_* are too)."""
+    def composite(*args):
+        import ember
+        return getattr(ember, target)(*args)
+    composite.__name__ = target
+    return composite
+
+
+# aten::special_<name> -> (schema arguments, the ember op it calls)
+_SPECIAL = {
+    "digamma": ("(Tensor self)", "digamma"), "psi": ("(Tensor self)", "digamma"),
+    "polygamma": ("(int n, Tensor self)", "polygamma"), "i0": ("(Tensor self)", "i0"),
+    "sinc": ("(Tensor self)", "sinc"), "logit": ("(Tensor self, float? eps=None)", "logit"),
+    "multigammaln": ("(Tensor self, int p)", "mvlgamma"), "gammaln": ("(Tensor self)", "lgamma"),
+    "gammainc": ("(Tensor self, Tensor other)", "igamma"), "gammaincc": ("(Tensor self, Tensor other)", "igammac"),
+}
+OPS += [Op(f"special_{name}{arguments} -> Tensor", composite=_alias(target), namespace="special", python_name=name,
+           variants="function") for name, (arguments, target) in _SPECIAL.items()]
+
 PYTHON_METHODS = {
     "polygamma": lambda self, n: _polygamma(n, self),
 }
