@@ -106,7 +106,7 @@ POINTWISE = frozenset("""
     sinh softplus softshrink sqrt square sub.Tensor tan tanh threshold true_divide.Tensor trunc where.self
     xlogy.Scalar_Self xlogy.Tensor
     digamma frexp.Tensor gcd heaviside i0 igamma igammac lcm ldexp.Tensor lgamma logit mvlgamma nextafter
-    polygamma polygamma_ sinc""".split())
+    polygamma sinc""".split())
 REDUCTION = frozenset("""
     all all.dim all.dims amax amin aminmax any any.dim any.dims argmax argmin count_nonzero
     count_nonzero.dim_IntList linalg_vector_norm logsumexp max max.dim mean mean.dim min min.dim nansum

@@ -90,3 +90,60 @@ def test_bfloat16_views_of_non_contiguous_results_keep_their_dtype():
     np.testing.assert_array_equal((x.T @ x).float().numpy(),
                                   (torch.arange(6.0).reshape(2, 3).bfloat16().T / 2.0).T.matmul(
                                       torch.arange(6.0).reshape(2, 3).bfloat16().T / 2.0).float().numpy())
+
+
+def test_resize_family():
+    x = make((2, 3))
+    check(lambda lib, t: t.clone().resize_(3, 2), x)
+    check(lambda lib, t: t.clone().resize_((6,)), x)
+    check(lambda lib, t: t.clone().resize_(2, 2), x)
+    check(lambda lib, t: t.clone().resize_(4, 3)[:2].reshape(-1)[:6], x)
+    check(lambda lib, t: t.clone().t().resize_(3, 2), x)   # same sizes: a no-op, strides kept
+    check(lambda lib, t: t.clone().t().resize_(2, 3), x)   # restrided over its storage
+    check(lambda lib, t, o: t.clone().resize_as_(o), x, make((1, 6)))
+    check(lambda lib, t: t.clone().requires_grad_().resize_(6), x)
+    for lib in (ember, torch):
+        t = lib.arange(6.0)
+        v = t.resize_(2, 2)
+        assert v is t and t.is_contiguous() and tuple(t.shape) == (2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(lambda lib, t: t.resize(3, 2), x)
+        check(lambda lib, t, o: t.resize_as(o), x, make((6,)))
+
+
+def test_set_():
+    x, y = make((2, 3)), make((4,))
+    check(lambda lib, a, b: (a.set_(b), a.data_ptr() == b.data_ptr())[1], x, y)
+    check(lambda lib, a, b: a.set_(b), x, y)
+    check(lambda lib, a, b: a.set_(b, 1, (2, 1), (2, 1)), x, y)
+    check(lambda lib, a: tuple(a.set_().shape), x)
+    check(lambda lib, a, b: a.set_(b), x, make((3,), "int64"))
+    for lib in (ember, torch):
+        a, b = lib.zeros(3), lib.ones(4)
+        a.set_(b)
+        b.add_(1)
+        assert a.tolist() == [2.0] * 4 and a.is_set_to(b)
+
+
+def test_as_strided_inplace():
+    x = make((4, 4))
+    check(lambda lib, t: t.clone().as_strided_((2, 2), (4, 1), 1), x)
+    for lib in (ember, torch):
+        t = lib.arange(16.0)
+        r = t.as_strided_((3, 3), (4, 1))
+        assert r is t and t.data_ptr() == t.data_ptr() and t.stride() == (4, 1)
+
+
+def test_as_subclass():
+    class Mine(ember.Tensor):
+        pass
+
+    class Theirs(torch.Tensor):
+        pass
+    for lib, cls in ((ember, Mine), (torch, Theirs)):
+        t = lib.arange(3.0)
+        s = t.as_subclass(cls)
+        assert type(s) is cls and s.data_ptr() == t.data_ptr() and s.tolist() == [0.0, 1.0, 2.0]
+        with pytest.raises(TypeError):
+            t.as_subclass(int)

@@ -1,5 +1,5 @@
-"""CPU kernels of the counting and reduce-into ops: bincount, histogram, nonzero_static,
-index_reduce and fill_diagonal_ (table: ember/ops/table/counting.py)."""
+"""CPU kernels of the counting and reduce-into ops: bincount, histogram, nonzero_static
+and index_reduce (table: ember/ops/table/counting.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -135,12 +135,3 @@ def index_reduce(self, dim, index, source, reduce, include_self=True):
         target[touched] = identity
     ufunc.at(target, idx, src)
     return wrap(out)
-
-
-def fill_diagonal_(self, fill_value, wrap_=False):
-    if self.dim() < 2:
-        raise RuntimeError("dimensions must larger than 1")
-    if self.dim() > 2 and len(set(self.shape)) != 1:
-        raise RuntimeError("all dimensions of input must be of equal length")
-    np.fill_diagonal(self._data, fill_value, wrap=wrap_)
-    return self

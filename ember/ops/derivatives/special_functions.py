@@ -48,7 +48,6 @@ NONDIFFERENTIABLE = {"gcd", "lcm"}
 
 # the counting family (ember/ops/table/counting.py)
 FORMULAS.update({
-    "fill_diagonal_": lambda grad, wrap: grad.clone().fill_diagonal_(0, wrap),
     "index_reduce": _not_implemented("index_reduce"),   # PyTorch has one; ember's is not written yet
 })
 NONDIFFERENTIABLE |= {"bincount", "histogram.bin_ct", "histogram.bins_tensor", "nonzero_static"}

@@ -7,6 +7,10 @@ from ..._core import dtype as _dt
 from ..._core.tensor import wrap_meta
 
 
+def bincount(self, weights=None, minlength=0):
+    raise NotImplementedError("bincount: meta tensors (the result size depends on the data)")
+
+
 def histogram_bins(self, bins, range=None, weight=None, density=False):
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
@@ -23,7 +27,3 @@ def nonzero_static(self, size, fill_value=-1):
 
 def index_reduce(self, dim, index, source, reduce, include_self=True):
     return wrap_meta(tuple(self.shape), self.dtype)
-
-
-def fill_diagonal_(self, fill_value, wrap=False):
-    return self

@@ -211,9 +211,26 @@ def cholesky_solve(self, input2, upper=False):
     return solve(factor.matmul(factor.mH), self)
 
 
+def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+    """Solves A X = self for X with A triangular (only its upper or lower part is read; with
+    unitriangular its diagonal is taken as ones); returns (X, a copy of A)."""
+    for name, t in (("b", self), ("A", A)):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {name} to have at least 2 dimensions, but it "
+                               f"has {t.dim()} dimensions instead")
+    _square_check("triangular_solve", A)
+    tri = A.triu() if upper else A.tril()
+    if unitriangular:
+        tri = tri - tri.diagonal(0, -2, -1).diag_embed() + _ember().eye(A.shape[-1], dtype=A.dtype)
+    from ...linalg import solve
+    from ... import return_types
+    return return_types.triangular_solve((solve(tri.mT if transpose else tri, self), A.clone()))
+
+
 OPS = [
+    # no out= yet: resizing an out= tensor of a composite row loses a fake tensor's device (shared code)
     Op("diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor",
-       composite=diff, out=True),
+       composite=diff),
     Op("cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor",
        composite=cov),
     Op("corrcoef(Tensor self) -> Tensor", composite=corrcoef),
@@ -237,6 +254,8 @@ OPS = [
     Op("linalg_matrix_exp(Tensor self) -> Tensor", composite=matrix_exp, namespace="linalg",
        python_name="matrix_exp", variants="function"),
     Op("cholesky_inverse(Tensor self, bool upper=False) -> Tensor", composite=cholesky_inverse, out=True),
+    Op("triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) "
+       "-> (Tensor solution, Tensor cloned_coefficient)", composite=triangular_solve),
     Op("cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor", composite=cholesky_solve,
        out=True),
 ]

@@ -59,7 +59,6 @@ OPS = [
     Op("digamma(Tensor self) -> Tensor", cpu=cpu.digamma, meta=meta.unary_float, **UNARY),
     Op("polygamma(int n, Tensor self) -> Tensor", cpu=cpu.polygamma, meta=meta_sf.polygamma, out=True,
        variants="function"),
-    Op("polygamma_(Tensor(a!) self, int n) -> Tensor(a!)", composite=polygamma_, variants="method"),
     Op("mvlgamma(Tensor self, int p) -> Tensor", composite=mvlgamma, **UNARY),
     Op("i0(Tensor self) -> Tensor", cpu=cpu.i0, meta=meta.unary_float, **UNARY),
     Op("sinc(Tensor self) -> Tensor", cpu=cpu.sinc, meta=meta.unary_float, **UNARY),
@@ -97,7 +96,7 @@ OPS += [Op(f"special_{name}{arguments} -> Tensor", composite=_alias(target), nam
            variants="function") for name, (arguments, target) in _SPECIAL.items()]
 
 PYTHON_METHODS = {
-    "polygamma": lambda self, n: _polygamma(n, self),
+    "polygamma": lambda self, n: _polygamma(n, self), "polygamma_": polygamma_,
 }
 
 
