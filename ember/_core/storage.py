@@ -65,7 +65,9 @@ def make_strided(arr, shape, strides, offset):
                            not arr.flags.writeable),
                      shape=tuple(shape), strides=byte_strides)
         iface.pop("mask", None)
-        return np.asarray(_InterfaceHolder(iface, arr))
+        view = np.asarray(_InterfaceHolder(iface, arr))
+        # the interface's typestr cannot name extension dtypes (ml_dtypes' bfloat16 comes back as V2)
+        return view if view.dtype == arr.dtype else view.view(arr.dtype)
     import cupy  # CUDA arrays
     return cupy.lib.stride_tricks.as_strided(arr, shape=tuple(shape), strides=byte_strides)
 

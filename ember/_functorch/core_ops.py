@@ -5,8 +5,8 @@
     classify(ember.ops.aten.mm.default)       # "kept whole"  (KEPT_WHOLE says why)
     classification()                          # {"aten::add.Tensor": "core", ...}: every operator of the table
 
-Every operator of the table (ember/ops/table/*.py: 881 overloads, in-place and out= ones included)
-is exactly one of (124 core + 609 decomposed + 148 kept whole):
+Every operator of the table (ember/ops/table/*.py: 968 overloads, in-place and out= ones included)
+is exactly one of (124 core + 678 decomposed + 166 kept whole):
 
 - **core** (`CORE`, 124 overloads, listed below by family): the vocabulary a code generator
   emits, the fuser's contract: views, pointwise ops, reductions, indexing, cat/pad and factories.
@@ -22,12 +22,12 @@ is exactly one of (124 core + 609 decomposed + 148 kept whole):
   sorts) are kernels a generator calls rather than emits. ember has no ``native_layer_norm`` /
   ``_softmax`` / ``native_dropout`` / ``convolution``, so layer norm, softmax and dropout reach
   pointwise ops and reductions.
-- **decomposed** (609): ``ember._functorch.decompositions`` has one entry for it, written
+- **decomposed** (678): ``ember._functorch.decompositions`` has one entry for it, written
   in ember ops, whose trace reaches only core and kept-whole ops. That covers aliases (``subtract``
   -> ``sub``), composite rows (``reshape``, ``chunk`` ... their own ``composite``) and, generated
   from their row, every derived in-place (``add_``) and ``out=`` (``add.out``) overload:
   ``copy_(self, add(self, other))``.
-- **kept whole** (`KEPT_WHOLE`, 148 overloads, each with its reason): matrix products,
+- **kept whole** (`KEPT_WHOLE`, 166 overloads, each with its reason): matrix products,
   convolutions, pooling and resampling kernels, sorts and order statistics, scans, LAPACK
   factorisations, data-dependent output sizes, random draws (a decomposition would change the
   values a seed gives) and complex-number ops. A backend calls their eager kernel (the fuser's
@@ -128,6 +128,13 @@ KEPT_WHOLE = {
     "embedding_renorm": "rescales the rows the indices name: data-dependent rows",
     **{name: _RANDOM for name in ("uniform", "normal.functional", "bernoulli.Tensor", "exponential", "geometric",
                                   "log_normal", "cauchy", "random", "random.from", "random.to")},
+    **{name: "a special function (series, recurrences, continued fractions) or a bit-level pointwise kernel "
+             "(Euclid's algorithm, ulp steps, exponent split): no exact decomposition into core ops"
+       for name in ("lgamma", "digamma", "polygamma", "i0", "sinc", "igamma", "igammac", "gcd", "lcm",
+                    "heaviside", "nextafter", "frexp.Tensor")},
+    **{name: _DATA for name in ("bincount", "histogram.bin_ct", "histogram.bins_tensor", "nonzero_static")},
+    "index_reduce": "a scatter-reduce (prod/mean/amax/amin with include_self): the kernel is its lowering",
+    "as_strided_": _META,
     **{name: "the inverse of a view with its own index arithmetic (functionalisation's write-back): the "
              "kernel is its lowering" for name in ("diagonal_scatter", "as_strided_scatter")},
 }

@@ -25,11 +25,12 @@ CAST, EXACT, EXPECTED, AS_INPUT, COMPUTE, BOOL, FLOATING, CAT, ABS = (
     "cast", "exact", "expected", "as_input", "compute", "bool", "floating", "cat", "abs")
 
 POLICIES = {
-    "abs": ABS,  # EXACT, but a complex input also writes into its own dtype or casts its real result
+    "abs": ABS, "absolute": ABS,  # EXACT, but a complex input also writes into its own dtype or casts its real result
     **dict.fromkeys(("ceil", "floor", "trunc", "fix", "frac", "round", "neg", "negative", "sgn", "sign",
                      "conj_physical", "bitwise_not", "clamp", "clip", "clamp_min", "clamp_max", "nan_to_num", "gelu",
                      "softplus", "softshrink", "hardshrink", "log_sigmoid", "logcumsumexp", "where", "index_select",
-                     "masked_select", "take", "histc", "dot", "vdot", "inner"), EXACT),
+                     "masked_select", "take", "histc", "dot", "vdot", "inner", "heaviside", "renorm",
+                     "index_reduce"), EXACT),
     **dict.fromkeys(("mm", "bmm", "mv", "matmul", "addmm", "addmv", "addbmm", "baddbmm", "cross", "gather",
                      "take_along_dim", "msort", "tril", "triu", "argmax", "argmin", "nonzero"), EXPECTED),
     **dict.fromkeys(("amax", "amin"), AS_INPUT),

@@ -104,7 +104,9 @@ POINTWISE = frozenset("""
     mul.Tensor nan_to_num ne.Tensor neg positive pow.Scalar pow.Tensor_Tensor rad2deg reciprocal relu relu6
     remainder.Scalar_Tensor remainder.Tensor round round.decimals rsqrt selu sgn sigmoid sign signbit silu sin
     sinh softplus softshrink sqrt square sub.Tensor tan tanh threshold true_divide.Tensor trunc where.self
-    xlogy.Scalar_Self xlogy.Tensor""".split())
+    xlogy.Scalar_Self xlogy.Tensor
+    digamma frexp.Tensor gcd heaviside i0 igamma igammac lcm ldexp.Tensor lgamma logit mvlgamma nextafter
+    polygamma sinc""".split())
 REDUCTION = frozenset("""
     all all.dim all.dims amax amin aminmax any any.dim any.dims argmax argmin count_nonzero
     count_nonzero.dim_IntList linalg_vector_norm logsumexp max max.dim mean mean.dim min min.dim nansum
@@ -118,7 +120,7 @@ REDUCTION = frozenset("""
 DATA_DEPENDENT_OUTPUT = frozenset({"equal", "allclose"})
 DYNAMIC_OUTPUT_SHAPE = frozenset("""
     _unique2 unique_consecutive unique_dim repeat_interleave.Tensor repeat_interleave.self_Tensor index.Tensor
-    masked_select nonzero nonzero_numpy argwhere one_hot""".split())
+    masked_select nonzero nonzero_numpy argwhere one_hot bincount""".split())
 # ops whose result is uninitialised memory: deterministic in effect, not in value
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 

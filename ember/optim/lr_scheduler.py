@@ -22,7 +22,7 @@ from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
            "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler",
-           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR"]
 
 inf = math.inf
 
@@ -378,132 +378,6 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
 
-class CosineAnnealingWarmRestarts(LRScheduler):
-    """Cosine annealing restarted every ``T_i`` epochs, the period growing by ``T_mult`` (SGDR); ``T_cur``
-    counts epochs since the last restart and ``step(epoch)`` accepts fractional epochs."""
-
-    _rule = "CosineAnnealingWarmRestarts"
-
-    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1) -> None:
-        if not (T_0 > 0 and isinstance(T_0, int)):
-            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
-        if not (T_mult >= 1 and isinstance(T_mult, int)):
-            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
-        if not isinstance(eta_min, (float, int)):
-            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
-        self.T_0, self.T_i, self.T_mult, self.eta_min, self.T_cur = T_0, T_0, T_mult, eta_min, last_epoch
-        super().__init__(optimizer, last_epoch)
-
-    def step(self, epoch=None) -> None:
-        """Advance one epoch, or (re)position the cycle at ``epoch``."""
-        if epoch is None and self.last_epoch < 0:
-            epoch = 0
-        if epoch is None:
-            epoch = self.last_epoch + 1
-            self.T_cur += 1
-            if self.T_cur >= self.T_i:  # restart, with a longer period
-                self.T_cur, self.T_i = self.T_cur % self.T_i, self.T_i * self.T_mult
-        elif epoch < 0:
-            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
-        elif epoch < self.T_0:
-            self.T_i, self.T_cur = self.T_0, epoch
-        elif self.T_mult == 1:
-            self.T_cur = epoch % self.T_0
-        else:
-            # cycle n starts at T_0 * (T_mult**n - 1) / (T_mult - 1) (geometric series of the periods)
-            n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
-            self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
-            self.T_i = self.T_0 * self.T_mult ** n
-        self.last_epoch = math.floor(epoch)
-        with _flag(self, "_get_lr_called_within_step"):
-            lrs = self.get_lr()
-        self._apply(lrs)
-
-
-_ANNEAL = {
-    "cos": lambda start, end, pct: end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1),
-    "linear": lambda start, end, pct: (end - start) * pct + start,
-}
-_PHASE_KEYS = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
-
-
-class OneCycleLR(LRScheduler):
-    """The 1cycle policy: anneal the lr from ``max_lr / div_factor`` up to ``max_lr`` and then far below
-    the start, while momentum (or Adam's beta1) moves the opposite way.  Steps per batch, ``total_steps``
-    times at most."""
-
-    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
-                 anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95,
-                 div_factor=25.0, final_div_factor=1e4, three_phase=False, last_epoch=-1) -> None:
-        self.optimizer = _check_optimizer(optimizer)
-        if total_steps is None:
-            if epochs is None or steps_per_epoch is None:
-                raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
-            for name, count in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
-                if not (isinstance(count, int) and count > 0):
-                    raise ValueError(f"Expected positive integer {name}, but got {count}")
-            total_steps = epochs * steps_per_epoch
-        elif not (total_steps > 0 and isinstance(total_steps, int)):
-            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
-        self.total_steps = total_steps
-        # each phase anneals lr and momentum between two named group entries, ending at step `end_step`
-        up = (float(pct_start * self.total_steps) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum")
-        last = self.total_steps - 1
-        phases = [up, (float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr", "base_momentum",
-                       "max_momentum"), (last, "initial_lr", "min_lr", "max_momentum", "max_momentum")] \
-            if three_phase else [up, (last, "max_lr", "min_lr", "base_momentum", "max_momentum")]
-        self._schedule_phases = [dict(zip(_PHASE_KEYS, p)) for p in phases]
-        if pct_start < 0 or 1 < pct_start or not isinstance(pct_start, float):
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
-        if anneal_strategy not in _ANNEAL:
-            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
-        max_lrs = _per_group("max_lr", optimizer, max_lr)
-        if last_epoch == -1:
-            for group, top in zip(optimizer.param_groups, max_lrs):
-                group.update(initial_lr=top / div_factor, max_lr=top)
-                group["min_lr"] = group["initial_lr"] / final_div_factor
-        self.cycle_momentum = cycle_momentum
-        if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            highs = _per_group("max_momentum", optimizer, max_momentum)
-            lows = _per_group("base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for group, high, low in zip(optimizer.param_groups, highs, lows):
-                    self._set_momentum(group, high)
-                    group.update(max_momentum=high, base_momentum=low)
-        super().__init__(optimizer, last_epoch)
-
-    def _set_momentum(self, group, value) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
-
-    def get_lr(self):
-        """The lr at step ``last_epoch`` of the cycle (also sets each group's momentum / beta1)."""
-        _warn_get_lr_called_within_step(self)
-        step = self.last_epoch
-        if step > self.total_steps:
-            raise ValueError(f"Tried to step {step} times. The specified number of total steps is {self.total_steps}")
-        # the phase holding `step` (the last one absorbs anything beyond) and where it started
-        start = 0.0
-        for phase in self._schedule_phases:
-            if step <= phase["end_step"] or phase is self._schedule_phases[-1]:
-                break
-            start = phase["end_step"]
-        pct = (step - start) / (phase["end_step"] - start)
-        anneal = _ANNEAL[self._anneal_func_type]
-        lrs = []
-        for group in self.optimizer.param_groups:
-            lrs.append(anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct))
-            if self.cycle_momentum:
-                self._set_momentum(group, anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], pct))
-        return lrs
-
-
 class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by ``factor`` (not below ``min_lr``) once ``metrics`` passed to ``step`` has not
     improved by more than ``threshold`` for ``patience`` epochs; then wait ``cooldown`` epochs."""
@@ -681,3 +555,7 @@ class ChainedScheduler(LRScheduler):
         for s in self._schedulers:
             s.step()
         self._last_lr = _read(self._schedulers[-1].optimizer, "lr")
+
+
+# the cyclic schedules live in their own module (which builds on the classes above)
+from .lr_scheduler_cyclic import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR  # noqa: E402

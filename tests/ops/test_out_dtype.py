@@ -18,6 +18,7 @@ _ARGS = {  # op -> lambda L, x: (args, kwargs) for ops whose schema defaults are
     "clamp_min": lambda L, x: ((x, 0.2), {}), "clamp_max": lambda L, x: ((x, 0.2), {}),
     "where": lambda L, x: ((x > 0.3, x, x * 2), {}),
     "index_select": lambda L, x: ((x, 0, L.tensor([0, 1])), {}),
+    "index_reduce": lambda L, x: ((x, 0, L.tensor([1, 0]), x * 2, "amax"), {}),
     "gather": lambda L, x: ((x, 1, L.zeros(2, 3, dtype=L.long)), {}),
     "masked_select": lambda L, x: ((x, x > 0.3), {}),
     "take": lambda L, x: ((x, L.tensor([0, 1])), {}),
@@ -56,7 +57,8 @@ _BOTH_WRONG = {("bitwise_and", "float32"), ("bitwise_or", "float32"), ("bitwise_
                ("bitwise_left_shift", "float32"), ("bitwise_right_shift", "float32"), ("bitwise_not", "float32"),
                ("frac", "int64"), ("gelu", "int64"), ("hardshrink", "int64"), ("histc", "int64"), ("lerp", "int64"),
                ("logcumsumexp", "int64"), ("softplus", "int64"), ("nansum", "int64"), ("addbmm", "int64"),
-               ("hypot", "int64"), ("logaddexp", "int64"), ("logaddexp2", "int64")}
+               ("hypot", "int64"), ("logaddexp", "int64"), ("logaddexp2", "int64"),
+               ("gcd", "float32"), ("lcm", "float32"), ("igamma", "int64"), ("igammac", "int64"), ("nextafter", "int64")}
 OUT_DTYPES = ["float32", "float64", "float16", "int64", "int32", "bool", "complex64"]
 
 

@@ -49,11 +49,29 @@ SCHEDULERS = {
                                                           base_momentum=0.8, max_momentum=0.9)),
     "OneCycleLR-nomomentum": ("Adam", lambda m, o: m.OneCycleLR(o, max_lr=0.01, total_steps=EPOCHS + 2,
                                                                 cycle_momentum=False)),
+    "CyclicLR-triangular": ("SGD", lambda m, o: m.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.2], step_size_up=4)),
+    "CyclicLR-triangular2": ("SGD", lambda m, o: m.CyclicLR(o, base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=3,
+                                                            step_size_down=5, mode="triangular2")),
+    "CyclicLR-exp_range-adam": ("Adam", lambda m, o: m.CyclicLR(o, base_lr=0.001, max_lr=0.01, step_size_up=5,
+                                                                mode="exp_range", gamma=0.97, base_momentum=0.85,
+                                                                max_momentum=0.95)),
+    "CyclicLR-scale_fn": ("Adam", lambda m, o: m.CyclicLR(o, base_lr=0.001, max_lr=0.01, step_size_up=2,
+                                                          scale_fn=_mfactor, scale_mode="iterations",
+                                                          cycle_momentum=False)),
+    "SWALR-cos": ("SGD", lambda m, o: _swa(m).SWALR(o, swa_lr=0.05, anneal_epochs=8)),
+    "SWALR-linear": ("SGD", lambda m, o: _swa(m).SWALR(o, swa_lr=[0.05, 0.01], anneal_epochs=5,
+                                                       anneal_strategy="linear")),
+    "SWALR-immediate": ("SGD", lambda m, o: _swa(m).SWALR(o, swa_lr=0.02, anneal_epochs=0)),
     "SequentialLR": ("SGD", lambda m, o: m.SequentialLR(o, [m.LinearLR(o, start_factor=0.1, total_iters=5),
                                                             m.ExponentialLR(o, gamma=0.9)], milestones=[5])),
     "ChainedScheduler": ("SGD", lambda m, o: m.ChainedScheduler([m.ConstantLR(o, factor=0.5, total_iters=4),
                                                                  m.ExponentialLR(o, gamma=0.9)])),
 }
+
+
+def _swa(lr_scheduler_module):
+    """The swa_utils module of the library whose lr_scheduler module is given."""
+    return torch.optim.swa_utils if lr_scheduler_module is torch.optim.lr_scheduler else ember.optim.swa_utils
 
 
 def _momenta(opt):
@@ -189,6 +207,13 @@ def _error(lib, make):
     lambda lib, o: lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
     lambda lib, o: lib.optim.lr_scheduler.SequentialLR(o, [lib.optim.lr_scheduler.StepLR(o, 2)], [3]),
     lambda lib, o: lib.optim.lr_scheduler.ChainedScheduler([]),
+    lambda lib, o: lib.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, mode="square"),
+    lambda lib, o: lib.optim.lr_scheduler.CyclicLR(o, [0.01], 0.1),
+    lambda lib, o: lib.optim.lr_scheduler.CyclicLR(lib.optim.Adagrad(o.param_groups[0]["params"]), 0.01, 0.1),
+    lambda lib, o: lib.optim.lr_scheduler.CyclicLR("not an optimizer", 0.01, 0.1),
+    lambda lib, o: lib.optim.swa_utils.SWALR(o, swa_lr=0.1, anneal_strategy="step"),
+    lambda lib, o: lib.optim.swa_utils.SWALR(o, swa_lr=0.1, anneal_epochs=-1),
+    lambda lib, o: lib.optim.swa_utils.SWALR(o, swa_lr=[0.1, 0.2, 0.3]),
 ])
 def test_errors_match_torch(make):
     te, ee = _error(torch, make), _error(ember, make)

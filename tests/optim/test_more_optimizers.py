@@ -1,4 +1,4 @@
-"""Adadelta, Adamax, NAdam, RAdam, Rprop and ASGD vs torch.optim: the same small model (copied
+"""Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD and Adafactor vs torch.optim: the same small model (copied
 weights) trained on the same batches in both libraries gives the same parameters and state; state
 dicts have torch's keys and round-trip; bad arguments raise torch's errors."""
 import io
@@ -27,6 +27,9 @@ CONFIGS = {
     "ASGD": [dict(), dict(lr=0.05, lambd=1e-2, alpha=0.5, t0=3), dict(lr=0.05, weight_decay=0.1, t0=0),
              dict(lr=0.05, maximize=True)],
 }
+CONFIGS["Adafactor"] = [  # the weights' second moments are factored, the biases' kept whole
+    dict(), dict(lr=0.05, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=2.0), dict(lr=0.02, weight_decay=0.1),
+    dict(lr=0.03, maximize=True), dict(lr=2.0)]   # lr above 1/sqrt(t): the relative step size takes over
 CASES = [(name, i) for name, cfgs in CONFIGS.items() for i in range(len(cfgs))]
 
 
@@ -135,6 +138,10 @@ BAD_ARGUMENTS = [
     ("Rprop", dict(lr=-1)), ("Rprop", dict(etas=(1.0, 1.2))), ("Rprop", dict(etas=(0.5, 1.0))),
     ("Rprop", dict(etas=(0.0, 2.0))),
     ("ASGD", dict(lr=-1)), ("ASGD", dict(weight_decay=-1)),
+    ("Adafactor", dict(lr=-1)), ("Adafactor", dict(beta2_decay=0.5)), ("Adafactor", dict(eps=(-1.0, 1e-3))),
+    ("Adafactor", dict(eps=(None, -1e-3))), ("Adafactor", dict(d=0.5)), ("Adafactor", dict(weight_decay=-1)),
+    ("SparseAdam", dict(lr=0.0)), ("SparseAdam", dict(eps=0.0)), ("SparseAdam", dict(betas=(1.0, 0.9))),
+    ("SparseAdam", dict(betas=(0.9, 1.0))),
 ]
 
 
@@ -241,3 +248,81 @@ def test_lbfgs_optimal_start_and_errors_like_torch():
         opt = lib.optim.LBFGS([p], line_search_fn="wolfe")
         with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
             opt.step(lambda: (p * p).sum().backward() or (p * p).sum())
+
+
+# -- SparseAdam: ember's gradients are dense, which SparseAdam refuses as torch does ------------------
+def test_sparse_adam_refuses_dense_gradients_like_torch():
+    e_model, t_model = _models()
+    e_opt, t_opt = ember.optim.SparseAdam(e_model.parameters()), torch.optim.SparseAdam(t_model.parameters())
+    assert e_opt.defaults == t_opt.defaults
+    assert e_opt.state_dict()["param_groups"] == t_opt.state_dict()["param_groups"]
+    before = [p.detach().clone() for p in e_model.parameters()]
+    x, y = _batches(1)[0]
+    for lib, model, opt in ((torch, t_model, t_opt), (ember, e_model, e_opt)):
+        ((model(lib.tensor(x)) - lib.tensor(y)) ** 2).mean().backward()
+        with pytest.raises(RuntimeError, match="SparseAdam does not support dense gradients"):
+            opt.step()
+    for p, b in zip(e_model.parameters(), before):
+        np.testing.assert_array_equal(p.detach().numpy(), b.numpy())
+    assert not e_opt.state
+
+
+def test_sparse_adam_refuses_complex_parameters_like_torch():
+    with pytest.raises(ValueError) as t_info:
+        torch.optim.SparseAdam([torch.zeros(2), torch.zeros(2, dtype=torch.complex64)])
+    with pytest.raises(ValueError) as e_info:
+        ember.optim.SparseAdam([ember.zeros(2), ember.zeros(2, dtype=ember.complex64)])
+    assert str(e_info.value) == str(t_info.value)
+
+
+def test_every_torch_optimizer_exists():
+    """Every optimizer class torch.optim exports."""
+    names = {n for n in dir(torch.optim) if isinstance(getattr(torch.optim, n), type)
+             and issubclass(getattr(torch.optim, n), torch.optim.Optimizer) and n != "Optimizer"}
+    missing = sorted(n for n in names if not hasattr(ember.optim, n))
+    assert missing == [], missing
+
+
+# -- Muon: orthogonalized momentum on 2-D weights, computed in bfloat16 as torch does ------------------
+MUON_CONFIGS = [dict(), dict(lr=0.02, nesterov=False), dict(lr=0.01, adjust_lr_fn="match_rms_adamw", momentum=0.8),
+                dict(lr=0.01, weight_decay=0.0, ns_steps=3, adjust_lr_fn="original")]
+
+
+@pytest.mark.parametrize("cfg", MUON_CONFIGS)
+def test_muon_matches_torch(cfg):
+    """Weights only (Muon refuses 1-D parameters). The Newton-Schulz iterations run in bfloat16, where a
+    different summation order in a matmul moves the last bit, so parameters are compared to 2% of
+    how far training moved them."""
+    torch.manual_seed(0)
+    t_model = torch.nn.Sequential(torch.nn.Linear(4, 6, bias=False), torch.nn.Tanh(), torch.nn.Linear(6, 2, bias=False))
+    e_model = ember.nn.Sequential(ember.nn.Linear(4, 6, bias=False), ember.nn.Tanh(), ember.nn.Linear(6, 2, bias=False))
+    with ember.no_grad():
+        for e, t in zip(e_model.parameters(), t_model.parameters()):
+            e.copy_(ember.tensor(t.detach().numpy().copy()))
+    start = [t.detach().clone() for t in t_model.parameters()]
+    e_opt, t_opt = ember.optim.Muon(e_model.parameters(), **cfg), torch.optim.Muon(t_model.parameters(), **cfg)
+    batches = [(x.astype(np.float32), y.astype(np.float32)) for x, y in _batches()]
+    _train(ember, e_model, e_opt, batches)
+    _train(torch, t_model, t_opt, batches)
+    for e, t, s in zip(e_model.parameters(), t_model.parameters(), start):
+        moved = float((t.detach() - s).abs().max())
+        assert moved > 0
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), atol=0.02 * moved, rtol=0)
+    es, ts = e_opt.state_dict(), t_opt.state_dict()
+    assert es["param_groups"] == ts["param_groups"]
+    assert [list(v) for v in es["state"].values()] == [list(v) for v in ts["state"].values()]
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.optim.Muon([lib.zeros(2, 2, requires_grad=True)], lr=-1),
+    lambda lib: lib.optim.Muon([lib.zeros(2, 2, requires_grad=True)], momentum=-0.5),
+    lambda lib: lib.optim.Muon([lib.zeros(2, 2, requires_grad=True)], weight_decay=-0.1),
+    lambda lib: lib.optim.Muon([lib.zeros(2, 2, requires_grad=True)], adjust_lr_fn="spectral"),
+    lambda lib: lib.optim.Muon([lib.zeros(3, requires_grad=True)]),
+])
+def test_muon_bad_arguments_raise_like_torch(make):
+    with pytest.raises(Exception) as t_info:
+        make(torch)
+    with pytest.raises(type(t_info.value)) as e_info:
+        make(ember)
+    assert str(e_info.value).replace("ember.Size", "torch.Size") == str(t_info.value)

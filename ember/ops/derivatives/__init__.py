@@ -11,6 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 
 FAMILIES = ("pointwise", "activation", "reduction", "shape", "indexing", "linalg", "conv", "nn", "misc",
+            "special_functions",
             "functionalization")
 
 

@@ -1,8 +1,8 @@
 """The operator table: one `Op` row per operator, by family. `register_all()` turns every row
 into dispatcher operators and Python bindings (see ember/ops/registry.py).
 
-A family module has ``OPS`` (the rows) and may have ``PYTHON_FUNCTIONS`` ({namespace: {name: fn}})
-and ``PYTHON_METHODS`` ({name: fn}) for Python-level API that is not an operator, or that only
+A family module has ``OPS`` (the rows) and may have ``PYTHON_FUNCTIONS`` ({namespace: {name: fn}}),
+``PYTHON_METHODS`` ({name: fn}) and ``TENSOR_ATTRIBUTES`` (set on Tensor only, outside the op language) for Python-level API that is not an operator, or that only
 parses arguments before calling operators (``ember.manual_seed``, ``Tensor.__getitem__`` ...).
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 
 FAMILIES = ("conversion", "pointwise", "activation", "comparison", "reduction", "shape", "indexing",
-            "creation", "linalg", "conv", "nn", "functionalization")
+            "creation", "linalg", "conv", "nn", "functionalization", "special_functions", "composite_math", "tensor_methods", "counting")
 
 
 def register_all() -> None:
@@ -28,6 +28,8 @@ def register_all() -> None:
                 export(namespace, name, fns[name])
         for name, fn in getattr(module, "PYTHON_METHODS", {}).items():
             METHODS[name] = fn
+            setattr(Tensor, name, fn)
+        for name, fn in getattr(module, "TENSOR_ATTRIBUTES", {}).items():   # not methods of the op language
             setattr(Tensor, name, fn)
     from .dunders import install
     install(Tensor, METHODS)

@@ -47,7 +47,7 @@ def _scatter(name, view_kernel):
 def _scatter_row(schema, view_kernel):
     name = schema.split("(", 1)[0].split(".")[0]
     kernel = _scatter(name, view_kernel)
-    return Op(schema, cpu=kernel, meta=kernel, variants="function")
+    return Op(schema, cpu=kernel, meta=kernel)
 
 
 SCATTER_OPS = [

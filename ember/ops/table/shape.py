@@ -50,6 +50,8 @@ OPS = [
     _inplace_view("squeeze_.dim(Tensor(a!) self, int dim) -> Tensor(a!)", v.squeeze_dims),
     _inplace_view("squeeze_.dims(Tensor(a!) self, int[] dim) -> Tensor(a!)", v.squeeze_dims),
     _inplace_view("unsqueeze_(Tensor(a!) self, int dim) -> Tensor(a!)", v.unsqueeze),
+    _inplace_view("as_strided_(Tensor(a!) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
+                  "-> Tensor(a!)", v.as_strided),
 
     _view_op("expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)", v.expand,
              variants="method", varargs=True),
