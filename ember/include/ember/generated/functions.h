@@ -4,6 +4,8 @@
 
 template <class... A> at::Tensor abs(A&&... a) { return detail::call_function<at::Tensor>("abs", std::forward<A>(a)...); }
 template <class... A> at::Tensor abs_(A&&... a) { return detail::call_function<at::Tensor>("abs_", std::forward<A>(a)...); }
+template <class... A> at::Tensor absolute(A&&... a) { return detail::call_function<at::Tensor>("absolute", std::forward<A>(a)...); }
+template <class... A> at::Tensor absolute_(A&&... a) { return detail::call_function<at::Tensor>("absolute_", std::forward<A>(a)...); }
 template <class... A> at::Tensor acos(A&&... a) { return detail::call_function<at::Tensor>("acos", std::forward<A>(a)...); }
 template <class... A> at::Tensor acos_(A&&... a) { return detail::call_function<at::Tensor>("acos_", std::forward<A>(a)...); }
 template <class... A> at::Tensor acosh(A&&... a) { return detail::call_function<at::Tensor>("acosh", std::forward<A>(a)...); }
@@ -87,6 +89,7 @@ template <class... A> at::Tensor batch_norm(A&&... a) { return detail::call_func
 template <class... A> at::Tensor bernoulli(A&&... a) { return detail::call_function<at::Tensor>("bernoulli", std::forward<A>(a)...); }
 template <class... A> at::Tensor bilinear(A&&... a) { return detail::call_function<at::Tensor>("bilinear", std::forward<A>(a)...); }
 template <class... A> at::Tensor binary_cross_entropy_with_logits(A&&... a) { return detail::call_function<at::Tensor>("binary_cross_entropy_with_logits", std::forward<A>(a)...); }
+template <class... A> at::Tensor bincount(A&&... a) { return detail::call_function<at::Tensor>("bincount", std::forward<A>(a)...); }
 template <class... A> at::Tensor bitwise_and(A&&... a) { return detail::call_function<at::Tensor>("bitwise_and", std::forward<A>(a)...); }
 template <class... A> at::Tensor bitwise_and_(A&&... a) { return detail::call_function<at::Tensor>("bitwise_and_", std::forward<A>(a)...); }
 template <class... A> at::Tensor bitwise_left_shift(A&&... a) { return detail::call_function<at::Tensor>("bitwise_left_shift", std::forward<A>(a)...); }
@@ -111,6 +114,8 @@ template <class... A> at::Tensor ceil_(A&&... a) { return detail::call_function<
 template <class... A> at::Tensor celu(A&&... a) { return detail::call_function<at::Tensor>("celu", std::forward<A>(a)...); }
 template <class... A> at::Tensor celu_(A&&... a) { return detail::call_function<at::Tensor>("celu_", std::forward<A>(a)...); }
 template <class... A> at::Tensor cholesky(A&&... a) { return detail::call_function<at::Tensor>("cholesky", std::forward<A>(a)...); }
+template <class... A> at::Tensor cholesky_inverse(A&&... a) { return detail::call_function<at::Tensor>("cholesky_inverse", std::forward<A>(a)...); }
+template <class... A> at::Tensor cholesky_solve(A&&... a) { return detail::call_function<at::Tensor>("cholesky_solve", std::forward<A>(a)...); }
 template <class... A> std::vector<at::Tensor> chunk(A&&... a) { return detail::call_function<std::vector<at::Tensor>>("chunk", std::forward<A>(a)...); }
 template <class... A> at::Tensor clamp(A&&... a) { return detail::call_function<at::Tensor>("clamp", std::forward<A>(a)...); }
 template <class... A> at::Tensor clamp_(A&&... a) { return detail::call_function<at::Tensor>("clamp_", std::forward<A>(a)...); }
@@ -140,6 +145,7 @@ template <class... A> at::Tensor conv_transpose1d(A&&... a) { return detail::cal
 template <class... A> at::Tensor conv_transpose2d(A&&... a) { return detail::call_function<at::Tensor>("conv_transpose2d", std::forward<A>(a)...); }
 template <class... A> at::Tensor copysign(A&&... a) { return detail::call_function<at::Tensor>("copysign", std::forward<A>(a)...); }
 template <class... A> at::Tensor copysign_(A&&... a) { return detail::call_function<at::Tensor>("copysign_", std::forward<A>(a)...); }
+template <class... A> at::Tensor corrcoef(A&&... a) { return detail::call_function<at::Tensor>("corrcoef", std::forward<A>(a)...); }
 template <class... A> at::Tensor cos(A&&... a) { return detail::call_function<at::Tensor>("cos", std::forward<A>(a)...); }
 template <class... A> at::Tensor cos_(A&&... a) { return detail::call_function<at::Tensor>("cos_", std::forward<A>(a)...); }
 template <class... A> at::Tensor cosh(A&&... a) { return detail::call_function<at::Tensor>("cosh", std::forward<A>(a)...); }
@@ -147,6 +153,7 @@ template <class... A> at::Tensor cosh_(A&&... a) { return detail::call_function<
 template <class... A> at::Tensor cosine_similarity(A&&... a) { return detail::call_function<at::Tensor>("cosine_similarity", std::forward<A>(a)...); }
 template <class... A> at::Tensor count_nonzero(A&&... a) { return detail::call_function<at::Tensor>("count_nonzero", std::forward<A>(a)...); }
 template <class... A> at::Tensor count_nonzero(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<at::Tensor>("count_nonzero", std::vector<int64_t>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor cov(A&&... a) { return detail::call_function<at::Tensor>("cov", std::forward<A>(a)...); }
 template <class... A> at::Tensor cross(A&&... a) { return detail::call_function<at::Tensor>("cross", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> cummax(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor>>("cummax", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> cummin(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor>>("cummin", std::forward<A>(a)...); }
@@ -163,6 +170,10 @@ template <class... A> at::Tensor diag_embed(A&&... a) { return detail::call_func
 template <class... A> at::Tensor diagflat(A&&... a) { return detail::call_function<at::Tensor>("diagflat", std::forward<A>(a)...); }
 template <class... A> at::Tensor diagonal(A&&... a) { return detail::call_function<at::Tensor>("diagonal", std::forward<A>(a)...); }
 template <class... A> at::Tensor diagonal_scatter(A&&... a) { return detail::call_function<at::Tensor>("diagonal_scatter", std::forward<A>(a)...); }
+template <class... A> at::Tensor diff(A&&... a) { return detail::call_function<at::Tensor>("diff", std::forward<A>(a)...); }
+template <class... A> at::Tensor digamma(A&&... a) { return detail::call_function<at::Tensor>("digamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor digamma_(A&&... a) { return detail::call_function<at::Tensor>("digamma_", std::forward<A>(a)...); }
+template <class... A> at::Tensor dist(A&&... a) { return detail::call_function<at::Tensor>("dist", std::forward<A>(a)...); }
 template <class... A> at::Tensor div(A&&... a) { return detail::call_function<at::Tensor>("div", std::forward<A>(a)...); }
 template <class... A> at::Tensor div_(A&&... a) { return detail::call_function<at::Tensor>("div_", std::forward<A>(a)...); }
 template <class... A> at::Tensor divide(A&&... a) { return detail::call_function<at::Tensor>("divide", std::forward<A>(a)...); }
@@ -219,8 +230,11 @@ template <class... A> at::Tensor fmod(A&&... a) { return detail::call_function<a
 template <class... A> at::Tensor fmod_(A&&... a) { return detail::call_function<at::Tensor>("fmod_", std::forward<A>(a)...); }
 template <class... A> at::Tensor frac(A&&... a) { return detail::call_function<at::Tensor>("frac", std::forward<A>(a)...); }
 template <class... A> at::Tensor frac_(A&&... a) { return detail::call_function<at::Tensor>("frac_", std::forward<A>(a)...); }
+template <class... A> std::tuple<at::Tensor, at::Tensor> frexp(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor>>("frexp", std::forward<A>(a)...); }
 template <class... A> at::Tensor full_like(A&&... a) { return detail::call_function<at::Tensor>("full_like", std::forward<A>(a)...); }
 template <class... A> at::Tensor gather(A&&... a) { return detail::call_function<at::Tensor>("gather", std::forward<A>(a)...); }
+template <class... A> at::Tensor gcd(A&&... a) { return detail::call_function<at::Tensor>("gcd", std::forward<A>(a)...); }
+template <class... A> at::Tensor gcd_(A&&... a) { return detail::call_function<at::Tensor>("gcd_", std::forward<A>(a)...); }
 template <class... A> at::Tensor ge(A&&... a) { return detail::call_function<at::Tensor>("ge", std::forward<A>(a)...); }
 template <class... A> at::Tensor ge_(A&&... a) { return detail::call_function<at::Tensor>("ge_", std::forward<A>(a)...); }
 template <class... A> at::Tensor ger(A&&... a) { return detail::call_function<at::Tensor>("ger", std::forward<A>(a)...); }
@@ -232,13 +246,22 @@ template <class... A> at::Tensor group_norm(A&&... a) { return detail::call_func
 template <class... A> at::Tensor gt(A&&... a) { return detail::call_function<at::Tensor>("gt", std::forward<A>(a)...); }
 template <class... A> at::Tensor gt_(A&&... a) { return detail::call_function<at::Tensor>("gt_", std::forward<A>(a)...); }
 template <class... A> at::Tensor hardshrink(A&&... a) { return detail::call_function<at::Tensor>("hardshrink", std::forward<A>(a)...); }
+template <class... A> at::Tensor heaviside(A&&... a) { return detail::call_function<at::Tensor>("heaviside", std::forward<A>(a)...); }
+template <class... A> at::Tensor heaviside_(A&&... a) { return detail::call_function<at::Tensor>("heaviside_", std::forward<A>(a)...); }
 template <class... A> at::Tensor histc(A&&... a) { return detail::call_function<at::Tensor>("histc", std::forward<A>(a)...); }
+template <class... A> std::tuple<at::Tensor, at::Tensor> histogram(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor>>("histogram", std::forward<A>(a)...); }
 template <class... A> std::vector<at::Tensor> hsplit(A&&... a) { return detail::call_function<std::vector<at::Tensor>>("hsplit", std::forward<A>(a)...); }
 template <class... A> std::vector<at::Tensor> hsplit(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<std::vector<at::Tensor>>("hsplit", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor hstack(A&&... a) { return detail::call_function<at::Tensor>("hstack", std::forward<A>(a)...); }
 template <class... A> at::Tensor hstack(std::initializer_list<at::Tensor> l, A&&... a) { return detail::call_function<at::Tensor>("hstack", std::vector<at::Tensor>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor hypot(A&&... a) { return detail::call_function<at::Tensor>("hypot", std::forward<A>(a)...); }
 template <class... A> at::Tensor hypot_(A&&... a) { return detail::call_function<at::Tensor>("hypot_", std::forward<A>(a)...); }
+template <class... A> at::Tensor i0(A&&... a) { return detail::call_function<at::Tensor>("i0", std::forward<A>(a)...); }
+template <class... A> at::Tensor i0_(A&&... a) { return detail::call_function<at::Tensor>("i0_", std::forward<A>(a)...); }
+template <class... A> at::Tensor igamma(A&&... a) { return detail::call_function<at::Tensor>("igamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor igamma_(A&&... a) { return detail::call_function<at::Tensor>("igamma_", std::forward<A>(a)...); }
+template <class... A> at::Tensor igammac(A&&... a) { return detail::call_function<at::Tensor>("igammac", std::forward<A>(a)...); }
+template <class... A> at::Tensor igammac_(A&&... a) { return detail::call_function<at::Tensor>("igammac_", std::forward<A>(a)...); }
 template <class... A> at::Tensor imag(A&&... a) { return detail::call_function<at::Tensor>("imag", std::forward<A>(a)...); }
 template <class... A> at::Tensor index(A&&... a) { return detail::call_function<at::Tensor>("index", std::forward<A>(a)...); }
 template <class... A> at::Tensor index(std::initializer_list<at::Tensor> l, A&&... a) { return detail::call_function<at::Tensor>("index", std::vector<at::Tensor>(l), std::forward<A>(a)...); }
@@ -250,10 +273,15 @@ template <class... A> at::Tensor index_put(A&&... a) { return detail::call_funct
 template <class... A> at::Tensor index_put(std::initializer_list<at::Tensor> l, A&&... a) { return detail::call_function<at::Tensor>("index_put", std::vector<at::Tensor>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor index_put_(A&&... a) { return detail::call_function<at::Tensor>("index_put_", std::forward<A>(a)...); }
 template <class... A> at::Tensor index_put_(std::initializer_list<at::Tensor> l, A&&... a) { return detail::call_function<at::Tensor>("index_put_", std::vector<at::Tensor>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor index_reduce(A&&... a) { return detail::call_function<at::Tensor>("index_reduce", std::forward<A>(a)...); }
+template <class... A> at::Tensor index_reduce_(A&&... a) { return detail::call_function<at::Tensor>("index_reduce_", std::forward<A>(a)...); }
 template <class... A> at::Tensor index_select(A&&... a) { return detail::call_function<at::Tensor>("index_select", std::forward<A>(a)...); }
 template <class... A> at::Tensor inner(A&&... a) { return detail::call_function<at::Tensor>("inner", std::forward<A>(a)...); }
 template <class... A> at::Tensor instance_norm(A&&... a) { return detail::call_function<at::Tensor>("instance_norm", std::forward<A>(a)...); }
 template <class... A> at::Tensor inverse(A&&... a) { return detail::call_function<at::Tensor>("inverse", std::forward<A>(a)...); }
+template <class... A> bool is_neg(A&&... a) { return detail::call_function<bool>("is_neg", std::forward<A>(a)...); }
+template <class... A> bool is_nonzero(A&&... a) { return detail::call_function<bool>("is_nonzero", std::forward<A>(a)...); }
+template <class... A> bool is_same_size(A&&... a) { return detail::call_function<bool>("is_same_size", std::forward<A>(a)...); }
 template <class... A> at::Tensor isclose(A&&... a) { return detail::call_function<at::Tensor>("isclose", std::forward<A>(a)...); }
 template <class... A> at::Tensor isfinite(A&&... a) { return detail::call_function<at::Tensor>("isfinite", std::forward<A>(a)...); }
 template <class... A> at::Tensor isinf(A&&... a) { return detail::call_function<at::Tensor>("isinf", std::forward<A>(a)...); }
@@ -265,6 +293,10 @@ template <class... A> at::Tensor kl_div(A&&... a) { return detail::call_function
 template <class... A> at::Tensor kron(A&&... a) { return detail::call_function<at::Tensor>("kron", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> kthvalue(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor>>("kthvalue", std::forward<A>(a)...); }
 template <class... A> at::Tensor layer_norm(A&&... a) { return detail::call_function<at::Tensor>("layer_norm", std::forward<A>(a)...); }
+template <class... A> at::Tensor lcm(A&&... a) { return detail::call_function<at::Tensor>("lcm", std::forward<A>(a)...); }
+template <class... A> at::Tensor lcm_(A&&... a) { return detail::call_function<at::Tensor>("lcm_", std::forward<A>(a)...); }
+template <class... A> at::Tensor ldexp(A&&... a) { return detail::call_function<at::Tensor>("ldexp", std::forward<A>(a)...); }
+template <class... A> at::Tensor ldexp_(A&&... a) { return detail::call_function<at::Tensor>("ldexp_", std::forward<A>(a)...); }
 template <class... A> at::Tensor le(A&&... a) { return detail::call_function<at::Tensor>("le", std::forward<A>(a)...); }
 template <class... A> at::Tensor le_(A&&... a) { return detail::call_function<at::Tensor>("le_", std::forward<A>(a)...); }
 template <class... A> at::Tensor lerp(A&&... a) { return detail::call_function<at::Tensor>("lerp", std::forward<A>(a)...); }
@@ -273,6 +305,8 @@ template <class... A> at::Tensor less(A&&... a) { return detail::call_function<a
 template <class... A> at::Tensor less_(A&&... a) { return detail::call_function<at::Tensor>("less_", std::forward<A>(a)...); }
 template <class... A> at::Tensor less_equal(A&&... a) { return detail::call_function<at::Tensor>("less_equal", std::forward<A>(a)...); }
 template <class... A> at::Tensor less_equal_(A&&... a) { return detail::call_function<at::Tensor>("less_equal_", std::forward<A>(a)...); }
+template <class... A> at::Tensor lgamma(A&&... a) { return detail::call_function<at::Tensor>("lgamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor lgamma_(A&&... a) { return detail::call_function<at::Tensor>("lgamma_", std::forward<A>(a)...); }
 template <class... A> at::Tensor linspace(A&&... a) { return detail::call_function<at::Tensor>("linspace", std::forward<A>(a)...); }
 template <class... A> at::Tensor log(A&&... a) { return detail::call_function<at::Tensor>("log", std::forward<A>(a)...); }
 template <class... A> at::Tensor log10(A&&... a) { return detail::call_function<at::Tensor>("log10", std::forward<A>(a)...); }
@@ -295,6 +329,8 @@ template <class... A> at::Tensor logical_or(A&&... a) { return detail::call_func
 template <class... A> at::Tensor logical_or_(A&&... a) { return detail::call_function<at::Tensor>("logical_or_", std::forward<A>(a)...); }
 template <class... A> at::Tensor logical_xor(A&&... a) { return detail::call_function<at::Tensor>("logical_xor", std::forward<A>(a)...); }
 template <class... A> at::Tensor logical_xor_(A&&... a) { return detail::call_function<at::Tensor>("logical_xor_", std::forward<A>(a)...); }
+template <class... A> at::Tensor logit(A&&... a) { return detail::call_function<at::Tensor>("logit", std::forward<A>(a)...); }
+template <class... A> at::Tensor logit_(A&&... a) { return detail::call_function<at::Tensor>("logit_", std::forward<A>(a)...); }
 template <class... A> at::Tensor logspace(A&&... a) { return detail::call_function<at::Tensor>("logspace", std::forward<A>(a)...); }
 template <class... A> at::Tensor logsumexp(A&&... a) { return detail::call_function<at::Tensor>("logsumexp", std::forward<A>(a)...); }
 template <class... A> at::Tensor logsumexp(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<at::Tensor>("logsumexp", std::vector<int64_t>(l), std::forward<A>(a)...); }
@@ -304,6 +340,7 @@ template <class... A> at::Tensor masked_fill(A&&... a) { return detail::call_fun
 template <class... A> at::Tensor masked_scatter(A&&... a) { return detail::call_function<at::Tensor>("masked_scatter", std::forward<A>(a)...); }
 template <class... A> at::Tensor masked_select(A&&... a) { return detail::call_function<at::Tensor>("masked_select", std::forward<A>(a)...); }
 template <class... A> at::Tensor matmul(A&&... a) { return detail::call_function<at::Tensor>("matmul", std::forward<A>(a)...); }
+template <class... A> at::Tensor matrix_exp(A&&... a) { return detail::call_function<at::Tensor>("matrix_exp", std::forward<A>(a)...); }
 template <class... A> at::Tensor matrix_power(A&&... a) { return detail::call_function<at::Tensor>("matrix_power", std::forward<A>(a)...); }
 template <class... A> at::IValue max(A&&... a) { return detail::call_function<at::IValue>("max", std::forward<A>(a)...); }
 template <class... A> at::Tensor max_pool1d(A&&... a) { return detail::call_function<at::Tensor>("max_pool1d", std::forward<A>(a)...); }
@@ -331,6 +368,8 @@ template <class... A> at::Tensor multinomial(A&&... a) { return detail::call_fun
 template <class... A> at::Tensor multiply(A&&... a) { return detail::call_function<at::Tensor>("multiply", std::forward<A>(a)...); }
 template <class... A> at::Tensor multiply_(A&&... a) { return detail::call_function<at::Tensor>("multiply_", std::forward<A>(a)...); }
 template <class... A> at::Tensor mv(A&&... a) { return detail::call_function<at::Tensor>("mv", std::forward<A>(a)...); }
+template <class... A> at::Tensor mvlgamma(A&&... a) { return detail::call_function<at::Tensor>("mvlgamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor mvlgamma_(A&&... a) { return detail::call_function<at::Tensor>("mvlgamma_", std::forward<A>(a)...); }
 template <class... A> at::Tensor nan_to_num(A&&... a) { return detail::call_function<at::Tensor>("nan_to_num", std::forward<A>(a)...); }
 template <class... A> at::Tensor nan_to_num_(A&&... a) { return detail::call_function<at::Tensor>("nan_to_num_", std::forward<A>(a)...); }
 template <class... A> at::Tensor nanmean(A&&... a) { return detail::call_function<at::Tensor>("nanmean", std::forward<A>(a)...); }
@@ -340,14 +379,18 @@ template <class... A> at::Tensor nanquantile(A&&... a) { return detail::call_fun
 template <class... A> at::Tensor nansum(A&&... a) { return detail::call_function<at::Tensor>("nansum", std::forward<A>(a)...); }
 template <class... A> at::Tensor nansum(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<at::Tensor>("nansum", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor narrow(A&&... a) { return detail::call_function<at::Tensor>("narrow", std::forward<A>(a)...); }
+template <class... A> at::Tensor narrow_copy(A&&... a) { return detail::call_function<at::Tensor>("narrow_copy", std::forward<A>(a)...); }
 template <class... A> at::Tensor ne(A&&... a) { return detail::call_function<at::Tensor>("ne", std::forward<A>(a)...); }
 template <class... A> at::Tensor ne_(A&&... a) { return detail::call_function<at::Tensor>("ne_", std::forward<A>(a)...); }
 template <class... A> at::Tensor neg(A&&... a) { return detail::call_function<at::Tensor>("neg", std::forward<A>(a)...); }
 template <class... A> at::Tensor neg_(A&&... a) { return detail::call_function<at::Tensor>("neg_", std::forward<A>(a)...); }
 template <class... A> at::Tensor negative(A&&... a) { return detail::call_function<at::Tensor>("negative", std::forward<A>(a)...); }
 template <class... A> at::Tensor negative_(A&&... a) { return detail::call_function<at::Tensor>("negative_", std::forward<A>(a)...); }
+template <class... A> at::Tensor nextafter(A&&... a) { return detail::call_function<at::Tensor>("nextafter", std::forward<A>(a)...); }
+template <class... A> at::Tensor nextafter_(A&&... a) { return detail::call_function<at::Tensor>("nextafter_", std::forward<A>(a)...); }
 template <class... A> at::Tensor nonzero(A&&... a) { return detail::call_function<at::Tensor>("nonzero", std::forward<A>(a)...); }
 template <class... A> std::vector<at::Tensor> nonzero_numpy(A&&... a) { return detail::call_function<std::vector<at::Tensor>>("nonzero_numpy", std::forward<A>(a)...); }
+template <class... A> at::Tensor nonzero_static(A&&... a) { return detail::call_function<at::Tensor>("nonzero_static", std::forward<A>(a)...); }
 template <class... A> at::Tensor norm(A&&... a) { return detail::call_function<at::Tensor>("norm", std::forward<A>(a)...); }
 template <class... A> at::Tensor normal(A&&... a) { return detail::call_function<at::Tensor>("normal", std::forward<A>(a)...); }
 template <class... A> at::Tensor not_equal(A&&... a) { return detail::call_function<at::Tensor>("not_equal", std::forward<A>(a)...); }
@@ -361,6 +404,7 @@ template <class... A> at::Tensor pinverse(A&&... a) { return detail::call_functi
 template <class... A> at::Tensor pixel_shuffle(A&&... a) { return detail::call_function<at::Tensor>("pixel_shuffle", std::forward<A>(a)...); }
 template <class... A> at::Tensor pixel_unshuffle(A&&... a) { return detail::call_function<at::Tensor>("pixel_unshuffle", std::forward<A>(a)...); }
 template <class... A> at::Tensor polar(A&&... a) { return detail::call_function<at::Tensor>("polar", std::forward<A>(a)...); }
+template <class... A> at::Tensor polygamma(A&&... a) { return detail::call_function<at::Tensor>("polygamma", std::forward<A>(a)...); }
 template <class... A> at::Tensor positive(A&&... a) { return detail::call_function<at::Tensor>("positive", std::forward<A>(a)...); }
 template <class... A> at::Tensor pow(A&&... a) { return detail::call_function<at::Tensor>("pow", std::forward<A>(a)...); }
 template <class... A> at::Tensor pow_(A&&... a) { return detail::call_function<at::Tensor>("pow_", std::forward<A>(a)...); }
@@ -384,10 +428,13 @@ template <class... A> at::Tensor relu(A&&... a) { return detail::call_function<a
 template <class... A> at::Tensor relu_(A&&... a) { return detail::call_function<at::Tensor>("relu_", std::forward<A>(a)...); }
 template <class... A> at::Tensor remainder(A&&... a) { return detail::call_function<at::Tensor>("remainder", std::forward<A>(a)...); }
 template <class... A> at::Tensor remainder_(A&&... a) { return detail::call_function<at::Tensor>("remainder_", std::forward<A>(a)...); }
+template <class... A> at::Tensor renorm(A&&... a) { return detail::call_function<at::Tensor>("renorm", std::forward<A>(a)...); }
+template <class... A> at::Tensor renorm_(A&&... a) { return detail::call_function<at::Tensor>("renorm_", std::forward<A>(a)...); }
 template <class... A> at::Tensor repeat_interleave(A&&... a) { return detail::call_function<at::Tensor>("repeat_interleave", std::forward<A>(a)...); }
 template <class... A> at::Tensor reshape(A&&... a) { return detail::call_function<at::Tensor>("reshape", std::forward<A>(a)...); }
 template <class... A> at::Tensor reshape(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<at::Tensor>("reshape", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor resolve_conj(A&&... a) { return detail::call_function<at::Tensor>("resolve_conj", std::forward<A>(a)...); }
+template <class... A> at::Tensor resolve_neg(A&&... a) { return detail::call_function<at::Tensor>("resolve_neg", std::forward<A>(a)...); }
 template <class... A> at::Tensor rms_norm(A&&... a) { return detail::call_function<at::Tensor>("rms_norm", std::forward<A>(a)...); }
 template <class... A> at::Tensor roll(A&&... a) { return detail::call_function<at::Tensor>("roll", std::forward<A>(a)...); }
 template <class... A> at::Tensor roll(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<at::Tensor>("roll", std::vector<int64_t>(l), std::forward<A>(a)...); }
@@ -415,6 +462,8 @@ template <class... A> at::Tensor sign_(A&&... a) { return detail::call_function<
 template <class... A> at::Tensor signbit(A&&... a) { return detail::call_function<at::Tensor>("signbit", std::forward<A>(a)...); }
 template <class... A> at::Tensor sin(A&&... a) { return detail::call_function<at::Tensor>("sin", std::forward<A>(a)...); }
 template <class... A> at::Tensor sin_(A&&... a) { return detail::call_function<at::Tensor>("sin_", std::forward<A>(a)...); }
+template <class... A> at::Tensor sinc(A&&... a) { return detail::call_function<at::Tensor>("sinc", std::forward<A>(a)...); }
+template <class... A> at::Tensor sinc_(A&&... a) { return detail::call_function<at::Tensor>("sinc_", std::forward<A>(a)...); }
 template <class... A> at::Tensor sinh(A&&... a) { return detail::call_function<at::Tensor>("sinh", std::forward<A>(a)...); }
 template <class... A> at::Tensor sinh_(A&&... a) { return detail::call_function<at::Tensor>("sinh_", std::forward<A>(a)...); }
 template <class... A> at::Tensor slice(A&&... a) { return detail::call_function<at::Tensor>("slice", std::forward<A>(a)...); }
@@ -464,6 +513,7 @@ template <class... A> at::Tensor tile(std::initializer_list<int64_t> l, A&&... a
 template <class... A> std::tuple<at::Tensor, at::Tensor> topk(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor>>("topk", std::forward<A>(a)...); }
 template <class... A> at::Tensor trace(A&&... a) { return detail::call_function<at::Tensor>("trace", std::forward<A>(a)...); }
 template <class... A> at::Tensor transpose(A&&... a) { return detail::call_function<at::Tensor>("transpose", std::forward<A>(a)...); }
+template <class... A> std::tuple<at::Tensor, at::Tensor> triangular_solve(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor>>("triangular_solve", std::forward<A>(a)...); }
 template <class... A> at::Tensor tril(A&&... a) { return detail::call_function<at::Tensor>("tril", std::forward<A>(a)...); }
 template <class... A> at::Tensor tril_(A&&... a) { return detail::call_function<at::Tensor>("tril_", std::forward<A>(a)...); }
 template <class... A> at::Tensor tril_indices(A&&... a) { return detail::call_function<at::Tensor>("tril_indices", std::forward<A>(a)...); }
@@ -477,6 +527,10 @@ template <class... A> at::Tensor trunc_(A&&... a) { return detail::call_function
 template <class... A> std::vector<at::Tensor> unbind(A&&... a) { return detail::call_function<std::vector<at::Tensor>>("unbind", std::forward<A>(a)...); }
 template <class... A> at::Tensor unflatten(A&&... a) { return detail::call_function<at::Tensor>("unflatten", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(A&&... a) { return detail::call_function<std::tuple<at::Tensor, at::Tensor, at::Tensor>>("unique_consecutive", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_chunk(A&&... a) { return detail::call_function<std::vector<at::Tensor>>("unsafe_chunk", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_split(A&&... a) { return detail::call_function<std::vector<at::Tensor>>("unsafe_split", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_split_with_sizes(A&&... a) { return detail::call_function<std::vector<at::Tensor>>("unsafe_split_with_sizes", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_split_with_sizes(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<std::vector<at::Tensor>>("unsafe_split_with_sizes", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor unsqueeze(A&&... a) { return detail::call_function<at::Tensor>("unsqueeze", std::forward<A>(a)...); }
 template <class... A> at::Tensor var(A&&... a) { return detail::call_function<at::Tensor>("var", std::forward<A>(a)...); }
 template <class... A> at::Tensor var(std::initializer_list<int64_t> l, A&&... a) { return detail::call_function<at::Tensor>("var", std::vector<int64_t>(l), std::forward<A>(a)...); }

@@ -4,6 +4,8 @@
 
 template <class... A> at::Tensor abs(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "abs", std::forward<A>(a)...); }
 template <class... A> at::Tensor abs_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "abs_", std::forward<A>(a)...); }
+template <class... A> at::Tensor absolute(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "absolute", std::forward<A>(a)...); }
+template <class... A> at::Tensor absolute_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "absolute_", std::forward<A>(a)...); }
 template <class... A> at::Tensor acos(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "acos", std::forward<A>(a)...); }
 template <class... A> at::Tensor acos_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "acos_", std::forward<A>(a)...); }
 template <class... A> at::Tensor acosh(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "acosh", std::forward<A>(a)...); }
@@ -55,6 +57,9 @@ template <class... A> at::Tensor argsort(A&&... a) const { return detail::call_m
 template <class... A> at::Tensor argwhere(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "argwhere", std::forward<A>(a)...); }
 template <class... A> at::Tensor as_strided(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "as_strided", std::forward<A>(a)...); }
 template <class... A> at::Tensor as_strided(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "as_strided", std::vector<int64_t>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor as_strided_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "as_strided_", std::forward<A>(a)...); }
+template <class... A> at::Tensor as_strided_(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "as_strided_", std::vector<int64_t>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor as_strided_scatter(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "as_strided_scatter", std::forward<A>(a)...); }
 template <class... A> at::Tensor asin(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "asin", std::forward<A>(a)...); }
 template <class... A> at::Tensor asin_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "asin_", std::forward<A>(a)...); }
 template <class... A> at::Tensor asinh(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "asinh", std::forward<A>(a)...); }
@@ -69,6 +74,7 @@ template <class... A> at::Tensor baddbmm(A&&... a) const { return detail::call_m
 template <class... A> at::Tensor baddbmm_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "baddbmm_", std::forward<A>(a)...); }
 template <class... A> at::Tensor bernoulli(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "bernoulli", std::forward<A>(a)...); }
 template <class... A> at::Tensor bernoulli_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "bernoulli_", std::forward<A>(a)...); }
+template <class... A> at::Tensor bincount(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "bincount", std::forward<A>(a)...); }
 template <class... A> at::Tensor bitwise_and(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "bitwise_and", std::forward<A>(a)...); }
 template <class... A> at::Tensor bitwise_and_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "bitwise_and_", std::forward<A>(a)...); }
 template <class... A> at::Tensor bitwise_left_shift(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "bitwise_left_shift", std::forward<A>(a)...); }
@@ -88,6 +94,8 @@ template <class... A> at::Tensor cauchy_(A&&... a) const { return detail::call_m
 template <class... A> at::Tensor ceil(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ceil", std::forward<A>(a)...); }
 template <class... A> at::Tensor ceil_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ceil_", std::forward<A>(a)...); }
 template <class... A> at::Tensor cholesky(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cholesky", std::forward<A>(a)...); }
+template <class... A> at::Tensor cholesky_inverse(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cholesky_inverse", std::forward<A>(a)...); }
+template <class... A> at::Tensor cholesky_solve(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cholesky_solve", std::forward<A>(a)...); }
 template <class... A> std::vector<at::Tensor> chunk(A&&... a) const { return detail::call_method<std::vector<at::Tensor>>(obj_, "chunk", std::forward<A>(a)...); }
 template <class... A> at::Tensor clamp(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "clamp", std::forward<A>(a)...); }
 template <class... A> at::Tensor clamp_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "clamp_", std::forward<A>(a)...); }
@@ -104,12 +112,14 @@ template <class... A> at::Tensor conj_physical_(A&&... a) const { return detail:
 template <class... A> at::Tensor copy_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "copy_", std::forward<A>(a)...); }
 template <class... A> at::Tensor copysign(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "copysign", std::forward<A>(a)...); }
 template <class... A> at::Tensor copysign_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "copysign_", std::forward<A>(a)...); }
+template <class... A> at::Tensor corrcoef(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "corrcoef", std::forward<A>(a)...); }
 template <class... A> at::Tensor cos(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cos", std::forward<A>(a)...); }
 template <class... A> at::Tensor cos_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cos_", std::forward<A>(a)...); }
 template <class... A> at::Tensor cosh(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cosh", std::forward<A>(a)...); }
 template <class... A> at::Tensor cosh_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cosh_", std::forward<A>(a)...); }
 template <class... A> at::Tensor count_nonzero(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "count_nonzero", std::forward<A>(a)...); }
 template <class... A> at::Tensor count_nonzero(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "count_nonzero", std::vector<int64_t>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor cov(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cov", std::forward<A>(a)...); }
 template <class... A> at::Tensor cross(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "cross", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> cummax(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "cummax", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> cummin(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "cummin", std::forward<A>(a)...); }
@@ -125,6 +135,11 @@ template <class... A> at::Tensor diag(A&&... a) const { return detail::call_meth
 template <class... A> at::Tensor diag_embed(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "diag_embed", std::forward<A>(a)...); }
 template <class... A> at::Tensor diagflat(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "diagflat", std::forward<A>(a)...); }
 template <class... A> at::Tensor diagonal(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "diagonal", std::forward<A>(a)...); }
+template <class... A> at::Tensor diagonal_scatter(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "diagonal_scatter", std::forward<A>(a)...); }
+template <class... A> at::Tensor diff(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "diff", std::forward<A>(a)...); }
+template <class... A> at::Tensor digamma(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "digamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor digamma_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "digamma_", std::forward<A>(a)...); }
+template <class... A> at::Tensor dist(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "dist", std::forward<A>(a)...); }
 template <class... A> at::Tensor div(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "div", std::forward<A>(a)...); }
 template <class... A> at::Tensor div_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "div_", std::forward<A>(a)...); }
 template <class... A> at::Tensor divide(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "divide", std::forward<A>(a)...); }
@@ -171,7 +186,10 @@ template <class... A> at::Tensor fmod(A&&... a) const { return detail::call_meth
 template <class... A> at::Tensor fmod_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "fmod_", std::forward<A>(a)...); }
 template <class... A> at::Tensor frac(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "frac", std::forward<A>(a)...); }
 template <class... A> at::Tensor frac_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "frac_", std::forward<A>(a)...); }
+template <class... A> std::tuple<at::Tensor, at::Tensor> frexp(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "frexp", std::forward<A>(a)...); }
 template <class... A> at::Tensor gather(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "gather", std::forward<A>(a)...); }
+template <class... A> at::Tensor gcd(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "gcd", std::forward<A>(a)...); }
+template <class... A> at::Tensor gcd_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "gcd_", std::forward<A>(a)...); }
 template <class... A> at::Tensor ge(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ge", std::forward<A>(a)...); }
 template <class... A> at::Tensor ge_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ge_", std::forward<A>(a)...); }
 template <class... A> at::Tensor geometric_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "geometric_", std::forward<A>(a)...); }
@@ -183,11 +201,20 @@ template <class... A> at::Tensor greater_equal_(A&&... a) const { return detail:
 template <class... A> at::Tensor gt(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "gt", std::forward<A>(a)...); }
 template <class... A> at::Tensor gt_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "gt_", std::forward<A>(a)...); }
 template <class... A> at::Tensor hardshrink(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "hardshrink", std::forward<A>(a)...); }
+template <class... A> at::Tensor heaviside(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "heaviside", std::forward<A>(a)...); }
+template <class... A> at::Tensor heaviside_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "heaviside_", std::forward<A>(a)...); }
 template <class... A> at::Tensor histc(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "histc", std::forward<A>(a)...); }
+template <class... A> std::tuple<at::Tensor, at::Tensor> histogram(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "histogram", std::forward<A>(a)...); }
 template <class... A> std::vector<at::Tensor> hsplit(A&&... a) const { return detail::call_method<std::vector<at::Tensor>>(obj_, "hsplit", std::forward<A>(a)...); }
 template <class... A> std::vector<at::Tensor> hsplit(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<std::vector<at::Tensor>>(obj_, "hsplit", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor hypot(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "hypot", std::forward<A>(a)...); }
 template <class... A> at::Tensor hypot_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "hypot_", std::forward<A>(a)...); }
+template <class... A> at::Tensor i0(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "i0", std::forward<A>(a)...); }
+template <class... A> at::Tensor i0_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "i0_", std::forward<A>(a)...); }
+template <class... A> at::Tensor igamma(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "igamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor igamma_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "igamma_", std::forward<A>(a)...); }
+template <class... A> at::Tensor igammac(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "igammac", std::forward<A>(a)...); }
+template <class... A> at::Tensor igammac_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "igammac_", std::forward<A>(a)...); }
 template <class... A> at::Tensor index(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index", std::forward<A>(a)...); }
 template <class... A> at::Tensor index(std::initializer_list<at::Tensor> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index", std::vector<at::Tensor>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor index_add(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index_add", std::forward<A>(a)...); }
@@ -200,9 +227,14 @@ template <class... A> at::Tensor index_put(A&&... a) const { return detail::call
 template <class... A> at::Tensor index_put(std::initializer_list<at::Tensor> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index_put", std::vector<at::Tensor>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor index_put_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index_put_", std::forward<A>(a)...); }
 template <class... A> at::Tensor index_put_(std::initializer_list<at::Tensor> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index_put_", std::vector<at::Tensor>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor index_reduce(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index_reduce", std::forward<A>(a)...); }
+template <class... A> at::Tensor index_reduce_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index_reduce_", std::forward<A>(a)...); }
 template <class... A> at::Tensor index_select(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "index_select", std::forward<A>(a)...); }
 template <class... A> at::Tensor inner(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "inner", std::forward<A>(a)...); }
 template <class... A> at::Tensor inverse(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "inverse", std::forward<A>(a)...); }
+template <class... A> bool is_neg(A&&... a) const { return detail::call_method<bool>(obj_, "is_neg", std::forward<A>(a)...); }
+template <class... A> bool is_nonzero(A&&... a) const { return detail::call_method<bool>(obj_, "is_nonzero", std::forward<A>(a)...); }
+template <class... A> bool is_same_size(A&&... a) const { return detail::call_method<bool>(obj_, "is_same_size", std::forward<A>(a)...); }
 template <class... A> at::Tensor isclose(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "isclose", std::forward<A>(a)...); }
 template <class... A> at::Tensor isfinite(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "isfinite", std::forward<A>(a)...); }
 template <class... A> at::Tensor isinf(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "isinf", std::forward<A>(a)...); }
@@ -212,6 +244,10 @@ template <class... A> at::Tensor isposinf(A&&... a) const { return detail::call_
 template <class... A> at::Tensor isreal(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "isreal", std::forward<A>(a)...); }
 template <class... A> at::Tensor kron(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "kron", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> kthvalue(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "kthvalue", std::forward<A>(a)...); }
+template <class... A> at::Tensor lcm(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "lcm", std::forward<A>(a)...); }
+template <class... A> at::Tensor lcm_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "lcm_", std::forward<A>(a)...); }
+template <class... A> at::Tensor ldexp(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ldexp", std::forward<A>(a)...); }
+template <class... A> at::Tensor ldexp_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ldexp_", std::forward<A>(a)...); }
 template <class... A> at::Tensor le(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "le", std::forward<A>(a)...); }
 template <class... A> at::Tensor le_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "le_", std::forward<A>(a)...); }
 template <class... A> at::Tensor lerp(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "lerp", std::forward<A>(a)...); }
@@ -220,6 +256,8 @@ template <class... A> at::Tensor less(A&&... a) const { return detail::call_meth
 template <class... A> at::Tensor less_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "less_", std::forward<A>(a)...); }
 template <class... A> at::Tensor less_equal(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "less_equal", std::forward<A>(a)...); }
 template <class... A> at::Tensor less_equal_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "less_equal_", std::forward<A>(a)...); }
+template <class... A> at::Tensor lgamma(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "lgamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor lgamma_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "lgamma_", std::forward<A>(a)...); }
 template <class... A> at::Tensor log(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "log", std::forward<A>(a)...); }
 template <class... A> at::Tensor log10(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "log10", std::forward<A>(a)...); }
 template <class... A> at::Tensor log10_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "log10_", std::forward<A>(a)...); }
@@ -242,6 +280,8 @@ template <class... A> at::Tensor logical_or(A&&... a) const { return detail::cal
 template <class... A> at::Tensor logical_or_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "logical_or_", std::forward<A>(a)...); }
 template <class... A> at::Tensor logical_xor(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "logical_xor", std::forward<A>(a)...); }
 template <class... A> at::Tensor logical_xor_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "logical_xor_", std::forward<A>(a)...); }
+template <class... A> at::Tensor logit(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "logit", std::forward<A>(a)...); }
+template <class... A> at::Tensor logit_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "logit_", std::forward<A>(a)...); }
 template <class... A> at::Tensor logsumexp(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "logsumexp", std::forward<A>(a)...); }
 template <class... A> at::Tensor logsumexp(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "logsumexp", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor lt(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "lt", std::forward<A>(a)...); }
@@ -252,6 +292,7 @@ template <class... A> at::Tensor masked_scatter(A&&... a) const { return detail:
 template <class... A> at::Tensor masked_scatter_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "masked_scatter_", std::forward<A>(a)...); }
 template <class... A> at::Tensor masked_select(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "masked_select", std::forward<A>(a)...); }
 template <class... A> at::Tensor matmul(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "matmul", std::forward<A>(a)...); }
+template <class... A> at::Tensor matrix_exp(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "matrix_exp", std::forward<A>(a)...); }
 template <class... A> at::Tensor matrix_power(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "matrix_power", std::forward<A>(a)...); }
 template <class... A> at::IValue max(A&&... a) const { return detail::call_method<at::IValue>(obj_, "max", std::forward<A>(a)...); }
 template <class... A> at::Tensor maximum(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "maximum", std::forward<A>(a)...); }
@@ -273,6 +314,8 @@ template <class... A> at::Tensor multinomial(A&&... a) const { return detail::ca
 template <class... A> at::Tensor multiply(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "multiply", std::forward<A>(a)...); }
 template <class... A> at::Tensor multiply_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "multiply_", std::forward<A>(a)...); }
 template <class... A> at::Tensor mv(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "mv", std::forward<A>(a)...); }
+template <class... A> at::Tensor mvlgamma(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "mvlgamma", std::forward<A>(a)...); }
+template <class... A> at::Tensor mvlgamma_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "mvlgamma_", std::forward<A>(a)...); }
 template <class... A> at::Tensor nan_to_num(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nan_to_num", std::forward<A>(a)...); }
 template <class... A> at::Tensor nan_to_num_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nan_to_num_", std::forward<A>(a)...); }
 template <class... A> at::Tensor nanmean(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nanmean", std::forward<A>(a)...); }
@@ -282,6 +325,7 @@ template <class... A> at::Tensor nanquantile(A&&... a) const { return detail::ca
 template <class... A> at::Tensor nansum(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nansum", std::forward<A>(a)...); }
 template <class... A> at::Tensor nansum(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nansum", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor narrow(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "narrow", std::forward<A>(a)...); }
+template <class... A> at::Tensor narrow_copy(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "narrow_copy", std::forward<A>(a)...); }
 template <class... A> at::Tensor ne(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ne", std::forward<A>(a)...); }
 template <class... A> at::Tensor ne_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "ne_", std::forward<A>(a)...); }
 template <class... A> at::Tensor neg(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "neg", std::forward<A>(a)...); }
@@ -298,7 +342,10 @@ template <class... A> at::Tensor new_ones(A&&... a) const { return detail::call_
 template <class... A> at::Tensor new_ones(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "new_ones", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor new_zeros(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "new_zeros", std::forward<A>(a)...); }
 template <class... A> at::Tensor new_zeros(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "new_zeros", std::vector<int64_t>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor nextafter(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nextafter", std::forward<A>(a)...); }
+template <class... A> at::Tensor nextafter_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nextafter_", std::forward<A>(a)...); }
 template <class... A> at::Tensor nonzero(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nonzero", std::forward<A>(a)...); }
+template <class... A> at::Tensor nonzero_static(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "nonzero_static", std::forward<A>(a)...); }
 template <class... A> at::Tensor normal_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "normal_", std::forward<A>(a)...); }
 template <class... A> at::Tensor not_equal(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "not_equal", std::forward<A>(a)...); }
 template <class... A> at::Tensor not_equal_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "not_equal_", std::forward<A>(a)...); }
@@ -325,6 +372,8 @@ template <class... A> at::Tensor relu(A&&... a) const { return detail::call_meth
 template <class... A> at::Tensor relu_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "relu_", std::forward<A>(a)...); }
 template <class... A> at::Tensor remainder(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "remainder", std::forward<A>(a)...); }
 template <class... A> at::Tensor remainder_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "remainder_", std::forward<A>(a)...); }
+template <class... A> at::Tensor renorm(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "renorm", std::forward<A>(a)...); }
+template <class... A> at::Tensor renorm_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "renorm_", std::forward<A>(a)...); }
 template <class... A> at::Tensor repeat(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "repeat", std::forward<A>(a)...); }
 template <class... A> at::Tensor repeat(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "repeat", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor repeat_interleave(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "repeat_interleave", std::forward<A>(a)...); }
@@ -332,6 +381,7 @@ template <class... A> at::Tensor reshape(A&&... a) const { return detail::call_m
 template <class... A> at::Tensor reshape(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "reshape", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor reshape_as(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "reshape_as", std::forward<A>(a)...); }
 template <class... A> at::Tensor resolve_conj(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "resolve_conj", std::forward<A>(a)...); }
+template <class... A> at::Tensor resolve_neg(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "resolve_neg", std::forward<A>(a)...); }
 template <class... A> at::Tensor roll(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "roll", std::forward<A>(a)...); }
 template <class... A> at::Tensor roll(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "roll", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor rot90(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "rot90", std::forward<A>(a)...); }
@@ -347,6 +397,7 @@ template <class... A> at::Tensor scatter_add_(A&&... a) const { return detail::c
 template <class... A> at::Tensor scatter_reduce(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "scatter_reduce", std::forward<A>(a)...); }
 template <class... A> at::Tensor scatter_reduce_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "scatter_reduce_", std::forward<A>(a)...); }
 template <class... A> at::Tensor select(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "select", std::forward<A>(a)...); }
+template <class... A> at::Tensor select_scatter(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "select_scatter", std::forward<A>(a)...); }
 template <class... A> at::Tensor sgn(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sgn", std::forward<A>(a)...); }
 template <class... A> at::Tensor sgn_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sgn_", std::forward<A>(a)...); }
 template <class... A> at::Tensor sigmoid(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sigmoid", std::forward<A>(a)...); }
@@ -356,8 +407,11 @@ template <class... A> at::Tensor sign_(A&&... a) const { return detail::call_met
 template <class... A> at::Tensor signbit(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "signbit", std::forward<A>(a)...); }
 template <class... A> at::Tensor sin(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sin", std::forward<A>(a)...); }
 template <class... A> at::Tensor sin_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sin_", std::forward<A>(a)...); }
+template <class... A> at::Tensor sinc(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sinc", std::forward<A>(a)...); }
+template <class... A> at::Tensor sinc_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sinc_", std::forward<A>(a)...); }
 template <class... A> at::Tensor sinh(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sinh", std::forward<A>(a)...); }
 template <class... A> at::Tensor sinh_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sinh_", std::forward<A>(a)...); }
+template <class... A> at::Tensor slice_scatter(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "slice_scatter", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> slogdet(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "slogdet", std::forward<A>(a)...); }
 template <class... A> at::Tensor softmax(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "softmax", std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor> sort(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "sort", std::forward<A>(a)...); }
@@ -381,6 +435,8 @@ template <class... A> at::Tensor subtract(A&&... a) const { return detail::call_
 template <class... A> at::Tensor subtract_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "subtract_", std::forward<A>(a)...); }
 template <class... A> at::Tensor sum(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sum", std::forward<A>(a)...); }
 template <class... A> at::Tensor sum(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sum", std::vector<int64_t>(l), std::forward<A>(a)...); }
+template <class... A> at::Tensor sum_to_size(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sum_to_size", std::forward<A>(a)...); }
+template <class... A> at::Tensor sum_to_size(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<at::Tensor>(obj_, "sum_to_size", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> std::tuple<at::Tensor, at::Tensor, at::Tensor> svd(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(obj_, "svd", std::forward<A>(a)...); }
 template <class... A> at::Tensor swapaxes(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "swapaxes", std::forward<A>(a)...); }
 template <class... A> at::Tensor swapdims(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "swapdims", std::forward<A>(a)...); }
@@ -400,6 +456,7 @@ template <class... A> std::tuple<at::Tensor, at::Tensor> topk(A&&... a) const { 
 template <class... A> at::Tensor trace(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "trace", std::forward<A>(a)...); }
 template <class... A> at::Tensor transpose(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "transpose", std::forward<A>(a)...); }
 template <class... A> at::Tensor transpose_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "transpose_", std::forward<A>(a)...); }
+template <class... A> std::tuple<at::Tensor, at::Tensor> triangular_solve(A&&... a) const { return detail::call_method<std::tuple<at::Tensor, at::Tensor>>(obj_, "triangular_solve", std::forward<A>(a)...); }
 template <class... A> at::Tensor tril(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "tril", std::forward<A>(a)...); }
 template <class... A> at::Tensor tril_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "tril_", std::forward<A>(a)...); }
 template <class... A> at::Tensor triu(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "triu", std::forward<A>(a)...); }
@@ -412,6 +469,10 @@ template <class... A> std::vector<at::Tensor> unbind(A&&... a) const { return de
 template <class... A> at::Tensor unflatten(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "unflatten", std::forward<A>(a)...); }
 template <class... A> at::Tensor unfold(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "unfold", std::forward<A>(a)...); }
 template <class... A> at::Tensor uniform_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "uniform_", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_chunk(A&&... a) const { return detail::call_method<std::vector<at::Tensor>>(obj_, "unsafe_chunk", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_split(A&&... a) const { return detail::call_method<std::vector<at::Tensor>>(obj_, "unsafe_split", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_split_with_sizes(A&&... a) const { return detail::call_method<std::vector<at::Tensor>>(obj_, "unsafe_split_with_sizes", std::forward<A>(a)...); }
+template <class... A> std::vector<at::Tensor> unsafe_split_with_sizes(std::initializer_list<int64_t> l, A&&... a) const { return detail::call_method<std::vector<at::Tensor>>(obj_, "unsafe_split_with_sizes", std::vector<int64_t>(l), std::forward<A>(a)...); }
 template <class... A> at::Tensor unsqueeze(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "unsqueeze", std::forward<A>(a)...); }
 template <class... A> at::Tensor unsqueeze_(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "unsqueeze_", std::forward<A>(a)...); }
 template <class... A> at::Tensor var(A&&... a) const { return detail::call_method<at::Tensor>(obj_, "var", std::forward<A>(a)...); }
