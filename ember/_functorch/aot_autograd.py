@@ -56,8 +56,9 @@ from .._core.dispatch import DispatchKey, OperatorHandle, _ExcludeDispatchKeyGua
 from .._core.tensor import Tensor
 from .._core.tensor_spec import spec_of
 from .._logging import trace_log
-from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, no_grad, set_grad_enabled
+from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, set_grad_enabled
 from . import _aot_mutations, data_dependence
+from ._aot_fast_path import call_with_grad_mode, spec_matcher
 from .make_fx import Tracer, tracing
 from .partitioners import default_partition
 
@@ -296,6 +297,7 @@ class CompiledGraph:
         self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
         self.aliases = {i: c for i, c in self.aliases.items() if c is not None and self.mutations is None}
         self.tangent_outputs = info["tangent_outputs"]
+        self.plain = self.mutations is None and not self.aliases and info["grad_mode_after"] is None
         if not self.tangent_outputs:
             _log_graph("aot_graphs", f"Forward graph {self.graph_id} (inference)", joint)
             self.forward = fw_compiler(joint, list(args))
@@ -371,25 +373,27 @@ class CompiledGraph:
                 if compiled.backward is None:
                     _log_graph("aot_graphs", f"Backward graph {compiled.graph_id}", compiled.bw_gm)
                     compiled.backward = bw_compiler(compiled.bw_gm, saved + tangents)
-                with no_grad():
-                    return tuple(compiled.backward(*saved, *tangents))
+                return tuple(call_with_grad_mode(False, compiled.backward, saved + tangents))
         return CompiledFunction
 
     backward = None
     mutations = None
+    plain = False
 
     def __call__(self, args):
         if self.fallback_reason is not None or (
                 self.mutations is not None and _aot_mutations.runs_eagerly(self.mutations, args)):
             return self.fn(*args)
         if self.function is None:
-            with no_grad():      # no output is differentiable (grad-mode switches are not in the graph)
-                outs = list(self.forward(*args))
+            # no output is differentiable (grad-mode switches are not in the graph)
+            outs = call_with_grad_mode(False, self.forward, args)
         else:
             # the trace found differentiable outputs, so grad mode was on where they were computed
             # (the program may switch it on itself: the switch is not in the graph)
-            with set_grad_enabled(True):
-                outs = list(self.function.apply(*args))
+            outs = call_with_grad_mode(True, self.function.apply, args)
+        if self.plain:       # nothing to write back, regenerate or switch: the common case
+            return _restructure(outs, self.out_kind)
+        outs = list(outs)
         if self.mutations is not None:
             written = len(self.mutations.inputs)
             _aot_mutations.write_back(self.mutations, args, outs[:written])
@@ -422,6 +426,7 @@ class _Cached:
         self.fn, self.fw_compiler, self.bw_compiler = fn, fw_compiler, bw_compiler
         self.partition_fn, self.decompositions = partition_fn, decompositions
         self.graphs: dict = {}
+        self.last = (lambda args: False, None)     # (matcher, graph) of the graph the last call ran
 
     def key(self, args):
         for i, a in enumerate(args):
@@ -431,11 +436,15 @@ class _Cached:
         return (is_grad_enabled(),) + tuple(spec_of(a) for a in args)
 
     def compiled_for(self, args) -> CompiledGraph:
+        matches, graph = self.last
+        if matches(args):        # the steady state: no key built (_aot_fast_path)
+            return graph
         key = self.key(args)
         graph = self.graphs.get(key)
         if graph is None:
             graph = self.graphs[key] = CompiledGraph(self.fn, args, self.fw_compiler, self.bw_compiler,
                                                      self.partition_fn, self.decompositions)
+        self.last = (spec_matcher(key), graph)
         return graph
 
     def __call__(self, *args):
@@ -511,12 +520,11 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, pa
 
     compiled = _Cached(flat_fn, fw_compiler, bw_compiler, partition_fn, decompositions)
     first = compiled.compiled_for([*state.values(), *example_inputs])
+    params = tuple(state.values())
 
     def run(*args):
-        flat = [*state.values(), *args]
-        graph = first if compiled.key(flat) == first_key else compiled.compiled_for(flat)
-        return graph(flat)
-    first_key = compiled.key([*state.values(), *example_inputs])
+        flat = params + args
+        return compiled.compiled_for(flat)(flat)
     run.fallback_reason, run.fake_trace_failure = first.fallback_reason, first.fake_trace_failure
     run.compiled = compiled
     return run

@@ -98,7 +98,7 @@ class Alloc(_Named):
         self._name(f"alloc_{name}")
 
     def __call__(self):
-        return wrap(np.empty(self.shape, self.dtype))
+        return _wrap_array(np.empty(self.shape, self.dtype))
 
 
 class ExpectLayout(_Named):
