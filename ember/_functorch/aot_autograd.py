@@ -57,7 +57,7 @@ from .._core.tensor import Tensor
 from .._core.tensor_spec import spec_of
 from .._logging import trace_log
 from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, set_grad_enabled
-from . import _aot_mutations, data_dependence
+from . import _aot_cache, _aot_mutations, data_dependence
 from ._aot_fast_path import call_with_grad_mode, spec_matcher
 from .make_fx import Tracer, tracing
 from .partitioners import default_partition
@@ -278,36 +278,46 @@ def _log_graph(artifact, title, gm):
 class CompiledGraph:
     """One traced program for one input spec: its compiled forward (and lazily its backward)."""
 
-    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions):
+    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions, cache_key=None):
         self.graph_id = next(_graph_ids)
         self.fn = fn
         self.fallback_reason = self.fake_trace_failure = None
-        try:
-            joint, info = self._trace(fn, args, decompositions)
-        except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
-            # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward),
-            # or a mutation functionalisation cannot express (_aot_mutations' docstring)
-            self._fall_back(f"{type(e).__name__}: {e}")
-            return
+        cached = _aot_cache.load(cache_key, len(args)) if cache_key is not None else None
+        if cached is not None:       # the same program traced in an earlier process (_aot_cache)
+            info, fw_gm, self.bw_gm = cached
+            self.aliases = {}
+        else:
+            try:
+                info, fw_gm, self.bw_gm = self._trace_and_partition(fn, args, partition_fn, decompositions)
+            except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
+                # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward),
+                # or a mutation functionalisation cannot express (_aot_mutations' docstring)
+                self._fall_back(f"{type(e).__name__}: {e}")
+                return
         self.info = info
         self.out_kind = info["out_kind"]
         self.num_fwd = info["num_fwd_outputs"]
         self.mutations = info["mutations"]
-        outputs = list(joint.graph.nodes)[-1].args[0]
-        self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
-        self.aliases = {i: c for i, c in self.aliases.items() if c is not None and self.mutations is None}
         self.tangent_outputs = info["tangent_outputs"]
         self.plain = self.mutations is None and not self.aliases and info["grad_mode_after"] is None
-        if not self.tangent_outputs:
-            _log_graph("aot_graphs", f"Forward graph {self.graph_id} (inference)", joint)
-            self.forward = fw_compiler(joint, list(args))
-            self.function = None
-            return
-        _log_graph("aot_joint_graph", f"Joint graph {self.graph_id}", joint)
-        fw_gm, self.bw_gm = partition_fn(joint, None, num_fwd_outputs=self.num_fwd)
-        _log_graph("aot_graphs", f"Forward graph {self.graph_id}", fw_gm)
+        if cached is None and cache_key is not None and self.plain and self.fake_trace_failure is None:
+            _aot_cache.store(cache_key, info, fw_gm, self.bw_gm)
+        _log_graph("aot_graphs", f"Forward graph {self.graph_id}" + ("" if self.bw_gm is not None else " (inference)"), fw_gm)
         self.forward = fw_compiler(fw_gm, list(args))
-        self.function = self._autograd_function(bw_compiler or fw_compiler)
+        self.function = self._autograd_function(bw_compiler or fw_compiler) if self.tangent_outputs else None
+
+    def _trace_and_partition(self, fn, args, partition_fn, decompositions):
+        """(info, forward graph, backward graph or None for an inference graph); sets self.aliases."""
+        joint, info = self._trace(fn, args, decompositions)
+        outputs = list(joint.graph.nodes)[-1].args[0]
+        num_fwd = info["num_fwd_outputs"]
+        aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:num_fwd]) if hasattr(o, "op")}
+        self.aliases = {i: c for i, c in aliases.items() if c is not None and info["mutations"] is None}
+        if not info["tangent_outputs"]:
+            return info, joint, None
+        _log_graph("aot_joint_graph", f"Joint graph {self.graph_id}", joint)
+        fw_gm, bw_gm = partition_fn(joint, None, num_fwd_outputs=num_fwd)
+        return info, fw_gm, bw_gm
 
     def _trace(self, fn, args, decompositions):
         """The joint graph, traced on fake tensors; where that trace cannot be made (an op without a
@@ -427,6 +437,7 @@ class _Cached:
         self.partition_fn, self.decompositions = partition_fn, decompositions
         self.graphs: dict = {}
         self.last = (lambda args: False, None)     # (matcher, graph) of the graph the last call ran
+        self.cache_namespace = None      # set where the traced graphs may go to disk (_aot_cache)
 
     def key(self, args):
         for i, a in enumerate(args):
@@ -442,8 +453,9 @@ class _Cached:
         key = self.key(args)
         graph = self.graphs.get(key)
         if graph is None:
+            cache_key = None if self.cache_namespace is None else _aot_cache.entry_key(self.cache_namespace, key)
             graph = self.graphs[key] = CompiledGraph(self.fn, args, self.fw_compiler, self.bw_compiler,
-                                                     self.partition_fn, self.decompositions)
+                                                     self.partition_fn, self.decompositions, cache_key)
         self.last = (spec_matcher(key), graph)
         return graph
 
@@ -519,6 +531,8 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, pa
         return functional_call(mod, dict(zip(names, flat[:len(names)])), flat[len(names):])
 
     compiled = _Cached(flat_fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+    if partition_fn is default_partition and not decompositions and _aot_cache.enabled():
+        compiled.cache_namespace = _aot_cache.program_namespace(mod)
     first = compiled.compiled_for([*state.values(), *example_inputs])
     params = tuple(state.values())
 

@@ -32,7 +32,8 @@ from .machine import isa, vector_math_prelude  # noqa: F401  (the codegen's entr
 
 log = logging.getLogger("ember._inductor.codecache")
 
-COUNTER_NAMES = ("compile", "disk_hit", "memory_hit", "rejected", "graph_hit", "graph_miss", "graph_rejected")
+COUNTER_NAMES = ("compile", "disk_hit", "memory_hit", "rejected", "graph_hit", "graph_miss", "graph_rejected",
+                 "evicted")
 counters = dict.fromkeys(COUNTER_NAMES, 0)
 _counter_lock = threading.Lock()
 _loaded: dict = {}            # key -> ctypes.CDLL
@@ -54,9 +55,9 @@ class CCompileError(RuntimeError):
         self.stderr = stderr
 
 
-def _count(name: str) -> None:
+def _count(name: str, n: int = 1) -> None:
     with _counter_lock:
-        counters[name] += 1
+        counters[name] += n
 
 
 def reset_counters() -> None:
@@ -173,7 +174,36 @@ def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str
     lib = _load_verified(so_path, digest_path, name)
     if lib is None:
         raise OSError(f"ember._inductor: {so_path} changed while it was being published")
+    if config.cache_size_limit:
+        evicted = diskstore.evict_least_recent(os.path.dirname(so_path), config.cache_size_limit,
+                                               os.path.basename(so_path)[:-len(".so")], _remove_entry)
+        if evicted:
+            _count("evicted", evicted)
     return lib
+
+
+def _remove_entry(key: str) -> bool:
+    """Remove one kernel library (digest first, so no reader trusts a half-removed entry) unless a
+    process holds its lock (building or loading it). A process that loaded it keeps its mapping;
+    a graph entry naming it compiles it again."""
+    so_path, digest_path, c_path = _paths(key)
+    with diskstore.try_locked(so_path) as got:
+        if not got:
+            return False
+        for path in (digest_path, so_path, c_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+    return True
+
+
+def _touch(so_path: str) -> None:
+    """Mark a library used (its mtime), so the size cap evicts the least recently used first."""
+    try:
+        os.utime(so_path)
+    except OSError:       # evicted meanwhile, or a read-only cache: only the eviction order suffers
+        pass
 
 
 def load_c(source: str, name: str | None = None, extra_flags=()) -> ctypes.CDLL:
@@ -196,6 +226,7 @@ def load_c(source: str, name: str | None = None, extra_flags=()) -> ctypes.CDLL:
         lib = _load_verified(so_path, digest_path, name)
         if lib is not None:
             _count("disk_hit")
+            _touch(so_path)
         else:
             lib = _compile(source, name, extra_flags, so_path, digest_path, c_path)
         with _lock:
@@ -221,6 +252,7 @@ def load_cached(key: str):
         lib = _loaded.get(key) or _load_verified(so_path, digest_path, key)
         if lib is not None:
             _count("disk_hit")
+            _touch(so_path)
             with _lock:
                 _loaded[key] = lib
     return lib

@@ -29,3 +29,10 @@ compile_workers = None   # compiler subprocesses load_many runs at once (None: o
 # RNG keyed by a seed drawn from ember's generator per call (reproducible under ember.manual_seed,
 # but not eager's values; torch._inductor.config.fallback_random alike).
 fallback_random = True
+# Keep the forward/backward graphs AOT autograd traces for a captured program on disk (cache_dir/aot),
+# so the same program in a new process skips tracing (ember/_functorch/_aot_cache.py says what the
+# key covers; a program monkeypatching ember's internals at run time should turn it off).
+aot_cache = True
+# The kernel cache's size cap in bytes (cache_dir/kernels): past it, the least recently used
+# libraries are removed after a compile (0 or None: no cap).
+cache_size_limit = 1 << 30
