@@ -57,9 +57,10 @@ from .._core.tensor import Tensor
 from .._core.tensor_spec import spec_of
 from .._logging import trace_log
 from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, set_grad_enabled
-from . import _aot_cache, _aot_mutations, data_dependence
+# _aot_mutations, data_dependence (fake and functional tensors) and the Tracer are imported where a
+# trace runs: a process whose graphs come from the AOT cache never loads them
+from . import _aot_cache
 from ._aot_fast_path import call_with_grad_mode, spec_matcher
-from .make_fx import Tracer, tracing
 from .partitioners import default_partition
 
 _graph_ids = itertools.count()
@@ -127,6 +128,8 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True, fu
     inputs it wrote lead the forward outputs; an `InputMutations`, else None). `fake`: trace on fake
     tensors (the tangents too); tensors fn reaches other than its arguments become fakes as used."""
     import ember
+    from . import _aot_mutations, data_dependence
+    from .make_fx import Tracer, tracing
     tracer = Tracer(decompositions={**joint_decompositions(), **(decompositions or {})})
     mode = None
     if fake:
@@ -287,6 +290,7 @@ class CompiledGraph:
             info, fw_gm, self.bw_gm = cached
             self.aliases = {}
         else:
+            from . import data_dependence
             try:
                 info, fw_gm, self.bw_gm = self._trace_and_partition(fn, args, partition_fn, decompositions)
             except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
@@ -367,6 +371,7 @@ class CompiledGraph:
                 results = compiled.forward(*primals)
                 outs, saved = results[:num_fwd], results[num_fwd:]
                 if compiled.mutations is not None:
+                    from . import _aot_mutations
                     saved = _aot_mutations.protect_saved(saved, primals, compiled.mutations)
                 ctx.save_for_backward(*saved)
                 ctx.mark_non_differentiable(*[o for i, o in enumerate(outs)
@@ -392,7 +397,7 @@ class CompiledGraph:
 
     def __call__(self, args):
         if self.fallback_reason is not None or (
-                self.mutations is not None and _aot_mutations.runs_eagerly(self.mutations, args)):
+                self.mutations is not None and _mutations().runs_eagerly(self.mutations, args)):
             return self.fn(*args)
         if self.function is None:
             # no output is differentiable (grad-mode switches are not in the graph)
@@ -406,13 +411,18 @@ class CompiledGraph:
         outs = list(outs)
         if self.mutations is not None:
             written = len(self.mutations.inputs)
-            _aot_mutations.write_back(self.mutations, args, outs[:written])
-            outs = _aot_mutations.regenerate_aliases(self.mutations, args, outs[written:])
+            _mutations().write_back(self.mutations, args, outs[:written])
+            outs = _mutations().regenerate_aliases(self.mutations, args, outs[written:])
         for i, (placeholder, chain) in self.aliases.items():
             outs[i] = _replay_views(args, placeholder, chain)
         if self.info["grad_mode_after"] is not None:
             _set_grad_enabled(self.info["grad_mode_after"])
         return _restructure(outs, self.out_kind)
+
+
+def _mutations():
+    from . import _aot_mutations
+    return _aot_mutations
 
 
 def _replay_views(args, placeholder, chain):

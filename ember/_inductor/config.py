@@ -15,7 +15,8 @@ cc = os.environ.get("CC", "cc")
 # -fopenmp: `#pragma omp parallel for` / `simd`; -ffp-contract=off: no FMA contraction, so results
 # match eager's rounding; -fno-math-errno: the kernels never read errno, so sqrtf & co are plain
 # instructions GCC can vectorise and hoist out of a row's loop (layernorm's rsqrt).
-cflags = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
+# -pipe: no temporary assembly file between the compiler's stages.
+cflags = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-pipe")
 ldflags = ("-lm",)
 # Link glibc's libmvec when the machine probe finds it usable, so kernels that prepend
 # codecache.vector_math_prelude() get vectorised expf/logf/tanhf/... (appended after ldflags).
