@@ -2,6 +2,7 @@
 the same bytes as the memory roofline. float32, interleaved rounds, medians.
 
     .venv/bin/python bench/fused_cpu.py [--sizes 1e4,1e6,1e7] [--threads 1,2] [--rounds 7] [--png out.png]
+                                        [--cpu-time]     (CPU time instead of wall: a loaded machine)
 
 Workloads: gelu_tanh(x*2+1); layer_norm over rows of 1024; softmax over rows of 1024; sum(x*x);
 a 6-op pointwise chain of two inputs. "copy" is a C loop (OpenMP with the same thread count)
@@ -75,19 +76,19 @@ def workloads(lib):
             "6-op chain": (chain, np_chain, 3)}
 
 
-def timed(fn, min_seconds=0.02):
-    """Seconds per call: as many calls as fill ~min_seconds."""
-    n, t0 = 1, time.perf_counter()
+def timed(fn, min_seconds=0.02, clock=time.perf_counter):
+    """Seconds per call: as many calls as fill ~min_seconds of `clock`."""
+    n, t0 = 1, clock()
     fn()
-    first = time.perf_counter() - t0
+    first = clock() - t0
     n = max(1, int(min_seconds / max(first, 1e-7)))
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t0) / n
+    return (clock() - t0) / n
 
 
-def run(sizes, threads, rounds):
+def run(sizes, threads, rounds, clock=time.perf_counter):
     import torch
     from ember._inductor import config
     from ember._inductor.codecache import load_c
@@ -126,7 +127,7 @@ def run(sizes, threads, rounds):
                 samples = {k: [] for k in peers}
                 for _ in range(rounds):
                     for k, f in peers.items():
-                        samples[k].append(timed(f))
+                        samples[k].append(timed(f, clock=clock))
                 med = {k: statistics.median(v) * 1e6 for k, v in samples.items()}
                 results[(nthreads, size, name)] = med
                 print(f"{nthreads}t {size:>9.0e} {name:<17}" + "".join(f"{k} {v:>10.1f}us  " for k, v in med.items())
@@ -135,7 +136,7 @@ def run(sizes, threads, rounds):
     return results
 
 
-def write_png(results, path):
+def write_png(results, path, note=""):
     """One panel per thread count: for each workload and size, how many times faster ember.compile
     is than each peer (peer time / ember time, log scale; above 1: ember is faster). The C copy
     bar is the memory roofline: near 1, the kernel runs at memory speed."""
@@ -149,7 +150,7 @@ def write_png(results, path):
         return
     peers = ["torch.compile", "torch", "numpy", "C copy"]
     threads = sorted({t for t, _, _ in results})
-    fig, axes = plt.subplots(len(threads), 1, figsize=(11, 3.6 * len(threads)), squeeze=False)
+    fig, axes = plt.subplots(len(threads), 1, figsize=(12, 4.2 * len(threads)), squeeze=False)
     width = 0.8 / len(peers)
     for ax, nthreads in zip(axes[:, 0], threads):
         keys = sorted((k for k in results if k[0] == nthreads), key=lambda k: (k[1], k[2]))
@@ -159,15 +160,16 @@ def write_png(results, path):
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.tick_params(axis="y", which="both", labelsize=7)
         ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))])
-        ax.set_xticklabels([f"{name}\n{size:.0e}" for _, size, name in keys], fontsize=7)
+        ax.set_xticklabels([f"{name}, {size:,}" for _, size, name in keys], fontsize=7,
+                           rotation=30, ha="right")
         ax.set_ylabel("peer time / ember.compile time")
         ax.set_title(f"{nthreads} thread(s): how many times faster ember.compile is (above 1x: faster)",
                      fontsize=9, loc="right")
         ax.legend(fontsize=7, ncol=len(peers), loc="lower left", bbox_to_anchor=(0, 1.06), frameon=False)
-    fig.text(0.01, 0.005, "machine: " + machine(), fontsize=6)
+    fig.text(0.01, 0.005, f"machine: {machine()}; {note}", fontsize=6)
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     fig.savefig(path, dpi=90)
     print(f"# chart: {path}")
@@ -179,12 +181,19 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--png", default=None)
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time by this process's CPU time (time.process_time), not wall time: on a machine "
+                         "shared with other jobs a preempted call then costs nothing; 1 thread only")
     args = ap.parse_args()
     header("fused CPU kernels: ember.compile vs NumPy, torch eager, torch.compile; C copy = memory roofline")
     sizes = [int(float(s)) // ROW * ROW if float(s) >= ROW else int(float(s)) for s in args.sizes.split(",")]
-    results = run(sizes, [int(t) for t in args.threads.split(",")], args.rounds)
+    threads = [int(t) for t in args.threads.split(",")]
+    if args.cpu_time and threads != [1]:
+        ap.error("--cpu-time sums the CPU time of all threads: use it with --threads 1")
+    results = run(sizes, threads, args.rounds, time.process_time if args.cpu_time else time.perf_counter)
     if args.png:
-        write_png(results, args.png)
+        write_png(results, args.png, f"{'CPU' if args.cpu_time else 'wall'} time, medians of {args.rounds} "
+                                     f"interleaved rounds")
 
 
 if __name__ == "__main__":

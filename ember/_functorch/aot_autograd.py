@@ -309,6 +309,10 @@ class CompiledGraph:
         _log_graph("aot_graphs", f"Forward graph {self.graph_id}" + ("" if self.bw_gm is not None else " (inference)"), fw_gm)
         self.forward = fw_compiler(fw_gm, list(args))
         self.function = self._autograd_function(bw_compiler or fw_compiler) if self.tangent_outputs else None
+        # an inference graph none of whose values requires grad records nothing in any grad mode:
+        # it runs without the switch (a frame and two writes of the thread state per call)
+        self.inference_grad_switch = any(n.op != "output" and ("val" not in n.meta or _requires_grad(n.meta["val"]))
+                                         for n in fw_gm.graph.nodes)
 
     def _trace_and_partition(self, fn, args, partition_fn, decompositions):
         """(info, forward graph, backward graph or None for an inference graph); sets self.aliases."""
@@ -394,6 +398,7 @@ class CompiledGraph:
     backward = None
     mutations = None
     plain = False
+    inference_grad_switch = True
 
     def __call__(self, args):
         if self.fallback_reason is not None or (
@@ -401,7 +406,8 @@ class CompiledGraph:
             return self.fn(*args)
         if self.function is None:
             # no output is differentiable (grad-mode switches are not in the graph)
-            outs = call_with_grad_mode(False, self.forward, args)
+            outs = call_with_grad_mode(False, self.forward, args) if self.inference_grad_switch else \
+                self.forward(*args)
         else:
             # the trace found differentiable outputs, so grad mode was on where they were computed
             # (the program may switch it on itself: the switch is not in the graph)
@@ -418,6 +424,12 @@ class CompiledGraph:
         if self.info["grad_mode_after"] is not None:
             _set_grad_enabled(self.info["grad_mode_after"])
         return _restructure(outs, self.out_kind)
+
+
+def _requires_grad(val) -> bool:
+    if isinstance(val, (tuple, list)):
+        return any(_requires_grad(v) for v in val)
+    return isinstance(val, Tensor) and val.requires_grad
 
 
 def _mutations():
@@ -548,7 +560,8 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, pa
 
     def run(*args):
         flat = params + args
-        return compiled.compiled_for(flat)(flat)
+        matches, graph = compiled.last       # compiled_for's first step, inlined: the steady state
+        return graph(flat) if matches(flat) else compiled.compiled_for(flat)(flat)
     run.fallback_reason, run.fake_trace_failure = first.fallback_reason, first.fake_trace_failure
     run.compiled = compiled
     return run

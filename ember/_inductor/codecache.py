@@ -70,6 +70,7 @@ def clear_memory_cache() -> None:
     """Forget the libraries loaded in this process (the next load_c goes to disk); for tests."""
     with _lock:
         _loaded.clear()
+    _cache_bytes.clear()
     diskstore.forget_roots()
 
 
@@ -175,11 +176,28 @@ def _compile(source: str, name: str, extra_flags, so_path: str, digest_path: str
     if lib is None:
         raise OSError(f"ember._inductor: {so_path} changed while it was being published")
     if config.cache_size_limit:
-        evicted = diskstore.evict_least_recent(os.path.dirname(so_path), config.cache_size_limit,
-                                               os.path.basename(so_path)[:-len(".so")], _remove_entry)
-        if evicted:
-            _count("evicted", evicted)
+        _enforce_size_limit(so_path, (so_path, digest_path, c_path))
     return lib
+
+
+_cache_bytes: dict = {}       # kernels dir -> its size at this process's last scan + what it added since
+
+
+def _enforce_size_limit(so_path: str, new_files) -> None:
+    """Evict least recently used entries when the kernels dir may exceed config.cache_size_limit.
+    The dir is scanned (a stat per file) on a process's first compile into it and then only when
+    its own additions could cross the cap: LRU-ish, other processes' additions are seen at the
+    next scan."""
+    directory = os.path.dirname(so_path)
+    added = sum(os.stat(p).st_size for p in new_files)
+    known = _cache_bytes.get(directory)
+    if known is not None and known + added <= config.cache_size_limit:
+        _cache_bytes[directory] = known + added
+        return
+    evicted, _cache_bytes[directory] = diskstore.evict_least_recent(
+        directory, config.cache_size_limit, os.path.basename(so_path)[:-len(".so")], _remove_entry)
+    if evicted:
+        _count("evicted", evicted)
 
 
 def _remove_entry(key: str) -> bool:

@@ -248,7 +248,8 @@ def evict_least_recent(directory: str, limit: int, keep: str, remove_entry) -> i
     """Remove whole entries of `directory` (files `<key>.*`, lock files aside), least recently
     used first (the newest mtime of an entry's files: a hit touches it), until their total size
     is at most `limit` bytes. `keep` (the entry just built) stays; `remove_entry(key)` removes
-    one entry under its lock and returns False when the entry is in use. Returns how many went."""
+    one entry under its lock and returns False when the entry is in use. Returns (how many went,
+    the bytes left)."""
     entries: dict = {}           # key -> [bytes, last use]
     for entry in os.scandir(directory):
         if entry.name.startswith(".") or entry.name.endswith(".lock") or not entry.is_file(follow_symlinks=False):
@@ -268,7 +269,7 @@ def evict_least_recent(directory: str, limit: int, keep: str, remove_entry) -> i
         if key != keep and remove_entry(key):
             total -= size
             removed += 1
-    return removed
+    return removed, total
 
 
 @contextlib.contextmanager

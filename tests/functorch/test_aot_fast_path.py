@@ -107,3 +107,24 @@ def test_call_with_grad_mode(enabled, outer):
         assert ember.is_grad_enabled() is outer
     assert seen == [enabled]
 
+
+
+def test_inference_graphs_switch_grad_mode_only_where_a_value_requires_grad():
+    """An inference graph whose traced values never require grad runs without the no_grad switch
+    (nothing could record); one reading a tensor that requires grad keeps it, so the eager forward
+    the aot_eager-style compiler returns records nothing, as before."""
+    w = ember.randn(3).requires_grad_()
+    graphs = []
+
+    def compiler(gm, example_inputs):
+        return gm
+
+    plain = aot_function(lambda x: (x * 2).exp(), compiler)
+    with_w = aot_function(lambda x: x * w, compiler)
+    x = ember.randn(3)
+    for f, fn, switch in ((plain, lambda x: (x * 2).exp(), False), (with_w, lambda x: x * w, True)):
+        got = f(x)
+        graphs.append(f.compiled_for((x,)))
+        assert graphs[-1].function is None and graphs[-1].inference_grad_switch is switch
+        np.testing.assert_allclose(got.detach().numpy(), fn(x).detach().numpy(), rtol=1e-6)
+        assert not got.requires_grad and got.grad_fn is None

@@ -103,5 +103,5 @@ def test_eviction_skips_foreign_files_and_temps(private_cache, monkeypatch):
     build("x", age_s=100)
     kernels = private_cache / "kernels"
     (kernels / ".tmp-123-abc.so").write_bytes(b"\0" * 10)
-    removed = diskstore.evict_least_recent(str(kernels), 0, "none", lambda key: True)
-    assert removed == 1 and (kernels / ".tmp-123-abc.so").exists()
+    removed, left = diskstore.evict_least_recent(str(kernels), 0, "none", lambda key: True)
+    assert removed == 1 and left == 0 and (kernels / ".tmp-123-abc.so").exists()
