@@ -30,9 +30,10 @@ import operator
 import os
 import sys
 
-from .._core.dispatch import OperatorHandle, tls
+from .._core.dispatch import AUTOGRAD_BIT, META_BIT, OperatorHandle, tls
+from .._core.storage import MetaArray
 from .._core.dtype import _BY_NAME as DTYPES
-from .._core.tensor import Tensor
+from .._core.tensor import Tensor, _make
 
 log = logging.getLogger("ember._functorch.aot_cache")
 FORMAT = "ember-aot-1"
@@ -159,10 +160,11 @@ def _decode(v, nodes):
         return DTYPES[x]
     if kind == "device":
         return ember.device(x)
-    if kind == "tensor":
+    if kind == "tensor":        # a meta tensor made from its slots, as tensor_spec.meta_like does
         shape, stride, dtype, requires_grad = x
-        return ember.empty_strided(tuple(shape), tuple(stride), dtype=DTYPES[dtype], device="meta",
-                                   requires_grad=bool(requires_grad))
+        if len(shape) != len(stride) or not all(type(d) is int and d >= 0 for d in shape):
+            raise ValueError(f"a tensor value of shape {shape} and strides {stride}")
+        return _make(MetaArray(shape, stride, DTYPES[dtype].np), META_BIT | (AUTOGRAD_BIT if requires_grad else 0))
     raise ValueError(f"unknown entry {kind!r}")
 
 
