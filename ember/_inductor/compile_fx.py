@@ -278,10 +278,8 @@ def _kind(buf):
 
 
 def _dead_code_elimination(nodes, kept):
-    from . import ir
-    from .graph import _leaves
-    needed = set(kept)
-    out = []
+    from .graph import _leaves, ir
+    needed, out = set(kept), []
     for node in reversed(nodes):
         if isinstance(node, ir.ExternCall):
             out.append(node)
