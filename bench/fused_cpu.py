@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import ember  # noqa: E402
-from _harness import header  # noqa: E402
+from _harness import header, machine  # noqa: E402
 
 ROW = 1024
 COPY_C = """
@@ -144,7 +144,7 @@ def run(sizes, threads, rounds, only=(), show=False):
                 samples = {k: [] for k in peers}
                 for _ in range(rounds):
                     for k, f in peers.items():
-                        samples[k].append(timed(f))
+                        samples[k].append(timed(f, clock=clock))
                 med = {k: statistics.median(v) * 1e6 for k, v in samples.items()}
                 results[(nthreads, size, name)] = med
                 print(f"{nthreads}t {size:>9.0e} {name:<17}" + "".join(f"{k} {v:>10.1f}us  " for k, v in med.items())
@@ -153,27 +153,42 @@ def run(sizes, threads, rounds, only=(), show=False):
     return results
 
 
-def write_png(results, path):
+def write_png(results, path, note=""):
+    """One panel per thread count: for each workload and size, how many times faster ember.compile
+    is than each peer (peer time / ember time, log scale; above 1: ember is faster). The C copy
+    bar is the memory roofline: near 1, the kernel runs at memory speed."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         print(f"# matplotlib is not installed (pip install ember[bench]); no chart written to {path}")
         return
-    keys = sorted(results)
-    peers = ["ember.compile", "torch.compile", "torch", "numpy", "C copy"]
-    fig, ax = plt.subplots(figsize=(max(8, len(keys) * 0.6), 5))
+    peers = ["torch.compile", "torch", "numpy", "C copy"]
+    threads = sorted({t for t, _, _ in results})
+    fig, axes = plt.subplots(len(threads), 1, figsize=(12, 4.2 * len(threads)), squeeze=False)
     width = 0.8 / len(peers)
-    for i, p in enumerate(peers):
-        ax.bar([k + i * width for k in range(len(keys))],
-               [results[key]["ember.compile"] / results[key][p] for key in keys], width, label=p)
-    ax.set_xticks([k + 0.4 for k in range(len(keys))])
-    ax.set_xticklabels([f"{n} {s:.0e} {t}t" for t, s, n in keys], rotation=70, ha="right", fontsize=7)
-    ax.set_ylabel("speed relative to ember.compile (higher is faster)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    for ax, nthreads in zip(axes[:, 0], threads):
+        keys = sorted((k for k in results if k[0] == nthreads), key=lambda k: (k[1], k[2]))
+        for i, peer in enumerate(peers):
+            ax.bar([k + i * width for k in range(len(keys))],
+                   [results[key][peer] / results[key]["ember.compile"] for key in keys], width, label=peer)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.tick_params(axis="y", which="both", labelsize=7)
+        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))])
+        ax.set_xticklabels([f"{name}, {size:,}" for _, size, name in keys], fontsize=7,
+                           rotation=30, ha="right")
+        ax.set_ylabel("peer time / ember.compile time")
+        ax.set_title(f"{nthreads} thread(s): how many times faster ember.compile is (above 1x: faster)",
+                     fontsize=9, loc="right")
+        ax.legend(fontsize=7, ncol=len(peers), loc="lower left", bbox_to_anchor=(0, 1.06), frameon=False)
+    fig.text(0.01, 0.005, f"machine: {machine()}; {note}", fontsize=6)
+    fig.tight_layout(rect=(0, 0.02, 1, 1))
+    fig.savefig(path, dpi=90)
     print(f"# chart: {path}")
 
 
@@ -197,7 +212,8 @@ def main():
     results = run(sizes, [int(t) for t in args.threads.split(",")], args.rounds,
                   [w for w in args.only.split(",") if w], args.show)
     if args.png:
-        write_png(results, args.png)
+        write_png(results, args.png, f"{'CPU' if args.clock == 'cpu' else 'wall'} time, medians of {args.rounds} "
+                                     f"interleaved rounds")
 
 
 if __name__ == "__main__":

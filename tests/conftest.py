@@ -19,5 +19,8 @@ def _kernel_cache_dir(tmp_path_factory):
     backend compiles C)."""
     from ember._inductor import config
     old, config.cache_dir = config.cache_dir, str(tmp_path_factory.mktemp("ember_cache"))
+    # the AOT graph cache off: tests patch tracing internals and read trace logs per test, which an
+    # entry stored by an earlier test would skip (tests/functorch/test_aot_cache.py turns it on)
+    old_aot, config.aot_cache = config.aot_cache, False
     yield
-    config.cache_dir = old
+    config.cache_dir, config.aot_cache = old, old_aot

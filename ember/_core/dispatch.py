@@ -165,8 +165,8 @@ def register_fallback(key: DispatchKey, kernel) -> None:
         _global_fallbacks.pop(key, None)
     else:
         _global_fallbacks[key] = kernel
-    for op in _all_ops:
-        op._refresh()
+    for op in _all_ops:        # only `key`'s entry can change (one key, not every table, per op)
+        op._refresh((key,))
 
 
 class NoKernelError(NotImplementedError):
@@ -211,8 +211,8 @@ class OperatorHandle:
         return [k for k, v in self.kernels.items() if v is not FALLTHROUGH] + (
             list(BACKEND_KEYS) if self.composite else [])
 
-    def _refresh(self) -> None:
-        for k in DispatchKey:
+    def _refresh(self, keys=DispatchKey) -> None:
+        for k in keys:
             kernel = self.kernels.get(k)
             if kernel is None and self.composite is not None and (k in BACKEND_KEYS or k == DispatchKey.Autograd):
                 kernel = self.composite

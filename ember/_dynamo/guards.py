@@ -108,7 +108,12 @@ def _is_literal(v) -> bool:
 
 
 def _tensor_expr(x, e: TensorExpectation, const):
-    return f"___tensor_spec({x}) == {const(e.spec)}"
+    # spec_of(x) == e.spec, field by field: no tuple built per call (the class first, so nothing
+    # else is read from a value of another type)
+    cls, keys, dtype, shape, strides = e.spec
+    return (f"(___t := {x}).__class__ is {const(cls)} and ___t._keys == {keys!r} and "
+            f"(___a := ___t._data).shape == {const(shape)} and ___a.strides == {const(strides)} and "
+            f"___a.dtype == {const(dtype)}")
 
 
 def _constant_expr(x, v, const):

@@ -174,7 +174,7 @@ class ModuleTreePlan:
             return LiveSource(self.live[source])
         base = getattr(source, "base", None)
         if isinstance(base, Source):
-            return dataclasses.replace(source, base=self.fast_source(base))
+            return source.replace(base=self.fast_source(base))
         return source
 
     # -- the fast tier ------------------------------------------------------------------------

@@ -17,8 +17,63 @@ from __future__ import annotations
 import dataclasses
 
 
+def _record(cls):
+    """What ``dataclasses.dataclass(frozen=True)`` gives a source (an __init__ over the annotated
+    fields with their class defaults, field-wise __eq__/__hash__/__repr__, assignment refused),
+    made without generating and exec-ing code per class: dataclass processing was most of this
+    module's import, paid by a process's first ember.compile. Fields named in `_uncompared` take
+    no part in equality, hash and repr."""
+    names = [n for c in reversed(cls.__mro__) for n in c.__dict__.get("__annotations__", {})]
+    defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
+    compared = [n for n in names if n not in getattr(cls, "_uncompared", ())]
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(names):
+            raise TypeError(f"{cls.__name__}() takes {len(names)} arguments, got {len(args)}")
+        values = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in names or key in values:
+                raise TypeError(f"{cls.__name__}() got an unexpected or repeated argument {key!r}")
+            values[key] = value
+        for n in names:
+            if n not in values:
+                if n not in defaults:
+                    raise TypeError(f"{cls.__name__}() missing argument {n!r}")
+                values[n] = defaults[n]
+            object.__setattr__(self, n, values[n])
+
+    def fields(self):
+        return tuple(getattr(self, n) for n in compared)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return fields(self) == fields(other)
+
+    def __hash__(self):
+        return hash(fields(self))
+
+    def __repr__(self):
+        return f"{cls.__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in compared)})"
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def replace(self, **changes):
+        """A copy with some fields changed (dataclasses.replace)."""
+        return type(self)(**{n: changes.pop(n) if n in changes else getattr(self, n) for n in names}, **changes)
+    for fn in (__init__, __eq__, __hash__, __repr__, __setattr__, __delattr__, replace):
+        fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
+        if fn.__name__ not in cls.__dict__:        # a method the class writes itself stays
+            setattr(cls, fn.__name__, fn)
+    return cls
+
+
 class Source:
-    """Base class; subclasses are frozen dataclasses (hashable, so guards can live in sets)."""
+    """Base class; subclasses are frozen records (`_record`: hashable, so guards can live in sets)."""
 
     def name(self) -> str:
         raise NotImplementedError(f"{type(self).__name__}.name")
@@ -45,7 +100,7 @@ class Source:
         return self.name()
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class LocalSource(Source):
     """A local variable (an argument) of the frame: ``L['a']``."""
     local_name: str
@@ -60,7 +115,7 @@ class LocalSource(Source):
         codegen.load_fast(self.local_name)
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class GlobalSource(Source):
     """A global of the frame's module: ``G['torch']``."""
     global_name: str
@@ -78,13 +133,14 @@ class GlobalSource(Source):
         codegen.load_global(self.global_name)
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class ModuleGlobalSource(Source):
     """A global of another module, read by a function inlined from there: ``G_othermod['SCALE']``.
     The module's globals dict is held by the source; guard functions see it as ``___G<id>``."""
     globals_id: int
     global_name: str
-    f_globals: dict = dataclasses.field(compare=False, hash=False, repr=False)
+    f_globals: dict
+    _uncompared = ("f_globals",)
 
     def env_name(self) -> str:
         return f"___G{self.globals_id}"
@@ -104,13 +160,14 @@ class ModuleGlobalSource(Source):
         codegen.subscr()
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class GlobalShadowsBuiltinSource(Source):
     """Whether a module global now shadows builtin `builtin_name` (a bool): guarded False when the
     captured code read the builtin, so ``len = my_len`` in the module later recompiles."""
     globals_id: int
     builtin_name: str
-    f_globals: dict = dataclasses.field(compare=False, hash=False, repr=False)
+    f_globals: dict
+    _uncompared = ("f_globals",)
 
     def env_name(self) -> str:
         return f"___G{self.globals_id}"
@@ -125,7 +182,7 @@ class GlobalShadowsBuiltinSource(Source):
         raise NotImplementedError("GlobalShadowsBuiltinSource.reconstruct")
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class GlobalStateSource(Source):
     """Part of torch's GLOBAL_STATE guard that graphs fold in: ``GlobalStateSource("default_dtype")``
     reads ember.get_default_dtype(), ``GlobalStateSource("grad_enabled")`` ember.is_grad_enabled()
@@ -144,7 +201,7 @@ class GlobalStateSource(Source):
         raise NotImplementedError("GlobalStateSource.reconstruct")
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class ImportedModuleSource(Source):
     """An already-imported module read from ``sys.modules`` by an import statement in captured code
     (guard functions see sys.modules as ``___sys_modules``): ``sys.modules['ember.nn']``."""
@@ -166,7 +223,7 @@ class ImportedModuleSource(Source):
         codegen.subscr()
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class BuiltinImportSource(Source):
     """``builtins.__import__`` (guard functions: ``___builtins.__import__``): import statements were
     resolved at capture without calling it, so replacing it recompiles."""
@@ -181,7 +238,7 @@ class BuiltinImportSource(Source):
         raise NotImplementedError("BuiltinImportSource.reconstruct")
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class ClosureCellSource(Source):
     """A free variable of the function, read through its closure cell: printed ``L['k']`` like torch."""
     cell_name: str
@@ -201,7 +258,7 @@ class ClosureCellSource(Source):
         codegen.load_deref(self.cell_name)
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class AttrSource(Source):
     """An attribute of another source: ``L['self'].training``."""
     base: Source
@@ -224,7 +281,7 @@ class AttrSource(Source):
         codegen.load_attr(self.member)
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class HasAttrSource(Source):
     """``hasattr(base, member)`` (a bool): guarded where capture found the attribute missing."""
     base: Source
@@ -246,7 +303,7 @@ class HasAttrSource(Source):
         raise NotImplementedError("HasAttrSource.reconstruct")
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class InInstanceDictSource(Source):
     """``member in vars(base)`` (a bool): guarded where capture called a class's ``__getattr__``
     for `member` (hasattr would call that __getattr__ again, running user code in the guard)."""
@@ -269,7 +326,7 @@ class InInstanceDictSource(Source):
         raise NotImplementedError("InInstanceDictSource.reconstruct")
 
 
-@dataclasses.dataclass(frozen=True)
+@_record
 class GetItemSource(Source):
     """An item of another source (list index or dict key): ``L['xs'][0]``, ``L['d']['k']``."""
     base: Source

@@ -56,9 +56,11 @@ from .._core.dispatch import DispatchKey, OperatorHandle, _ExcludeDispatchKeyGua
 from .._core.tensor import Tensor
 from .._core.tensor_spec import spec_of
 from .._logging import trace_log
-from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, no_grad, set_grad_enabled
-from . import _aot_mutations, data_dependence
-from .make_fx import Tracer, tracing
+from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, set_grad_enabled
+# _aot_mutations, data_dependence (fake and functional tensors) and the Tracer are imported where a
+# trace runs: a process whose graphs come from the AOT cache never loads them
+from . import _aot_cache
+from ._aot_fast_path import call_with_grad_mode, spec_matcher
 from .partitioners import default_partition
 
 _graph_ids = itertools.count()
@@ -146,6 +148,8 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True, fu
     inputs it wrote lead the forward outputs; an `InputMutations`, else None). `fake`: trace on fake
     tensors (the tangents too); tensors fn reaches other than its arguments become fakes as used."""
     import ember
+    from . import _aot_mutations, data_dependence
+    from .make_fx import Tracer, tracing
     tracer = Tracer(decompositions={**joint_decompositions(), **(decompositions or {})})
     mode = None
     if fake:
@@ -297,35 +301,51 @@ def _log_graph(artifact, title, gm):
 class CompiledGraph:
     """One traced program for one input spec: its compiled forward (and lazily its backward)."""
 
-    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions):
+    def __init__(self, fn, args, fw_compiler, bw_compiler, partition_fn, decompositions, cache_key=None):
         self.graph_id = next(_graph_ids)
         self.fn = fn
         self.fallback_reason = self.fake_trace_failure = None
-        try:
-            joint, info = self._trace(fn, args, decompositions)
-        except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
-            # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward),
-            # or a mutation functionalisation cannot express (_aot_mutations' docstring)
-            self._fall_back(f"{type(e).__name__}: {e}")
-            return
+        cached = _aot_cache.load(cache_key, len(args)) if cache_key is not None else None
+        if cached is not None:       # the same program traced in an earlier process (_aot_cache)
+            info, fw_gm, self.bw_gm = cached
+            self.aliases = {}
+        else:
+            from . import data_dependence
+            try:
+                info, fw_gm, self.bw_gm = self._trace_and_partition(fn, args, partition_fn, decompositions)
+            except (data_dependence.DataDependentTrace, AOTFallback, NotImplementedError) as e:
+                # NotImplementedError: an op or a derivative the trace cannot record (conv's NumPy backward),
+                # or a mutation functionalisation cannot express (_aot_mutations' docstring)
+                self._fall_back(f"{type(e).__name__}: {e}")
+                return
         self.info = info
         self.out_kind = info["out_kind"]
         self.num_fwd = info["num_fwd_outputs"]
         self.mutations = info["mutations"]
-        outputs = list(joint.graph.nodes)[-1].args[0]
-        self.aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:self.num_fwd]) if hasattr(o, "op")}
-        self.aliases = {i: c for i, c in self.aliases.items() if c is not None and self.mutations is None}
         self.tangent_outputs = info["tangent_outputs"]
-        if not self.tangent_outputs:
-            _log_graph("aot_graphs", f"Forward graph {self.graph_id} (inference)", joint)
-            self.forward = fw_compiler(joint, list(args))
-            self.function = None
-            return
-        _log_graph("aot_joint_graph", f"Joint graph {self.graph_id}", joint)
-        fw_gm, self.bw_gm = partition_fn(joint, None, num_fwd_outputs=self.num_fwd)
-        _log_graph("aot_graphs", f"Forward graph {self.graph_id}", fw_gm)
+        self.plain = self.mutations is None and not self.aliases and info["grad_mode_after"] is None
+        if cached is None and cache_key is not None and self.plain and self.fake_trace_failure is None:
+            _aot_cache.store(cache_key, info, fw_gm, self.bw_gm)
+        _log_graph("aot_graphs", f"Forward graph {self.graph_id}" + ("" if self.bw_gm is not None else " (inference)"), fw_gm)
         self.forward = fw_compiler(fw_gm, list(args))
-        self.function = self._autograd_function(bw_compiler or fw_compiler)
+        self.function = self._autograd_function(bw_compiler or fw_compiler) if self.tangent_outputs else None
+        # an inference graph none of whose values requires grad records nothing in any grad mode:
+        # it runs without the switch (a frame and two writes of the thread state per call)
+        self.inference_grad_switch = any(n.op != "output" and ("val" not in n.meta or _requires_grad(n.meta["val"]))
+                                         for n in fw_gm.graph.nodes)
+
+    def _trace_and_partition(self, fn, args, partition_fn, decompositions):
+        """(info, forward graph, backward graph or None for an inference graph); sets self.aliases."""
+        joint, info = self._trace(fn, args, decompositions)
+        outputs = list(joint.graph.nodes)[-1].args[0]
+        num_fwd = info["num_fwd_outputs"]
+        aliases = {i: alias_chain(o) for i, o in enumerate(outputs[:num_fwd]) if hasattr(o, "op")}
+        self.aliases = {i: c for i, c in aliases.items() if c is not None and info["mutations"] is None}
+        if not info["tangent_outputs"]:
+            return info, joint, None
+        _log_graph("aot_joint_graph", f"Joint graph {self.graph_id}", joint)
+        fw_gm, bw_gm = partition_fn(joint, None, num_fwd_outputs=num_fwd)
+        return info, fw_gm, bw_gm
 
     def _trace(self, fn, args, decompositions):
         """The joint graph, traced on fake tensors; where that trace cannot be made (an op without a
@@ -375,6 +395,7 @@ class CompiledGraph:
                 results = compiled.forward(*primals)
                 outs, saved = results[:num_fwd], results[num_fwd:]
                 if compiled.mutations is not None:
+                    from . import _aot_mutations
                     saved = _aot_mutations.protect_saved(saved, primals, compiled.mutations)
                 ctx.save_for_backward(*saved)
                 ctx.mark_non_differentiable(*[o for i, o in enumerate(outs)
@@ -391,34 +412,49 @@ class CompiledGraph:
                 if compiled.backward is None:
                     _log_graph("aot_graphs", f"Backward graph {compiled.graph_id}", compiled.bw_gm)
                     compiled.backward = bw_compiler(compiled.bw_gm, saved + tangents)
-                with no_grad():
-                    return tuple(compiled.backward(*saved, *tangents))
+                return tuple(call_with_grad_mode(False, compiled.backward, saved + tangents))
         return CompiledFunction
 
     backward = None
     mutations = None
+    plain = False
+    inference_grad_switch = True
 
     def __call__(self, args):
         if self.fallback_reason is not None or (
-                self.mutations is not None and _aot_mutations.runs_eagerly(self.mutations, args)):
+                self.mutations is not None and _mutations().runs_eagerly(self.mutations, args)):
             return self.fn(*args)
         if self.function is None:
-            with no_grad():      # no output is differentiable (grad-mode switches are not in the graph)
-                outs = list(self.forward(*args))
+            # no output is differentiable (grad-mode switches are not in the graph)
+            outs = call_with_grad_mode(False, self.forward, args) if self.inference_grad_switch else \
+                self.forward(*args)
         else:
             # the trace found differentiable outputs, so grad mode was on where they were computed
             # (the program may switch it on itself: the switch is not in the graph)
-            with set_grad_enabled(True):
-                outs = list(self.function.apply(*args))
+            outs = call_with_grad_mode(True, self.function.apply, args)
+        if self.plain:       # nothing to write back, regenerate or switch: the common case
+            return _restructure(outs, self.out_kind)
+        outs = list(outs)
         if self.mutations is not None:
             written = len(self.mutations.inputs)
-            _aot_mutations.write_back(self.mutations, args, outs[:written])
-            outs = _aot_mutations.regenerate_aliases(self.mutations, args, outs[written:])
+            _mutations().write_back(self.mutations, args, outs[:written])
+            outs = _mutations().regenerate_aliases(self.mutations, args, outs[written:])
         for i, (placeholder, chain) in self.aliases.items():
             outs[i] = _replay_views(args, placeholder, chain)
         if self.info["grad_mode_after"] is not None:
             _set_grad_enabled(self.info["grad_mode_after"])
         return _restructure(outs, self.out_kind)
+
+
+def _requires_grad(val) -> bool:
+    if isinstance(val, (tuple, list)):
+        return any(_requires_grad(v) for v in val)
+    return isinstance(val, Tensor) and val.requires_grad
+
+
+def _mutations():
+    from . import _aot_mutations
+    return _aot_mutations
 
 
 def _replay_views(args, placeholder, chain):
@@ -442,6 +478,8 @@ class _Cached:
         self.fn, self.fw_compiler, self.bw_compiler = fn, fw_compiler, bw_compiler
         self.partition_fn, self.decompositions = partition_fn, decompositions
         self.graphs: dict = {}
+        self.last = (lambda args: False, None)     # (matcher, graph) of the graph the last call ran
+        self.cache_namespace = None      # set where the traced graphs may go to disk (_aot_cache)
 
     def key(self, args):
         for i, a in enumerate(args):
@@ -451,11 +489,16 @@ class _Cached:
         return (is_grad_enabled(),) + tuple(spec_of(a) for a in args)
 
     def compiled_for(self, args) -> CompiledGraph:
+        matches, graph = self.last
+        if matches(args):        # the steady state: no key built (_aot_fast_path)
+            return graph
         key = self.key(args)
         graph = self.graphs.get(key)
         if graph is None:
+            cache_key = None if self.cache_namespace is None else _aot_cache.entry_key(self.cache_namespace, key)
             graph = self.graphs[key] = CompiledGraph(self.fn, args, self.fw_compiler, self.bw_compiler,
-                                                     self.partition_fn, self.decompositions)
+                                                     self.partition_fn, self.decompositions, cache_key)
+        self.last = (spec_matcher(key), graph)
         return graph
 
     def __call__(self, *args):
@@ -530,13 +573,15 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None, pa
         return functional_call(mod, dict(zip(names, flat[:len(names)])), flat[len(names):])
 
     compiled = _Cached(flat_fn, fw_compiler, bw_compiler, partition_fn, decompositions)
+    if partition_fn is default_partition and not decompositions and _aot_cache.enabled():
+        compiled.cache_namespace = _aot_cache.program_namespace(mod)
     first = compiled.compiled_for([*state.values(), *example_inputs])
+    params = tuple(state.values())
 
     def run(*args):
-        flat = [*state.values(), *args]
-        graph = first if compiled.key(flat) == first_key else compiled.compiled_for(flat)
-        return graph(flat)
-    first_key = compiled.key([*state.values(), *example_inputs])
+        flat = params + args
+        matches, graph = compiled.last       # compiled_for's first step, inlined: the steady state
+        return graph(flat) if matches(flat) else compiled.compiled_for(flat)(flat)
     run.fallback_reason, run.fake_trace_failure = first.fallback_reason, first.fake_trace_failure
     run.compiled = compiled
     return run

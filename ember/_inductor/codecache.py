@@ -32,7 +32,8 @@ from .machine import isa, vector_math_prelude  # noqa: F401  (the codegen's entr
 
 log = logging.getLogger("ember._inductor.codecache")
 
-COUNTER_NAMES = ("compile", "disk_hit", "memory_hit", "rejected", "graph_hit", "graph_miss", "graph_rejected")
+COUNTER_NAMES = ("compile", "disk_hit", "memory_hit", "rejected", "graph_hit", "graph_miss", "graph_rejected",
+                 "evicted")
 counters = dict.fromkeys(COUNTER_NAMES, 0)
 _counter_lock = threading.Lock()
 _loaded: dict = {}            # key -> ctypes.CDLL
@@ -54,9 +55,9 @@ class CCompileError(RuntimeError):
         self.stderr = stderr
 
 
-def _count(name: str) -> None:
+def _count(name: str, n: int = 1) -> None:
     with _counter_lock:
-        counters[name] += 1
+        counters[name] += n
 
 
 def reset_counters() -> None:
@@ -69,6 +70,7 @@ def clear_memory_cache() -> None:
     """Forget the libraries loaded in this process (the next load_c goes to disk); for tests."""
     with _lock:
         _loaded.clear()
+    _cache_bytes.clear()
     diskstore.forget_roots()
 
 
@@ -172,7 +174,53 @@ def _compile(source: str, name: str, command, so_path: str, digest_path: str, c_
     lib = _load_verified(so_path, digest_path, name)
     if lib is None:
         raise OSError(f"ember._inductor: {so_path} changed while it was being published")
+    if config.cache_size_limit:
+        _enforce_size_limit(so_path, (so_path, digest_path, c_path))
     return lib
+
+
+_cache_bytes: dict = {}       # kernels dir -> its size at this process's last scan + what it added since
+
+
+def _enforce_size_limit(so_path: str, new_files) -> None:
+    """Evict least recently used entries when the kernels dir may exceed config.cache_size_limit.
+    The dir is scanned (a stat per file) on a process's first compile into it and then only when
+    its own additions could cross the cap: LRU-ish, other processes' additions are seen at the
+    next scan."""
+    directory = os.path.dirname(so_path)
+    added = sum(os.stat(p).st_size for p in new_files)
+    known = _cache_bytes.get(directory)
+    if known is not None and known + added <= config.cache_size_limit:
+        _cache_bytes[directory] = known + added
+        return
+    evicted, _cache_bytes[directory] = diskstore.evict_least_recent(
+        directory, config.cache_size_limit, os.path.basename(so_path)[:-len(".so")], _remove_entry)
+    if evicted:
+        _count("evicted", evicted)
+
+
+def _remove_entry(key: str) -> bool:
+    """Remove one kernel library (digest first, so no reader trusts a half-removed entry) unless a
+    process holds its lock (building or loading it). A process that loaded it keeps its mapping;
+    a graph entry naming it compiles it again."""
+    so_path, digest_path, c_path = _paths(key)
+    with diskstore.try_locked(so_path) as got:
+        if not got:
+            return False
+        for path in (digest_path, so_path, c_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+    return True
+
+
+def _touch(so_path: str) -> None:
+    """Mark a library used (its mtime), so the size cap evicts the least recently used first."""
+    try:
+        os.utime(so_path)
+    except OSError:       # evicted meanwhile, or a read-only cache: only the eviction order suffers
+        pass
 
 
 def load_c(source: str, name: str | None = None, extra_flags=()) -> ctypes.CDLL:
@@ -208,6 +256,7 @@ def load_library(key: str, source: str, name: str, command, source_suffix: str =
         lib = _load_verified(so_path, digest_path, name)
         if lib is not None:
             _count("disk_hit")
+            _touch(so_path)
         else:
             lib = _compile(source, name, command, so_path, digest_path, c_path)
         with _lock:
@@ -233,6 +282,7 @@ def load_cached(key: str):
         lib = _loaded.get(key) or _load_verified(so_path, digest_path, key)
         if lib is not None:
             _count("disk_hit")
+            _touch(so_path)
             with _lock:
                 _loaded[key] = lib
     return lib

@@ -19,9 +19,9 @@ import warnings
 
 from .._logging import trace_log
 from . import config
-from .graph import GraphLowering, NotLowerable, _leaves
 from .wrapper import GuardMismatch, PlanMismatch, build_wrapper, plan_wrapper
-from . import ir
+# graph (the lowering tables), ir, the scheduler and the code generator are imported where a graph is
+# lowered: a process whose graphs all come from the graph cache never loads them
 
 MAX_VARIANTS = 8
 _warned: set = set()
@@ -105,7 +105,7 @@ def _compile_or_fallback(gm, inputs):
     from .codecache import CCompileError, CompilerUnavailable
     try:
         return compile_graph(gm, inputs)
-    except NotLowerable as e:
+    except _not_lowerable() as e:      # (evaluated only when something was raised)
         if config.strict:
             raise
         trace_log("output_code", lambda: f"ember._inductor: graph runs eagerly: {e}")
@@ -119,6 +119,11 @@ def _compile_or_fallback(gm, inputs):
             warnings.warn(f"ember._inductor: {type(e).__name__}{where}; graphs run eagerly", RuntimeWarning,
                           stacklevel=4)
         return None
+
+
+def _not_lowerable():
+    from .graph import NotLowerable
+    return NotLowerable
 
 
 def _aten_graph(gm, inputs):
@@ -136,6 +141,7 @@ def _aten_graph(gm, inputs):
         return gm
     import ember
     from .._functorch import make_fx
+    from .graph import NotLowerable
     state = ember.get_rng_state()
     try:
         with ember.no_grad():
@@ -158,7 +164,9 @@ def compile_graph(gm, inputs):
         return wrapper_gm
     from .codecache import cache_key, graph_cache_put, kernel_pointer, load_c
     from .codegen_c import generate_kernel, prelude
+    from .graph import GraphLowering, _leaves
     from .scheduler import schedule
+    from . import ir
     g = GraphLowering(aten_gm, inputs).run()
     # outputs not yet in memory are computed into fresh buffers
     def realize_out(v):
@@ -232,7 +240,7 @@ def graph_key(aten_gm, inputs):
                 return None
             layouts.append((n.target, tuple(t.shape), t._data.strides, t.dtype.name))
     text = "\0".join(("ember-graph-plan-1", _fuser_digest(), aten_gm.code, repr(layouts), str(config.threads),
-                      repr(config.cflags), str(config.use_libmvec)))
+                      repr(config.cflags), str(config.use_libmvec), str(config.fallback_random)))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -264,13 +272,14 @@ def _from_graph_cache(key, aten_gm):
 
 
 def _kind(buf):
+    from . import ir
     body = buf.body
     return body.reduction_type if isinstance(body, ir.ReductionBody) else "pointwise"
 
 
 def _dead_code_elimination(nodes, kept):
-    needed = set(kept)
-    out = []
+    from .graph import _leaves, ir
+    needed, out = set(kept), []
     for node in reversed(nodes):
         if isinstance(node, ir.ExternCall):
             out.append(node)

@@ -15,7 +15,8 @@ cc = os.environ.get("CC", "cc")
 # -fopenmp: `#pragma omp parallel for` / `simd`; -ffp-contract=off: no FMA contraction, so results
 # match eager's rounding; -fno-math-errno: the kernels never read errno, so sqrtf & co are plain
 # instructions GCC can vectorise and hoist out of a row's loop (layernorm's rsqrt).
-cflags = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared")
+# -pipe: no temporary assembly file between the compiler's stages.
+cflags = ("-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-pipe")
 ldflags = ("-lm",)
 # Link glibc's libmvec when the machine probe finds it usable, so kernels that prepend
 # codecache.vector_math_prelude() get vectorised expf/logf/tanhf/... (appended after ldflags).
@@ -29,3 +30,10 @@ compile_workers = None   # compiler subprocesses load_many runs at once (None: o
 # RNG keyed by a seed drawn from ember's generator per call (reproducible under ember.manual_seed,
 # but not eager's values; torch._inductor.config.fallback_random alike).
 fallback_random = True
+# Keep the forward/backward graphs AOT autograd traces for a captured program on disk (cache_dir/aot),
+# so the same program in a new process skips tracing (ember/_functorch/_aot_cache.py says what the
+# key covers; a program monkeypatching ember's internals at run time should turn it off).
+aot_cache = True
+# The kernel cache's size cap in bytes (cache_dir/kernels): past it, the least recently used
+# libraries are removed after a compile (0 or None: no cap).
+cache_size_limit = 1 << 30

@@ -32,7 +32,7 @@ from . import config
 
 log = logging.getLogger("ember._inductor.cache")
 
-SUBDIRS = ("kernels", "graphs")
+SUBDIRS = ("kernels", "graphs", "aot")      # aot: _functorch/_aot_cache.py's traced graphs
 _resolved: dict = {}          # config.cache_dir as set -> the root actually used
 _resolve_lock = threading.Lock()
 _private_root = None          # this process's fallback temp dir, made on first need
@@ -242,3 +242,46 @@ def write_json(path: str, payload) -> None:
     """Store a JSON-able `payload` (dicts, lists, str, numbers, bools, None) with its digest."""
     body = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
     write_atomic(path, sha256_hex(body).encode("ascii") + b"\n" + body)
+
+
+def evict_least_recent(directory: str, limit: int, keep: str, remove_entry) -> int:
+    """Remove whole entries of `directory` (files `<key>.*`, lock files aside), least recently
+    used first (the newest mtime of an entry's files: a hit touches it), until their total size
+    is at most `limit` bytes. `keep` (the entry just built) stays; `remove_entry(key)` removes
+    one entry under its lock and returns False when the entry is in use. Returns (how many went,
+    the bytes left)."""
+    entries: dict = {}           # key -> [bytes, last use]
+    for entry in os.scandir(directory):
+        if entry.name.startswith(".") or entry.name.endswith(".lock") or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:         # evicted or replaced by another process meanwhile
+            continue
+        row = entries.setdefault(entry.name.split(".", 1)[0], [0, 0.0])
+        row[0] += st.st_size
+        row[1] = max(row[1], st.st_mtime)
+    total = sum(size for size, _ in entries.values())
+    removed = 0
+    for key, (size, _) in sorted(entries.items(), key=lambda kv: kv[1][1]):
+        if total <= limit:
+            break
+        if key != keep and remove_entry(key):
+            total -= size
+            removed += 1
+    return removed, total
+
+
+@contextlib.contextmanager
+def try_locked(path: str):
+    """Like `locked`, without waiting: yields False (and holds nothing) when another holder has it."""
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)

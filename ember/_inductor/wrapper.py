@@ -33,7 +33,6 @@ import numpy as np
 
 from .._core.dtype import _BY_NAME as DTYPES
 from .._core.tensor import AUTOGRAD_BIT, CPU_BIT, INFERENCE_BIT, Tensor, wrap as _wrap_array
-from . import ir
 
 
 class GuardMismatch(Exception):
@@ -98,7 +97,7 @@ class Alloc(_Named):
         self._name(f"alloc_{name}")
 
     def __call__(self):
-        return wrap(np.empty(self.shape, self.dtype))
+        return _wrap_array(np.empty(self.shape, self.dtype))
 
 
 class ExpectLayout(_Named):
@@ -152,6 +151,7 @@ def pool_arrays(blocks, placement) -> dict:
 def _encode(v):
     """An extern argument or output leaf as JSON-able data; anything else stays an {"object": v}
     (usable in this process, and it keeps the plan out of the graph cache)."""
+    from . import ir         # here and in plan_wrapper: building from a plan needs no IR
     if isinstance(v, ir.BufferValue):
         return {"value": [v.buffer.name, list(v.shape), list(v.strides), v.offset, v.is_whole_buffer()]}
     if isinstance(v, (list, tuple)):
@@ -167,6 +167,7 @@ def _encode(v):
 
 def plan_wrapper(g, groups, kernels, kept) -> dict:
     """The wrapper as data. kernels: {id(group): (kernel name, [buffers], checks_errors)}."""
+    from . import ir
     inputs = [[list(b.shape), list(g.example_inputs[b.position]._data.strides), b.dtype.name] for b in g.inputs]
     targets = {n.name: n.target for n in g.gm.graph.nodes if n.op == "get_attr"}
     constants = {}
@@ -240,10 +241,8 @@ def build_wrapper(plan, fnptrs, aten_gm):
     from ..fx import Graph, GraphModule
     from .launch import launcher
     launch = launcher()
-    from .lowering_random import draw_seed
     ops = {n.target.name: n.target for n in aten_gm.graph.nodes
            if n.op == "call_function" and hasattr(n.target, "name")}
-    ops[draw_seed.name] = draw_seed          # the fuser's own extern call (a graph's one random draw)
     graph = Graph()
     specs = tuple((_ints(shape), _ints(strides), _dtype(dtype).np) for shape, strides, dtype in plan["inputs"])
     placeholders = [graph.placeholder(f"arg{i}") for i in range(len(specs))]
@@ -309,6 +308,9 @@ def build_wrapper(plan, fnptrs, aten_gm):
     for step in plan["steps"]:
         if step[0] == "extern":
             _, op_name, args, kwargs, returns_tuple, outs = step
+            if op_name == "draw_seed" and op_name not in ops:    # the fuser's own extern (one random draw)
+                from .lowering_random import draw_seed           # (imported only where a plan draws)
+                ops[draw_seed.name] = draw_seed
             if op_name not in ops:
                 raise PlanMismatch(f"extern op {op_name!r} is not in the graph")
             res = graph.call_function(ops[op_name], tuple(decode(args)), {k: decode(v) for k, v in kwargs.items()})

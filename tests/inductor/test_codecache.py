@@ -68,7 +68,7 @@ def test_memory_then_disk_hits(private_cache):
 def test_entries_and_dirs_are_private(private_cache):
     src = add_kernel_source("private")
     codecache.load_c(src)
-    for d in (private_cache, private_cache / "kernels", private_cache / "graphs"):
+    for d in (private_cache, private_cache / "kernels", private_cache / "graphs", private_cache / "aot"):
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
     for path in entry_paths(src):
         assert stat.S_IMODE(os.stat(path).st_mode) & 0o077 == 0

@@ -49,7 +49,7 @@ def test_entries_are_private_and_keys_stay_inside(private_cache):
     assert len(files) == 4
     for path in files:
         assert os.stat(path).st_mode & 0o077 == 0
-    assert sorted(os.listdir(private_cache)) == ["graphs", "kernels"] + sorted(
+    assert sorted(os.listdir(private_cache)) == ["aot", "graphs", "kernels"] + sorted(
         n for n in os.listdir(private_cache) if n.startswith("machine-"))
 
 
