@@ -18,7 +18,7 @@ BUDGET = {
     "_functorch": 4800,
     "_inductor": 5000,
     "_subclasses": 20,
-    "_dynamo": 7520,      # +350: module_guards.py (module-tree guards behind a state version), IMPORT_NAME
+    "_dynamo": 7560,      # +350: module_guards.py (module-tree guards behind a state version), IMPORT_NAME
                           # +40: source._record (Source records without dataclass processing: a third of
                           # dynamo's import, paid by every process's first ember.compile)
                           # (+30: backends/common.py, aot_autograd, nop: torch._dynamo.backends.common)
