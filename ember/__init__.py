@@ -67,6 +67,39 @@ def get_num_threads() -> _builtins.int:
     return config.threads
 
 
+def set_default_device(device) -> None:
+    """Factories called without ``device=`` make their tensors on `device` (None: the CPU again)."""
+    from ._core import dispatch
+    from ._core.device import device as _device
+    from .ops.codegen import _device_bit
+    d = None if device is None else _device(device)
+    dispatch.default_factory_backend[:] = [dispatch.CPU_BIT if d is None else _device_bit(d), d]
+
+
+def get_default_device():
+    from ._core import dispatch
+    from ._core.device import device as _device
+    return dispatch.default_factory_backend[1] or _device("cpu")
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """"highest": float32 matmuls in float32; "high"/"medium": TF32 tensor cores on CUDA (the
+    switch is ``ember.backends.cuda.matmul.allow_tf32``; CPU matmuls are float32 either way)."""
+    if precision not in _MATMUL_PRECISIONS:
+        raise RuntimeError(f"Invalid precision: {precision}. Expected one of highest, high, medium")
+    from .backends import cuda
+    cuda.matmul.allow_tf32 = precision != "highest"
+    cuda.matmul._values["precision"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    from .backends import cuda
+    return "highest" if not cuda.matmul.allow_tf32 else cuda.matmul._values.get("precision", "high")
+
+
 _LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda",
                     "backends", "onnx", "sparse")
 # torch.lstm, torch.lstm_cell & co (torch._VF's recurrent kernels), loaded with the recurrent layers

@@ -7,13 +7,23 @@ values, same dtype; ``noncontig=True`` gives both a non-contiguous view with the
 runs the function with ``lib`` = ember and then torch, and asserts equal shapes, dtypes and
 values (within tolerance for floating types). If torch raises, ember must raise the same
 exception type, and the inputs must be unchanged afterwards.
+
+With ``EMBER_ORACLE_DEVICE=cuda`` in the environment, every tensor `check` makes is on the GPU,
+in both libraries: the same tests are the CUDA op oracle suite (scripts/device_cuda.sh).
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import torch
 
 import ember
+
+DEVICE = os.environ.get("EMBER_ORACLE_DEVICE", "cpu")   # where `check` puts its tensors
+if DEVICE != "cpu":   # and where both libraries' factories put theirs (lib.tensor(...) inside a test)
+    torch.set_default_device(DEVICE)
+    ember.set_default_device(DEVICE)
 
 DTYPES = {  # ember dtype name -> torch dtype
     "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
@@ -53,6 +63,8 @@ def to_ember(x, dtype=None, noncontig=False):
         t = ember.from_numpy(x) if not noncontig else ember.from_numpy(x)
         if dtype:
             t = t.to(getattr(ember, dtype))
+        if DEVICE != "cpu":
+            t = _on_device(t, x.ndim >= 1 and noncontig)
         return t
     if isinstance(x, (list, tuple)):
         return type(x)(to_ember(v, dtype, noncontig) for v in x)
@@ -67,6 +79,8 @@ def to_torch(x, dtype=None, noncontig=False):
         t = torch.from_numpy(x if noncontig and x.ndim >= 1 else x.copy())
         if dtype:
             t = t.to(DTYPES[dtype])
+        if DEVICE != "cpu":
+            t = _on_device(t, x.ndim >= 1 and noncontig)
         return t
     if isinstance(x, (list, tuple)):
         return type(x)(to_torch(v, dtype, noncontig) for v in x)
@@ -75,13 +89,22 @@ def to_torch(x, dtype=None, noncontig=False):
     return x
 
 
+def _on_device(t, noncontig):
+    """`t` copied to DEVICE, keeping a non-contiguous view non-contiguous (every other element
+    of a twice-as-wide tensor, as on the CPU)."""
+    if not noncontig:
+        return t.to(DEVICE)
+    wide = t.repeat_interleave(2, dim=-1) if hasattr(t, "repeat_interleave") else t
+    return wide.to(DEVICE)[..., ::2]
+
+
 def as_numpy(x):
     """NumPy copy of an ember or torch tensor (bfloat16 widened to float32)."""
     if isinstance(x, torch.Tensor):
         x = x.detach()
         if x.dtype == torch.bfloat16:
             x = x.float()
-        return x.numpy().copy()
+        return x.cpu().numpy().copy()
     if x.dtype is ember.bfloat16:
         x = x.to(ember.float32)
     return np.array(x.numpy(force=True))

@@ -20,7 +20,11 @@ def root_array(arr: np.ndarray) -> np.ndarray:
 
 
 def data_address(arr) -> int:
-    return arr.__array_interface__["data"][0] if isinstance(arr, np.ndarray) else arr.data_ptr()
+    if isinstance(arr, np.ndarray):
+        return arr.__array_interface__["data"][0]
+    if hasattr(arr, "__cuda_array_interface__"):    # CuPy
+        return arr.data.ptr
+    return arr.data_ptr()
 
 
 def storage_offset_elements(arr) -> int:
@@ -66,8 +70,9 @@ def make_strided(arr, shape, strides, offset):
                      shape=tuple(shape), strides=byte_strides)
         iface.pop("mask", None)
         return np.asarray(_InterfaceHolder(iface, arr))
-    import cupy  # CUDA arrays
-    return cupy.lib.stride_tricks.as_strided(arr, shape=tuple(shape), strides=byte_strides)
+    import cupy  # CUDA arrays: a view at `offset` elements from the start of the allocation
+    memory = arr.data.mem
+    return cupy.ndarray(tuple(shape), arr.dtype, cupy.cuda.MemoryPointer(memory, offset * item), byte_strides)
 
 
 class _InterfaceHolder:

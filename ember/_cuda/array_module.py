@@ -1,0 +1,128 @@
+"""`xp`: the NumPy namespace as the CPU kernel files use it, answered by CuPy.
+
+The CPU kernels are written against the array API that NumPy and CuPy share (``np.where``,
+``np.exp``, ``arr.astype`` ...). Their CUDA variants (`ember._cuda.kernels`) run the same source
+with ``np`` bound to this module: a name CuPy has is CuPy's; a few names get a replacement (below)
+because CuPy lacks them or because the CPU code applies them to host values (shapes, Python lists),
+which CuPy refuses; any other name is NumPy's (dtypes, ``iinfo``, exception types).
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+
+import cupy
+import numpy
+
+from . import overrides
+
+_HOST_TYPES = (list, tuple, int, float, bool, range, numpy.ndarray, numpy.generic)
+
+
+def _host_or_device(name):
+    """`name` on host values (a shape, a list of sizes) is NumPy's, on device arrays CuPy's."""
+    on_device, on_host = getattr(cupy, name), getattr(numpy, name)
+
+    def fn(a, *args, **kwargs):
+        return (on_host if isinstance(a, _HOST_TYPES) else on_device)(a, *args, **kwargs)
+    fn.__name__ = name
+    return fn
+
+
+def _asarray(a, dtype=None, order=None, **kwargs):
+    # np.asarray(host value) in a kernel makes an array that meets device arrays next: put it there
+    return cupy.asarray(a, dtype=dtype, order=order, **kwargs)
+
+
+def _shares_memory(a, b, max_work=None):
+    if isinstance(a, cupy.ndarray) and isinstance(b, cupy.ndarray):
+        return cupy.shares_memory(a, b, max_work)
+    return False
+
+
+def _frompyfunc(fn, nin, nout):
+    def per_element(*args, **kwargs):
+        raise TypeError(f"np.frompyfunc({fn.__name__}) runs Python per element: it has no CUDA form")
+    return per_element
+
+
+def _scan(fn, a, axis):
+    """Inclusive scan of an associative `fn` along `axis` in log2(n) whole-array steps
+    (Hillis-Steele): CuPy's ufuncs have no ``accumulate`` beyond add and multiply."""
+    out = cupy.moveaxis(a, axis, -1).copy()
+    shift = 1
+    while shift < out.shape[-1]:
+        out[..., shift:] = fn(out[..., shift:], out[..., :-shift].copy())
+        shift *= 2
+    return cupy.moveaxis(out, -1, axis)
+
+
+class _Ufunc:
+    """A CuPy ufunc with the methods the CPU kernels call on NumPy's (``np.maximum.accumulate``,
+    ``np.minimum.reduce``, ``np.add.at`` ...), where CuPy's own are missing."""
+
+    __slots__ = ("fn", "name")
+    _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "fmax": "nanmax",
+               "fmin": "nanmin", "logical_and": "all", "logical_or": "any"}
+    _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+    _AT = {"add": "scatter_add", "maximum": "scatter_max", "minimum": "scatter_min"}
+
+    def __init__(self, name):
+        self.fn, self.name = getattr(cupy, name), name
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False):
+        return getattr(cupy, self._REDUCE[self.name])(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) \
+            if dtype is not None and self.name in ("add", "multiply") else \
+            getattr(cupy, self._REDUCE[self.name])(a, axis=axis, out=out, keepdims=keepdims)
+
+    def accumulate(self, a, axis=0, dtype=None):
+        if self.name in self._ACCUMULATE:
+            return getattr(cupy, self._ACCUMULATE[self.name])(a, axis=axis, dtype=dtype)
+        return _scan(self.fn, a if dtype is None else a.astype(dtype), axis)
+
+    def outer(self, a, b):
+        a, b = cupy.asarray(a), cupy.asarray(b)
+        return self.fn(a.reshape(a.shape + (1,) * b.ndim), b)
+
+    def at(self, a, indices, values=None):
+        import cupyx
+        getattr(cupyx, self._AT[self.name])(a, indices, values)
+
+
+_REPLACEMENTS = {
+    **{name: _Ufunc(name) for name in ("add", "multiply", "maximum", "minimum", "fmax", "fmin", "logaddexp",
+                                       "logical_and", "logical_or")},
+    "seterr": lambda **kwargs: {},                      # CuPy never warns on 1/0
+    "errstate": lambda **kwargs: contextlib.nullcontext(),
+    "asarray": _asarray,
+    "shares_memory": _shares_memory,
+    "frompyfunc": _frompyfunc,
+    "ndarray": cupy.ndarray,
+    "matmul": overrides.matmul,   # cuBLAS under the TF32 switch
+    # applied to shapes and size lists as often as to arrays
+    **{name: _host_or_device(name) for name in ("prod", "cumprod", "argsort", "broadcast_shapes")},
+}
+
+
+class _ArrayModule(types.ModuleType):
+    def __init__(self, name, device_module, host_module, replacements):
+        super().__init__(name)
+        self._device, self._host, self._replacements = device_module, host_module, replacements
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = self._replacements.get(name)
+        if value is None:
+            value = getattr(self._device, name, None)
+        if value is None:
+            value = getattr(self._host, name)
+        setattr(self, name, value)   # resolved once
+        return value
+
+
+xp = _ArrayModule("ember._cuda.xp", cupy, numpy, _REPLACEMENTS)
+xp.linalg = _ArrayModule("ember._cuda.xp.linalg", cupy.linalg, numpy.linalg, {})

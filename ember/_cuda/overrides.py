@@ -1,0 +1,76 @@
+"""The few names of the CPU kernel files that their CUDA variants replace (`kernels.variant`).
+
+Each entry says why: CuPy lacks the function, or the GPU does it differently (cuBLAS multiplies
+float16/bfloat16 in their own dtype with float32 accumulation, where NumPy has no half BLAS).
+"""
+from __future__ import annotations
+
+import cupy
+import numpy
+from cupyx.scipy import special as _special
+
+from .._core import dtype as _dt
+
+_F64 = numpy.dtype(numpy.float64)
+_HALF = {numpy.dtype(numpy.float16), _dt.bfloat16.np}
+_BLAS = {numpy.dtype(t) for t in (numpy.float32, numpy.float64, numpy.complex64, numpy.complex128)} | _HALF
+
+
+def _in_float64(fn):
+    """special_math's contract: compute in float64, return the input's floating dtype."""
+    def apply(a):
+        out = a.dtype if a.dtype.kind == "f" else _F64
+        return fn(a.astype(_F64)).astype(out)
+    return apply
+
+
+def _tf32_allowed() -> bool:
+    from ..backends.cuda import matmul as flags
+    return bool(flags.allow_tf32)
+
+
+_compute_type = [None]
+
+
+def matmul(x, y, *args, **kwargs):
+    """cupy.matmul (cuBLAS) with float32 products on TF32 tensor cores exactly when
+    ``ember.backends.cuda.matmul.allow_tf32`` says so (set_float32_matmul_precision sets it)."""
+    from cupy._core import _routines_linalg as blas
+    wanted = blas.COMPUTE_TYPE_TF32 if _tf32_allowed() else blas.COMPUTE_TYPE_PEDANTIC
+    if _compute_type[0] != wanted:
+        blas.set_compute_type(numpy.dtype(numpy.float32), wanted)
+        _compute_type[0] = wanted
+    return cupy.matmul(x, y, *args, **kwargs)
+
+
+class _DeviceDraws:
+    """A NumPy Generator whose draws land on the device: CUDA random ops draw on the host from
+    the CUDA default generator (or the one given) and copy, so seeds reproduce exactly."""
+
+    __slots__ = ("host",)
+
+    def __init__(self, host):
+        self.host = host
+
+    def __getattr__(self, name):
+        draw = getattr(self.host, name)
+        return lambda *args, **kwargs: cupy.asarray(draw(*args, **kwargs))
+
+
+def rng(generator):
+    from .._core import random as host_random
+    from .. import cuda
+    return _DeviceDraws(host_random.rng(cuda.default_generator() if generator is None else generator))
+
+
+_erf = _in_float64(_special.erf)
+
+OVERRIDES = {
+    "ember.ops.cpu.special_math": {"erf_array": _erf, "erfc_array": _in_float64(_special.erfc),
+                                   "erfinv_array": _in_float64(_special.erfinv)},
+    "ember.ops.cpu.activation": {"_erf": _erf},
+    # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
+    "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS},
+    "ember.ops.cpu.random": {"rng": rng},
+    "ember.ops.cpu.nn": {"rng": rng},
+}
