@@ -265,17 +265,27 @@ def _composite_as_functionality(kernel):
     return run
 
 
+# ops whose tensors may be on different devices, as in PyTorch: copies between devices, and
+# indexing a CUDA tensor with CPU index tensors (they are copied to the device)
+_CROSS_DEVICE = {"aten::copy_"}
+_CPU_INDICES = {"aten::index.Tensor", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"}
+
+
 def _mixed_devices(op, keys, args):
     """Tensors of two backends in one call. As in PyTorch, a 0-d CPU tensor mixed with CUDA tensors
-    is a scalar: it is copied to the device and the call goes on (`args`, so converted); any other
-    mix raises PyTorch's RuntimeError. Off the hot path: only calls that mix backends come here."""
+    is a scalar: it is copied to the device and the call goes on (`args`, so converted); so are
+    CPU index tensors of indexing ops; any other mix raises PyTorch's RuntimeError. Off the hot
+    path: only calls that mix backends come here."""
     from .tensor import Tensor
+    if op.name in _CROSS_DEVICE:
+        return args
     devices, cpu_scalars = [], False
+    any_cpu_tensor = op.name in _CPU_INDICES
 
     def visit(a):
         nonlocal cpu_scalars
         if isinstance(a, Tensor):
-            if a._keys & CPU_BIT and keys & CUDA_BIT and not keys & META_BIT and a._data.ndim == 0:
+            if a._keys & CPU_BIT and keys & CUDA_BIT and not keys & META_BIT and (any_cpu_tensor or a._data.ndim == 0):
                 cpu_scalars = True
             elif str(a.device) not in devices:
                 devices.append(str(a.device))

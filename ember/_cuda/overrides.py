@@ -65,12 +65,26 @@ def rng(generator):
 
 _erf = _in_float64(_special.erf)
 
+# cuBLAS has no integer or bool GEMM: PyTorch's CUDA products refuse those dtypes, under these kernel names
+_CUDA_GEMM = {"addmm_impl_cpu_": "addmm_cuda", "bmm": "baddbmm_cuda", "baddbmm_with_gemm": "baddbmm_cuda",
+              "addbmm": "addbmm_cuda", "addmv_impl_cpu": "addmv_impl_cuda", "dot": "dot", "vdot": "vdot"}
+
+
+def _no_int_gemm(arr, kernel, other=None):
+    """linalg's `_no_bool` on the GPU: products of integers and bools raise PyTorch's
+    NotImplementedError (returning early, as on the CPU, when an operand is empty)."""
+    cuda_kernel = _CUDA_GEMM.get(kernel)
+    refused = "biu" if cuda_kernel else "b"
+    if arr.dtype.kind in refused and (other is None or (arr.size and other.size)):
+        name = _dt._FROM_NP[arr.dtype].c10_name
+        raise NotImplementedError(f"\"{cuda_kernel or kernel}\" not implemented for '{name}'")
+
 OVERRIDES = {
     "ember.ops.cpu.special_math": {"erf_array": _erf, "erfc_array": _in_float64(_special.erfc),
                                    "erfinv_array": _in_float64(_special.erfinv)},
     "ember.ops.cpu.activation": {"_erf": _erf},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
-    "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS},
+    "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm},
     "ember.ops.cpu.random": {"rng": rng},
     "ember.ops.cpu.nn": {"rng": rng},
 }

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 import ember
-from oracle import DEVICE
+from oracle import DEVICE, device_scope
 
 RNG = np.random.default_rng(0)
 
@@ -83,6 +83,11 @@ def _gradgradcheck(fn, leaves):
 
 def grad_check(fn, *arrays, noncontig=False, gradcheck=True, gradgrad=False, atol=1e-7):
     """gradcheck `fn(ember, *inputs)` and compare its gradients with `fn(torch, *inputs)`."""
+    with device_scope():
+        _grad_check(fn, arrays, noncontig, gradcheck, gradgrad, atol)
+
+
+def _grad_check(fn, arrays, noncontig, gradcheck, gradgrad, atol):
     leaves_e, inputs_e = _leaves(ember, arrays, noncontig)
     leaves_t, inputs_t = _leaves(torch, arrays, noncontig)
 
