@@ -26,6 +26,10 @@ import torch
 import ember
 
 DEVICE = os.environ.get("EMBER_ORACLE_DEVICE", "cpu")   # where `check` puts its tensors
+if DEVICE == "cuda":
+    # now, not lazily: a test that seeds torch with a number CUDA's generator refuses (2**64 - 1)
+    # would otherwise queue an error that fails every later CUDA call of the worker
+    torch.cuda.init()
 
 
 class _default_device:

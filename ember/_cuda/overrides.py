@@ -79,7 +79,15 @@ def _no_int_gemm(arr, kernel, other=None):
         name = _dt._FROM_NP[arr.dtype].c10_name
         raise NotImplementedError(f"\"{cuda_kernel or kernel}\" not implemented for '{name}'")
 
+def _pool_floats_only(x, kernel, allowed):
+    """pool's dtype rule on the GPU: PyTorch's CUDA pooling kernels take floating dtypes only."""
+    floats = (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)
+    if x.dtype not in tuple(d for d in allowed if d in floats):
+        raise NotImplementedError(f"\"{kernel}_out_cuda_frame\" not implemented for '{x.dtype.c10_name}'")
+
+
 OVERRIDES = {
+    "ember.ops.cpu.pool": {"not_implemented": _pool_floats_only},
     "ember.ops.cpu.special_math": {"erf_array": _erf, "erfc_array": _in_float64(_special.erfc),
                                    "erfinv_array": _in_float64(_special.erfinv)},
     "ember.ops.cpu.activation": {"_erf": _erf},

@@ -35,7 +35,7 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
     if kind == "cuda":
         import cupy
         with cupy.cuda.Device(device.index or 0):
-            return _make(cupy.asarray(np.ascontiguousarray(_cast(arr, target))), CUDA_BIT)
+            return _make(cupy.asarray(np.asarray(_cast(arr, target), order="C")), CUDA_BIT)  # (0-d stays 0-d)
     out = np.array(_cast(arr, target) if arr.dtype is not target else arr, order="C" if memory_format == "contiguous_format" else "K", copy=True)
     return wrap(out)
 
