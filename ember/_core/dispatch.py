@@ -267,7 +267,7 @@ def _composite_as_functionality(kernel):
 
 # ops whose tensors may be on different devices, as in PyTorch: copies between devices, and
 # indexing a CUDA tensor with CPU index tensors (they are copied to the device)
-_CROSS_DEVICE = {"aten::copy_"}
+_CROSS_DEVICE = {"aten::copy_", "aten::tensor_split.tensor_indices_or_sections"}   # (its indices: a CPU tensor)
 _CPU_INDICES = {"aten::index.Tensor", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"}
 
 

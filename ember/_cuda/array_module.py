@@ -89,7 +89,32 @@ class _Ufunc:
 
     def at(self, a, indices, values=None):
         import cupyx
-        getattr(cupyx, self._AT[self.name])(a, indices, values)
+        scatter = getattr(cupyx, self._AT[self.name])
+        if a.dtype in _SCATTER_DTYPES:
+            scatter(a, indices, values)
+            return
+        wide = a.astype(numpy.float32 if a.dtype.kind in "fc" else numpy.int64)   # int8, bool, bfloat16 ...
+        scatter(wide, indices, values if not isinstance(values, cupy.ndarray) else values.astype(wide.dtype))
+        a[...] = wide.astype(a.dtype)
+
+
+_SCATTER_DTYPES = {numpy.dtype(t) for t in (numpy.int32, numpy.int64, numpy.uint32, numpy.uint64, numpy.float16,
+                                            numpy.float32, numpy.float64)}
+
+
+def _with_initial(name, combine):
+    """np.max / np.min with ``initial=`` (CuPy's have none): `initial` joins the reduction."""
+    reduce = getattr(cupy, name)
+
+    def fn(a, axis=None, out=None, keepdims=False, initial=None):
+        if initial is None:
+            return reduce(a, axis=axis, out=out, keepdims=keepdims)
+        if a.size == 0:
+            shape = numpy.max(numpy.empty(a.shape, numpy.bool_), axis=axis, keepdims=keepdims, initial=False).shape
+            return cupy.full(shape, initial, a.dtype)
+        return combine(reduce(a, axis=axis, keepdims=keepdims), cupy.asarray(initial, a.dtype))
+    fn.__name__ = name
+    return fn
 
 
 _REPLACEMENTS = {
@@ -101,6 +126,8 @@ _REPLACEMENTS = {
     "shares_memory": _shares_memory,
     "frompyfunc": _frompyfunc,
     "ndarray": cupy.ndarray,
+    **{name: _with_initial(name, cupy.maximum) for name in ("max", "amax")},
+    **{name: _with_initial(name, cupy.minimum) for name in ("min", "amin")},
     "matmul": overrides.matmul,   # cuBLAS under the TF32 switch
     # applied to shapes and size lists as often as to arrays
     **{name: _host_or_device(name) for name in ("prod", "cumprod", "argsort", "broadcast_shapes")},

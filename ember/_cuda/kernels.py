@@ -130,6 +130,31 @@ def kernel_for(row, kind: str = "functional"):
     return variant(module_name).OPS[i].cpu
 
 
-def ensure_array(x):
-    """`x` as a CuPy array when it is a host array (a CPU 0-d tensor's data mixed into a CUDA op)."""
-    return cupy.asarray(x) if isinstance(x, numpy.ndarray) else x
+def inplace_fast_path(op_name):
+    """cpu/inplace.py's direct in-place update for `op_name` (``add_``, ``mul_``, ``addcmul_`` ...)
+    on CuPy: the variant's update table and operand rule, with CuPy's ``out=``; None (so the
+    derived compute-and-copy kernel runs) wherever the CPU rule says so."""
+    module = variant("ember.ops.cpu.inplace")
+    n_operands, update = module.FAST[op_name]
+    operand = module._operand
+
+    def run(self, *args):
+        x = self._data
+        if x.__class__ is not _cupy_ndarray or x.dtype.kind not in "fc" or x.itemsize == 2:  # (halves: derived)
+            return None
+        operands = []
+        for v in args[:n_operands]:
+            d = operand(v, x.dtype)
+            if d is None:
+                return None
+            operands.append(d)
+        scalars = args[n_operands:]
+        for s in scalars:
+            if s.__class__ is not int and s.__class__ is not float:
+                return None
+        try:
+            update(x, *operands, *scalars)
+        except (ValueError, TypeError):
+            return None
+        return self
+    return run

@@ -270,7 +270,24 @@ def _cuda_from_cpu(entry: Op):
             found.append(kernel)
         return found[0](*args)
     cuda_kernel.__name__ = "cuda_" + getattr(entry.cpu, "__name__", "kernel")
+    cuda_kernel.cuda_from_cpu = True
     return cuda_kernel
+
+
+def _cuda_fast_path(op):
+    """The CUDA form of cpu/inplace.py's direct in-place kernel for `op` (None if it has none),
+    loaded on its first call."""
+    from .cpu.inplace import FAST
+    if op not in FAST:
+        return None
+    found = []
+
+    def run(self, *args):
+        if not found:
+            from .._cuda.kernels import inplace_fast_path
+            found.append(inplace_fast_path(op))
+        return found[0](self, *args)
+    return run
 
 
 def _add_function(namespace, name, schema, fn):
@@ -566,7 +583,8 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
 
 def _inplace_of(kernel, op, late_check=None):
     from .cpu.inplace import fast_path
-    fast = fast_path(op) if getattr(kernel, "__module__", "").startswith("ember.ops.cpu") else None
+    fast = fast_path(op) if getattr(kernel, "__module__", "").startswith("ember.ops.cpu") else (
+        _cuda_fast_path(op) if getattr(kernel, "cuda_from_cpu", False) else None)
 
     def inplace(self, *args):
         if fast is not None and fast(self, *args) is not None:
