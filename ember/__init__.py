@@ -88,8 +88,11 @@ _MATMUL_PRECISIONS = ("highest", "high", "medium")
 def set_float32_matmul_precision(precision: str) -> None:
     """"highest": float32 matmuls in float32; "high"/"medium": TF32 tensor cores on CUDA (the
     switch is ``ember.backends.cuda.matmul.allow_tf32``; CPU matmuls are float32 either way)."""
-    if precision not in _MATMUL_PRECISIONS:
-        raise RuntimeError(f"Invalid precision: {precision}. Expected one of highest, high, medium")
+    if precision not in _MATMUL_PRECISIONS:   # PyTorch warns and changes nothing
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.")
+        return
     from .backends import cuda
     cuda.matmul.allow_tf32 = precision != "highest"
     cuda.matmul._values["precision"] = precision

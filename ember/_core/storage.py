@@ -7,6 +7,8 @@ aliasing are exactly PyTorch's.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 ndarray = np.ndarray
@@ -70,9 +72,20 @@ def make_strided(arr, shape, strides, offset):
                      shape=tuple(shape), strides=byte_strides)
         iface.pop("mask", None)
         return np.asarray(_InterfaceHolder(iface, arr))
-    import cupy  # CUDA arrays: a view at `offset` elements from the start of the allocation
-    memory = arr.data.mem
-    return cupy.ndarray(tuple(shape), arr.dtype, cupy.cuda.MemoryPointer(memory, offset * item), byte_strides)
+    return _cuda_strided(arr, tuple(shape), byte_strides, offset)
+
+
+def _cuda_strided(arr, shape, byte_strides, offset):
+    """make_strided of a CuPy array: a view at `offset` elements from the start of its allocation."""
+    import cupy
+    item = arr.itemsize
+    here = arr.data.ptr - arr.data.mem.ptr
+    if offset * item == here and arr.flags.c_contiguous and arr.size == prod(shape) and byte_strides == tuple(
+            s * item for s in contiguous_strides(shape)):
+        return arr.reshape(shape)            # the common view: CuPy's own reshape, a fraction of the cost
+    if 0 in shape or not arr.data.mem.size:   # no bytes to point at (an empty allocation has no address)
+        return cupy.ndarray(shape, arr.dtype, arr.data, byte_strides)
+    return cupy.ndarray(shape, arr.dtype, cupy.cuda.MemoryPointer(arr.data.mem, offset * item), byte_strides)
 
 
 class _InterfaceHolder:

@@ -57,21 +57,31 @@ def _scan(fn, a, axis):
     return cupy.moveaxis(out, -1, axis)
 
 
+_PY_SCALARS = frozenset((int, float, bool, complex))
+
+
 class _Ufunc:
     """A CuPy ufunc with the methods the CPU kernels call on NumPy's (``np.maximum.accumulate``,
-    ``np.minimum.reduce``, ``np.add.at`` ...), where CuPy's own are missing."""
+    ``np.minimum.reduce``, ``np.add.at`` ...), where CuPy's own are missing. Called on Python
+    numbers only (``np.sqrt(head_dim)``), it is NumPy's: host math stays on the host."""
 
-    __slots__ = ("fn", "name")
+    __slots__ = ("fn", "name", "host")
     _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "fmax": "nanmax",
                "fmin": "nanmin", "logical_and": "all", "logical_or": "any"}
     _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
     _AT = {"add": "scatter_add", "maximum": "scatter_max", "minimum": "scatter_min"}
 
     def __init__(self, name):
-        self.fn, self.name = getattr(cupy, name), name
+        self.fn, self.name, self.host = getattr(cupy, name), name, getattr(numpy, name, None)
 
     def __call__(self, *args, **kwargs):
+        if args[0].__class__ in _PY_SCALARS and (len(args) == 1 or args[1].__class__ in _PY_SCALARS) \
+                and self.host is not None and "out" not in kwargs:
+            return self.host(*args, **kwargs)
         return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.fn, name)
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False):
         return getattr(cupy, self._REDUCE[self.name])(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) \
@@ -117,9 +127,32 @@ def _with_initial(name, combine):
     return fn
 
 
+def _joining(name):
+    """np.concatenate / np.stack of device arrays mixed with host lists (``[[True], a[1:] != a[:-1]]``)."""
+    join = getattr(cupy, name)
+
+    def fn(arrays, *args, **kwargs):
+        return join([a if isinstance(a, cupy.ndarray) else cupy.asarray(a) for a in arrays], *args, **kwargs)
+    fn.__name__ = name
+    return fn
+
+
+def _no_integer_gemm(name, product, kernel):
+    """cuBLAS multiplies floating and complex matrices only: PyTorch's CUDA products refuse the rest."""
+    def fn(*args, **kwargs):
+        for a in args:
+            if isinstance(a, cupy.ndarray) and a.dtype.kind in "biu":
+                from .._core import dtype as _dt
+                raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt._FROM_NP[a.dtype].c10_name}'")
+        return product(*args, **kwargs)
+    fn.__name__ = name
+    return fn
+
+
 _REPLACEMENTS = {
-    **{name: _Ufunc(name) for name in ("add", "multiply", "maximum", "minimum", "fmax", "fmin", "logaddexp",
-                                       "logical_and", "logical_or")},
+    **{name: _joining(name) for name in ("concatenate", "stack", "hstack", "vstack")},
+    "einsum": _no_integer_gemm("einsum", cupy.einsum, "baddbmm_cuda"),
+    "tensordot": _no_integer_gemm("tensordot", cupy.tensordot, "addmm_cuda"),
     "seterr": lambda **kwargs: {},                      # CuPy never warns on 1/0
     "errstate": lambda **kwargs: contextlib.nullcontext(),
     "asarray": _asarray,
@@ -128,7 +161,7 @@ _REPLACEMENTS = {
     "ndarray": cupy.ndarray,
     **{name: _with_initial(name, cupy.maximum) for name in ("max", "amax")},
     **{name: _with_initial(name, cupy.minimum) for name in ("min", "amin")},
-    "matmul": overrides.matmul,   # cuBLAS under the TF32 switch
+    "matmul": _no_integer_gemm("matmul", overrides.matmul, "addmm_cuda"),   # cuBLAS under the TF32 switch
     # applied to shapes and size lists as often as to arrays
     **{name: _host_or_device(name) for name in ("prod", "cumprod", "argsort", "broadcast_shapes")},
 }
@@ -145,6 +178,8 @@ class _ArrayModule(types.ModuleType):
         value = self._replacements.get(name)
         if value is None:
             value = getattr(self._device, name, None)
+            if isinstance(value, cupy.ufunc):
+                value = _Ufunc(name)
         if value is None:
             value = getattr(self._host, name)
         setattr(self, name, value)   # resolved once

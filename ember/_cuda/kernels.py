@@ -45,15 +45,20 @@ class _Namespace(types.SimpleNamespace):
     """What ``from <package> import a, b`` sees: the variants of the kernel modules named."""
 
 
-def _tensor_module_view():
-    from .._core import tensor
-    view = types.ModuleType("ember._core.tensor")
-    view.__dict__.update(vars(tensor))
-    view.wrap = wrap_cuda
+def _module_view(name):
+    """What a variant sees of a shared module that makes arrays: its names, with the CUDA forms of
+    ``wrap`` (array -> tensor) and ``rng`` (the generator random kernels draw from)."""
+    from . import overrides
+    real = importlib.import_module(name)
+    view = types.ModuleType(name)
+    view.__dict__.update(vars(real))
+    view.__dict__.update({"ember._core.tensor": {"wrap": wrap_cuda},
+                          "ember._core.random": {"rng": overrides.rng}}[name])
     return view
 
 
-_special_views: dict = {}
+_VIEWED = ("ember._core.tensor", "ember._core.random")
+_module_views: dict = {}
 
 
 def _import(name, globals=None, locals=None, fromlist=(), level=0):
@@ -68,10 +73,10 @@ def _import(name, globals=None, locals=None, fromlist=(), level=0):
         package = importlib.import_module(absolute)
         return _Namespace(**{n: variant(f"{absolute}.{n}") if importlib.util.find_spec(f"{absolute}.{n}")
                              else getattr(package, n) for n in fromlist})
-    if fromlist and absolute == "ember._core.tensor":
-        view = _special_views.get(absolute)
+    if fromlist and absolute in _VIEWED:
+        view = _module_views.get(absolute)
         if view is None:
-            view = _special_views[absolute] = _tensor_module_view()
+            view = _module_views[absolute] = _module_view(absolute)
         return view
     return builtins.__import__(name, globals, locals, fromlist, level)
 

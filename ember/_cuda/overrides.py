@@ -86,13 +86,20 @@ def _pool_floats_only(x, kernel, allowed):
         raise NotImplementedError(f"\"{kernel}_out_cuda_frame\" not implemented for '{x.dtype.c10_name}'")
 
 
+def _conv_floats_only(x, kernel, allowed):
+    """conv's dtype rule on the GPU: cuDNN finds no convolution for integer dtypes (PyTorch's RuntimeError)."""
+    if x.dtype.category != _dt.FLOAT and kernel.startswith(("slow_conv", "im2col", "col2im")):
+        raise RuntimeError("GET was unable to find an engine to execute this computation")
+    if x.dtype not in allowed:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{x.dtype.c10_name}'")
+
+
 OVERRIDES = {
+    "ember.ops.cpu.conv": {"not_implemented": _conv_floats_only},
     "ember.ops.cpu.pool": {"not_implemented": _pool_floats_only},
     "ember.ops.cpu.special_math": {"erf_array": _erf, "erfc_array": _in_float64(_special.erfc),
                                    "erfinv_array": _in_float64(_special.erfinv)},
     "ember.ops.cpu.activation": {"_erf": _erf},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
     "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm},
-    "ember.ops.cpu.random": {"rng": rng},
-    "ember.ops.cpu.nn": {"rng": rng},
 }

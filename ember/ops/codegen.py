@@ -153,7 +153,8 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
         body.insert(0, ks_init)
     if "device" in names:
         body.append("if device is not None: _ks = (_ks & ~_BACKEND_MASK) | _device_bit(device)")
-        body.append("elif not _ks & _BACKEND_MASK: _ks |= _DEFAULT_BACKEND[0]  # ember.set_default_device")
+        body.append("elif not _ks & _BACKEND_MASK: _ks, device = _ks | _DEFAULT_BACKEND[0], _DEFAULT_BACKEND[1]"
+                    "  # ember.set_default_device")
     elif not any(a.type == "Tensor" for a in args):
         body.append("_ks |= _CPU_BIT")
     call_args = ", ".join(names)

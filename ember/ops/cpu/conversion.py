@@ -54,7 +54,7 @@ def clone(self, memory_format=None):
         return clone_meta(self, memory_format)
     if isinstance(arr, np.ndarray):
         return wrap(np.array(arr, order="C" if memory_format == "contiguous_format" else "K", copy=True))
-    return _make(arr.copy(order="K"), CUDA_BIT)
+    return _make(arr.copy(order="C" if memory_format == "contiguous_format" else "K"), CUDA_BIT)
 
 
 def clone_meta(self, memory_format=None):
