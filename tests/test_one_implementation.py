@@ -96,6 +96,7 @@ EXEC_SITES = {
     "_core/dispatch.py": "dispatch.fast_call, compiled from the one text of the binding fast path",
     "_dynamo/guards.py": "a compiled frame's guard check",
     "_dynamo/eval_frame.py": "the wrapper that enters a compiled frame",
+    "_cuda/kernels.py": "the CUDA variants of the kernel files: their own source, compiled again against CuPy",
 }
 
 

@@ -83,7 +83,7 @@ def _cuda_strided(arr, shape, byte_strides, offset):
     if offset * item == here and arr.flags.c_contiguous and arr.size == prod(shape) and byte_strides == tuple(
             s * item for s in contiguous_strides(shape)):
         return arr.reshape(shape)            # the common view: CuPy's own reshape, a fraction of the cost
-    if 0 in shape or not arr.data.mem.size:   # no bytes to point at (an empty allocation has no address)
+    if not arr.data.mem.ptr:   # an empty allocation has no address to offset from
         return cupy.ndarray(shape, arr.dtype, arr.data, byte_strides)
     return cupy.ndarray(shape, arr.dtype, cupy.cuda.MemoryPointer(arr.data.mem, offset * item), byte_strides)
 

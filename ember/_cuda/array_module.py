@@ -137,19 +137,49 @@ def _joining(name):
     return fn
 
 
+def _contracts(subscripts, n_operands) -> bool:
+    """Whether an einsum sums an index shared by two operands (PyTorch computes that with bmm)."""
+    inputs, _, output = subscripts.replace(" ", "").replace("...", "").partition("->")
+    terms = inputs.split(",")
+    shared = {c for c in set(inputs) - {","} if sum(c in t for t in terms) > 1}
+    kept = set(output) if _ else {c for c in set(inputs) if inputs.count(c) == 1}
+    return n_operands > 1 and bool(shared - kept)
+
+
 def _no_integer_gemm(name, product, kernel):
-    """cuBLAS multiplies floating and complex matrices only: PyTorch's CUDA products refuse the rest."""
+    """cuBLAS multiplies floating and complex matrices only: PyTorch's CUDA products refuse the
+    rest, except where an operand is empty (nothing to multiply) or nothing is contracted."""
     def fn(*args, **kwargs):
-        for a in args:
-            if isinstance(a, cupy.ndarray) and a.dtype.kind in "biu":
-                from .._core import dtype as _dt
-                raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt._FROM_NP[a.dtype].c10_name}'")
+        arrays = [a for a in args if isinstance(a, cupy.ndarray)]
+        if arrays and all(a.size for a in arrays) and arrays[0].dtype.kind in "biu" and (
+                name != "einsum" or _contracts(args[0], len(arrays))) and (
+                name != "tensordot" or kwargs.get("axes", args[2] if len(args) > 2 else 2) != 0):
+            from .._core import dtype as _dt
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt._FROM_NP[arrays[0].dtype].c10_name}'")
         return product(*args, **kwargs)
     fn.__name__ = name
     return fn
 
 
+def _where(condition, x=None, y=None):
+    """np.where with a Python number beside an array keeps the array's dtype when the number is of
+    its kind or lower (NumPy's weak scalars; CuPy would widen bfloat16 by a float to float32)."""
+    if x is None:
+        return cupy.where(condition)
+    if x.__class__ in _PY_SCALARS and isinstance(y, cupy.ndarray) and _weak_fits(x, y.dtype):
+        x = cupy.asarray(x, y.dtype)
+    elif y.__class__ in _PY_SCALARS and isinstance(x, cupy.ndarray) and _weak_fits(y, x.dtype):
+        y = cupy.asarray(y, x.dtype)
+    return cupy.where(condition, x, y)
+
+
+def _weak_fits(number, dtype) -> bool:
+    kinds = {bool: "biufc", int: "iufc", float: "fc", complex: "c"}[number.__class__]
+    return dtype.kind in kinds
+
+
 _REPLACEMENTS = {
+    "where": _where,
     **{name: _joining(name) for name in ("concatenate", "stack", "hstack", "vstack")},
     "einsum": _no_integer_gemm("einsum", cupy.einsum, "baddbmm_cuda"),
     "tensordot": _no_integer_gemm("tensordot", cupy.tensordot, "addmm_cuda"),

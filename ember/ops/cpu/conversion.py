@@ -31,6 +31,8 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
             arr = arr.get()
         else:
             import cupy
+            if arr.dtype.kind == "f" and target.kind == "u":   # as on the CPU: -3.0 -> 253, not CUDA's 0
+                arr = arr.astype(np.int64)
             return _make(cupy.array(_cast(arr, target), order="K"), CUDA_BIT)
     if kind == "cuda":
         import cupy
