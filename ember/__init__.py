@@ -103,7 +103,7 @@ def get_float32_matmul_precision() -> str:
     return "highest" if not cuda.matmul.allow_tf32 else cuda.matmul._values.get("precision", "high")
 
 
-_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda",
+_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda", "amp",
                     "backends", "onnx", "sparse")
 # torch.lstm, torch.lstm_cell & co (torch._VF's recurrent kernels), loaded with the recurrent layers
 _RNN_FUNCTIONS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
@@ -124,6 +124,9 @@ def __getattr__(name):
     if name in ("sparse_coo_tensor", "spmm", "sparse_coo"):
         from . import sparse
         return sparse.SparseCOOTensor.layout if name == "sparse_coo" else getattr(sparse, name)
+    if name == "autocast":
+        from .amp import autocast
+        return autocast
     if name == "compile":
         from ._dynamo.eval_frame import compile as compile_fn
         return compile_fn

@@ -47,6 +47,9 @@ class DispatchKey(enum.IntEnum):
     Functionalize = 9
     Profiler = 10
     Python = 11
+    # ember.autocast (ember/amp): casts the arguments of listed ops, then redispatches; included in
+    # TLS by autocast only. Above Python, so a Python mode sees the casts and the op it runs.
+    Autocast = 12
 
 
 NUM_KEYS = max(DispatchKey) + 1
@@ -64,7 +67,8 @@ default_factory_backend = [CPU_BIT, None]
 
 # Keys every op passes through unless a kernel or a fallback is registered for it.
 _FALLTHROUGH_BY_DEFAULT = {DispatchKey.Fake, DispatchKey.ADInplaceOrView, DispatchKey.Autograd, DispatchKey.Inference,
-                           DispatchKey.Functionalize, DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python}
+                           DispatchKey.Functionalize, DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python,
+                           DispatchKey.Autocast}
 
 
 def key_set(*keys: DispatchKey) -> int:

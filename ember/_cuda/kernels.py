@@ -9,7 +9,7 @@ CuPy arrays (rows that name a ``cuda=`` kernel of their own keep it). The source
 per family; a fix to a CPU kernel is a fix to its CUDA kernel.
 
 Where CuPy computes something differently or not at all, `OVERRIDES` replaces one module-level
-name of one variant (a CuPy elementwise kernel for erf, cuBLAS matmul under the TF32 switch ...).
+name of one variant (erf through CuPy's special functions, PyTorch CUDA's dtype refusals ...).
 """
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ _BUILTINS = dict(vars(builtins), __import__=_import)
 
 
 def variant(module_name: str) -> types.ModuleType:
-    """The CUDA variant of ``ember.ops.cpu.<x>`` or ``ember.ops.table.<x>`` (made once)."""
+    """The CUDA variant of ``ember.ops.{cpu,table,derivatives}.<x>`` (made once)."""
     mod = _variants.get(module_name)
     if mod is not None:
         return mod

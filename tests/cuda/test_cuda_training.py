@@ -72,3 +72,24 @@ def test_gradients_of_a_small_graph_match_torch_cuda():
         grads.append((wt.grad.cpu().numpy(), xt.grad.cpu().numpy()))
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_autocast_bfloat16_on_the_gpu_like_torch():
+    """PyTorch's CUDA lists: matmul/linear in bfloat16, softmax and sums in float32, and a training
+    step's gradients back in float32. (Written with the rest of tests/cuda; run by device_cuda.sh.)"""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal((4, 16)).astype(np.float32)
+    results = []
+    for lib in (torch, ember):
+        xt = lib.tensor(x, device="cuda")
+        wt = lib.tensor(w, device="cuda", requires_grad=True)
+        with lib.autocast("cuda", dtype=lib.bfloat16):
+            h = lib.nn.functional.linear(xt, wt)
+            p = h.softmax(-1)
+            loss = p.sum()
+        assert h.dtype == lib.bfloat16 and p.dtype == lib.float32 and loss.dtype == lib.float32
+        loss.backward()
+        assert wt.grad.dtype == lib.float32 and wt.grad.device.type == "cuda"
+        results.append((h.float().cpu().detach().numpy(), p.cpu().detach().numpy(), wt.grad.cpu().numpy()))
+    for e, t in zip(results[1], results[0]):
+        np.testing.assert_allclose(e, t, rtol=2e-2, atol=2e-2)
