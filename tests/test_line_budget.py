@@ -24,8 +24,8 @@ BUDGET = {
     "fx": 3800,
     "nn": 3840,          # +750 recurrent layers; +110 Transformer, DataParallel, PixelShuffle; +30 module state version (guards)
     "_core": 1640,        # +60 CUDA: mixing devices in one call (0-d CPU scalars, CPU index tensors), CuPy views, default factory device
-    "_cuda": 450,
-    "amp": 240,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+    "_cuda": 450,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+    "amp": 240,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler
     "autograd": 1400,
     "optim": 1540,        # +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
     "utils": 650,
