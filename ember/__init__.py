@@ -67,7 +67,43 @@ def get_num_threads() -> _builtins.int:
     return config.threads
 
 
-_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda",
+def set_default_device(device) -> None:
+    """Factories called without ``device=`` make their tensors on `device` (None: the CPU again)."""
+    from ._core import dispatch
+    from ._core.device import device as _device
+    from .ops.codegen import _device_bit
+    d = None if device is None else _device(device)
+    dispatch.default_factory_backend[:] = [dispatch.CPU_BIT if d is None else _device_bit(d), d]
+
+
+def get_default_device():
+    from ._core import dispatch
+    from ._core.device import device as _device
+    return dispatch.default_factory_backend[1] or _device("cpu")
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """"highest": float32 matmuls in float32; "high"/"medium": TF32 tensor cores on CUDA (the
+    switch is ``ember.backends.cuda.matmul.allow_tf32``; CPU matmuls are float32 either way)."""
+    if precision not in _MATMUL_PRECISIONS:   # PyTorch warns and changes nothing
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.")
+        return
+    from .backends import cuda
+    cuda.matmul.allow_tf32 = precision != "highest"
+    cuda.matmul._values["precision"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    from .backends import cuda
+    return "highest" if not cuda.matmul.allow_tf32 else cuda.matmul._values.get("precision", "high")
+
+
+_LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda", "amp",
                     "backends", "onnx", "sparse", "distributed")
 # torch.lstm, torch.lstm_cell & co (torch._VF's recurrent kernels), loaded with the recurrent layers
 _RNN_FUNCTIONS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
@@ -88,6 +124,9 @@ def __getattr__(name):
     if name in ("sparse_coo_tensor", "spmm", "sparse_coo"):
         from . import sparse
         return sparse.SparseCOOTensor.layout if name == "sparse_coo" else getattr(sparse, name)
+    if name == "autocast":
+        from .amp import autocast
+        return autocast
     if name == "compile":
         from ._dynamo.eval_frame import compile as compile_fn
         return compile_fn

@@ -7,13 +7,45 @@ values, same dtype; ``noncontig=True`` gives both a non-contiguous view with the
 runs the function with ``lib`` = ember and then torch, and asserts equal shapes, dtypes and
 values (within tolerance for floating types). If torch raises, ember must raise the same
 exception type, and the inputs must be unchanged afterwards.
+
+With ``EMBER_ORACLE_DEVICE=cuda`` in the environment, every tensor `check` makes is on the GPU,
+in both libraries, and so is every tensor the program makes itself (``lib.tensor(...)``; the
+default device inside `check`): the same tests are the CUDA op oracle suite
+(scripts/device_cuda.sh). There PyTorch runs the program on the CPU first: where it refuses, ember
+on the GPU must raise the same type, and PyTorch's CUDA run is skipped, since its CUDA kernels
+report bad indices with a device-side assert, which leaves the process's CUDA context unusable.
+Where the CPU accepts, PyTorch on the GPU gives the values (or a CUDA-only refusal) to match.
 """
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import torch
 
 import ember
+
+DEVICE = os.environ.get("EMBER_ORACLE_DEVICE", "cpu")   # where `check` puts its tensors
+if DEVICE == "cuda":
+    # now, not lazily: a test that seeds torch with a number CUDA's generator refuses (2**64 - 1)
+    # would otherwise queue an error that fails every later CUDA call of the worker
+    torch.cuda.init()
+
+
+class _default_device:
+    """Both libraries' factories default to `device` inside (see the module docstring)."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def __enter__(self):
+        self.saved = ember.get_default_device(), torch.get_default_device()
+        ember.set_default_device(self.device)
+        torch.set_default_device(self.device)
+
+    def __exit__(self, *exc):
+        ember.set_default_device(self.saved[0])
+        torch.set_default_device(self.saved[1])
 
 DTYPES = {  # ember dtype name -> torch dtype
     "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
@@ -45,7 +77,13 @@ def make(shape, dtype="float32", *, low=-3, high=3, seed=None):
     return arr.astype(dtype)
 
 
-def to_ember(x, dtype=None, noncontig=False):
+def device_scope():
+    """Factories of both libraries default to DEVICE inside (nothing to do on the CPU)."""
+    import contextlib
+    return _default_device(DEVICE) if DEVICE != "cpu" else contextlib.nullcontext()
+
+
+def to_ember(x, dtype=None, noncontig=False, device=None):
     if isinstance(x, np.ndarray):
         if noncontig and x.ndim >= 1:
             big = np.repeat(x, 2, axis=-1)[..., ::2] if x.ndim else x
@@ -53,13 +91,15 @@ def to_ember(x, dtype=None, noncontig=False):
         t = ember.from_numpy(x) if not noncontig else ember.from_numpy(x)
         if dtype:
             t = t.to(getattr(ember, dtype))
+        if (device or DEVICE) != "cpu":
+            t = _on_device(t, x.ndim >= 1 and noncontig, device or DEVICE)
         return t
     if isinstance(x, (list, tuple)):
-        return type(x)(to_ember(v, dtype, noncontig) for v in x)
+        return type(x)(to_ember(v, dtype, noncontig, device) for v in x)
     return x
 
 
-def to_torch(x, dtype=None, noncontig=False):
+def to_torch(x, dtype=None, noncontig=False, device=None):
     if isinstance(x, np.ndarray):
         if noncontig and x.ndim >= 1:
             x = np.repeat(x, 2, axis=-1)[..., ::2]
@@ -67,12 +107,22 @@ def to_torch(x, dtype=None, noncontig=False):
         t = torch.from_numpy(x if noncontig and x.ndim >= 1 else x.copy())
         if dtype:
             t = t.to(DTYPES[dtype])
+        if (device or DEVICE) != "cpu":
+            t = _on_device(t, x.ndim >= 1 and noncontig, device or DEVICE)
         return t
     if isinstance(x, (list, tuple)):
-        return type(x)(to_torch(v, dtype, noncontig) for v in x)
+        return type(x)(to_torch(v, dtype, noncontig, device) for v in x)
     if isinstance(x, ember.dtype):
         return DTYPES[x.name]
     return x
+
+
+def _on_device(t, noncontig, device):
+    """`t` copied to `device`, keeping a non-contiguous view non-contiguous (every other element
+    of a twice-as-wide tensor, as on the CPU)."""
+    if not noncontig:
+        return t.to(device)
+    return t.repeat_interleave(2, dim=-1).to(device)[..., ::2]
 
 
 def as_numpy(x):
@@ -81,7 +131,7 @@ def as_numpy(x):
         x = x.detach()
         if x.dtype == torch.bfloat16:
             x = x.float()
-        return x.numpy().copy()
+        return x.cpu().numpy().copy()
     if x.dtype is ember.bfloat16:
         x = x.to(ember.float32)
     return np.array(x.numpy(force=True))
@@ -129,10 +179,33 @@ def check(fn, *args, dtype=None, noncontig=False, rtol=None, atol=None, check_dt
     Returns the ember result. If torch raises, asserts ember raises the same type and that
     ember's inputs were not modified.
     """
+    if DEVICE != "cpu":
+        return _check_on_device(fn, args, dtype, noncontig, kwargs, rtol=rtol, atol=atol, check_dtype=check_dtype,
+                                check_stride=check_stride)
     targs = to_torch(args, dtype, noncontig)
     eargs = to_ember(args, dtype, noncontig)
+    return _compare(fn, targs, eargs, kwargs, rtol=rtol, atol=atol, check_dtype=check_dtype,
+                    check_stride=check_stride)
+
+
+def _check_on_device(fn, args, dtype, noncontig, kwargs, **compare):
+    try:
+        with _default_device("cpu"):
+            fn(torch, *to_torch(args, dtype, noncontig, "cpu"), **kwargs)
+        cpu_refusal = None
+    except Exception as texc:  # noqa: BLE001 - the type is what is compared
+        cpu_refusal = texc
+    with _default_device(DEVICE):
+        eargs = to_ember(args, dtype, noncontig)
+        return _compare(fn, None if cpu_refusal else to_torch(args, dtype, noncontig), eargs, kwargs,
+                        refusal=cpu_refusal, **compare)
+
+
+def _compare(fn, targs, eargs, kwargs, *, refusal=None, rtol=None, atol=None, check_dtype=True, check_stride=False):
     before = [as_numpy(a).copy() if isinstance(a, ember.Tensor) else None for a in eargs]
     try:
+        if refusal is not None:
+            raise refusal
         expected = fn(torch, *targs, **kwargs)
     except Exception as texc:  # torch refuses: so must we, with the same type
         try:

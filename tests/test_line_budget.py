@@ -13,7 +13,8 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # package (a folder under ember/, or "<top>" for the modules directly in ember/) -> cap
 BUDGET = {
-    "ops": 14240,         # +790 Tensor-method breadth: special functions (kernels on NumPy, no SciPy), composite math (diff, cov, renorm, matrix_exp ...), Python-level Tensor methods, counting ops (bincount, histogram, index_reduce ...); +25 conv backward as ops under a trace (AOT); wrapped-number precision, dropout draws; Proxy in overload resolution
+    "ops": 14320,         # +790 Tensor-method breadth: special functions (kernels on NumPy, no SciPy), composite math (diff, cov, renorm, matrix_exp ...), Python-level Tensor methods, counting ops (bincount, histogram, index_reduce ...); +25 conv backward as ops under a trace (AOT); wrapped-number precision, dropout draws; Proxy in overload resolution
+                          # +80 CUDA: the lazy CUDA kernel slot and in-place fast path of a row, view(dtype) on device memory, from_dlpack of device memory, pin_memory
     "jit": 8950,          # +350 fusion groups (passes/fuse_groups.py, executor/fused_kernel.py, ember.jit.fuser)
     "_functorch": 4800,
     "_inductor": 5000,
@@ -29,7 +30,9 @@ BUDGET = {
                           # +1820 API breadth (issue 20): 52 module classes and 48 F functions, each a composition
                           # of existing ops in a lazily loaded family file (functional_pool/_margin_losses/_ctc/
                           # _sampling/_misc, modules/padding, pooling_extra, loss_extra, spatial, ...)
-    "_core": 1580,
+    "_core": 1640,        # +60 CUDA: mixing devices in one call (0-d CPU scalars, CPU index tensors), CuPy views, default factory device
+    "_cuda": 450,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+    "amp": 240,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler
     "autograd": 1400,
     "optim": 1910,        # +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
     "utils": 990,         # +280: cpp_extension.py (load_inline/load) and _cpp_header_gen.py (the C++ header from the op table)
@@ -38,7 +41,8 @@ BUDGET = {
     "backends": 100,
     "distributed": 1400,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher
-    "<top>": 1340,        # +40: library.register_autograd (a derivative formula from setup_context/backward)
+    "<top>": 1510,        # +40: library.register_autograd (a derivative formula from setup_context/backward)
+                          # +165 ember/cuda.py (devices, streams, events, seeding, memory of the CUDA backend), default device, matmul precision
 }
 
 

@@ -97,6 +97,7 @@ EXEC_SITES = {
     "_dynamo/guards.py": "a compiled frame's guard check",
     "_dynamo/eval_frame.py": "the wrapper that enters a compiled frame",
     "_functorch/_aot_fast_path.py": "AOT autograd's spec matcher, the guard on a compiled graph's inputs",
+    "_cuda/kernels.py": "the CUDA variants of the kernel files: their own source, compiled again against CuPy",
 }
 
 

@@ -47,6 +47,9 @@ class DispatchKey(enum.IntEnum):
     Functionalize = 9
     Profiler = 10
     Python = 11
+    # ember.autocast (ember/amp): casts the arguments of listed ops, then redispatches; included in
+    # TLS by autocast only. Above Python, so a Python mode sees the casts and the op it runs.
+    Autocast = 12
 
 
 NUM_KEYS = max(DispatchKey) + 1
@@ -59,9 +62,13 @@ AUTOGRAD_BIT = 1 << DispatchKey.Autograd
 FAKE_BIT = 1 << DispatchKey.Fake
 INFERENCE_BIT = 1 << DispatchKey.Inference
 
+# The backend of factories called without a device (``ember.set_default_device``): [its bit, its device].
+default_factory_backend = [CPU_BIT, None]
+
 # Keys every op passes through unless a kernel or a fallback is registered for it.
 _FALLTHROUGH_BY_DEFAULT = {DispatchKey.Fake, DispatchKey.ADInplaceOrView, DispatchKey.Autograd, DispatchKey.Inference,
-                           DispatchKey.Functionalize, DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python}
+                           DispatchKey.Functionalize, DispatchKey.Tracer, DispatchKey.Profiler, DispatchKey.Python,
+                           DispatchKey.Autocast}
 
 
 def key_set(*keys: DispatchKey) -> int:
@@ -246,7 +253,7 @@ class OperatorHandle:
             if kernel is not None:
                 if k <= 2:  # backend
                     if keys & BACKEND_MASK & ~(1 << k):
-                        _device_mismatch(self, keys)
+                        args = _mixed_devices(self, keys, args)
                     return kernel(*args)
                 return kernel(self, keys & ((1 << k) - 1), *args)
             keys &= ~(1 << k)
@@ -262,7 +269,44 @@ def _composite_as_functionality(kernel):
     return run
 
 
-def _device_mismatch(op, keys):
-    names = [k.name.lower() for k in BACKEND_KEYS if keys >> k & 1]
-    raise RuntimeError(f"{op.name}: Expected all tensors to be on the same device, but found at least "
-                       f"two devices, {names[0]} and {names[1]}!")
+# ops whose tensors may be on different devices, as in PyTorch: copies between devices, and
+# indexing a CUDA tensor with CPU index tensors (they are copied to the device)
+_CROSS_DEVICE = {"aten::copy_", "aten::tensor_split.tensor_indices_or_sections"}   # (its indices: a CPU tensor)
+_CPU_INDICES = {"aten::index.Tensor", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"}
+
+
+def _mixed_devices(op, keys, args):
+    """Tensors of two backends in one call. As in PyTorch, a 0-d CPU tensor mixed with CUDA tensors
+    is a scalar: it is copied to the device and the call goes on (`args`, so converted); so are
+    CPU index tensors of indexing ops; any other mix raises PyTorch's RuntimeError. Off the hot
+    path: only calls that mix backends come here."""
+    from .tensor import Tensor
+    if op.name in _CROSS_DEVICE:
+        return args
+    devices, cpu_scalars = [], False
+    any_cpu_tensor = op.name in _CPU_INDICES
+
+    def visit(a):
+        nonlocal cpu_scalars
+        if isinstance(a, Tensor):
+            if a._keys & CPU_BIT and keys & CUDA_BIT and not keys & META_BIT and (any_cpu_tensor or a._data.ndim == 0):
+                cpu_scalars = True
+            elif str(a.device) not in devices:
+                devices.append(str(a.device))
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                visit(x)
+    for a in args:
+        visit(a)
+    if len(devices) > 1 or not cpu_scalars:
+        names = devices + ["cpu"] if len(devices) == 1 else devices
+        raise RuntimeError(f"{op.name}: Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {names[0]} and {names[1]}!")
+
+    def to_device(a):
+        if isinstance(a, Tensor) and a._keys & CPU_BIT:
+            return a.to(devices[0])
+        if isinstance(a, (list, tuple)):
+            return type(a)(to_device(x) for x in a)
+        return a
+    return tuple(to_device(a) for a in args)

@@ -7,6 +7,8 @@ aliasing are exactly PyTorch's.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 ndarray = np.ndarray
@@ -20,7 +22,11 @@ def root_array(arr: np.ndarray) -> np.ndarray:
 
 
 def data_address(arr) -> int:
-    return arr.__array_interface__["data"][0] if isinstance(arr, np.ndarray) else arr.data_ptr()
+    if isinstance(arr, np.ndarray):
+        return arr.__array_interface__["data"][0]
+    if hasattr(arr, "__cuda_array_interface__"):    # CuPy
+        return arr.data.ptr
+    return arr.data_ptr()
 
 
 def storage_offset_elements(arr) -> int:
@@ -68,8 +74,20 @@ def make_strided(arr, shape, strides, offset):
         view = np.asarray(_InterfaceHolder(iface, arr))
         # the interface's typestr cannot name extension dtypes (ml_dtypes' bfloat16 comes back as V2)
         return view if view.dtype == arr.dtype else view.view(arr.dtype)
-    import cupy  # CUDA arrays
-    return cupy.lib.stride_tricks.as_strided(arr, shape=tuple(shape), strides=byte_strides)
+    return _cuda_strided(arr, tuple(shape), byte_strides, offset)
+
+
+def _cuda_strided(arr, shape, byte_strides, offset):
+    """make_strided of a CuPy array: a view at `offset` elements from the start of its allocation."""
+    import cupy
+    item = arr.itemsize
+    here = arr.data.ptr - arr.data.mem.ptr
+    if offset * item == here and arr.flags.c_contiguous and arr.size == prod(shape) and byte_strides == tuple(
+            s * item for s in contiguous_strides(shape)):
+        return arr.reshape(shape)            # the common view: CuPy's own reshape, a fraction of the cost
+    if not arr.data.mem.ptr:   # an empty allocation has no address to offset from
+        return cupy.ndarray(shape, arr.dtype, arr.data, byte_strides)
+    return cupy.ndarray(shape, arr.dtype, cupy.cuda.MemoryPointer(arr.data.mem, offset * item), byte_strides)
 
 
 class _InterfaceHolder:

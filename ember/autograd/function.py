@@ -62,7 +62,7 @@ class BackwardCFunction(Node, FunctionCtx):
         from .. import zeros
         grads = list(grads) + [None] * (len(self.out_meta) - len(grads))
         if self.materialize_grads:
-            grads = [zeros(m[0], dtype=m[1]) if g is None and m is not None else g
+            grads = [zeros(m[0], dtype=m[1], device=m[2]) if g is None and m is not None else g
                      for g, m in zip(grads, self.out_meta)]
         out = self._forward_cls.backward(self, *grads)
         if not isinstance(out, tuple):
@@ -148,7 +148,7 @@ class Function(metaclass=FunctionMeta):
         node.next_functions = tuple((gradient_edge(args[i]) if args[i].requires_grad else None) or (None, 0)
                                     for i in tensor_args)
         node.out_meta = tuple(None if (not isinstance(o, Tensor) or id(o) in non_diff or o.dtype.category < 2)
-                              else (tuple(o.shape), o.dtype) for o in outs)
+                              else (tuple(o.shape), o.dtype, o.device) for o in outs)
         inputs = {id(args[i]) for i in tensor_args}
         result = []
         for nr, o in enumerate(outs):

@@ -30,15 +30,15 @@ def _numerical(fn, inputs, diff, n_outputs, eps):
     """{(output j, input k): (n_out_j x n_in_k) matrix} by central differences."""
     jac = {}
     for k in diff:
-        arr = inputs[k].detach().numpy()     # shares memory with the input, whatever its strides
+        arr = inputs[k].detach()._data      # shares memory with the input, whatever its strides or device
         cols = [[] for _ in range(n_outputs)]
         for idx in np.ndindex(*arr.shape):
             orig = arr[idx].item()
             # Grad mode stays on: gradgradcheck's function itself calls autograd.grad.
             arr[idx] = orig + eps
-            plus = [o.detach().numpy().reshape(-1).astype(np.float64) for o in _float_outputs(fn(*inputs))]
+            plus = [o.detach().cpu().numpy().reshape(-1).astype(np.float64) for o in _float_outputs(fn(*inputs))]
             arr[idx] = orig - eps
-            minus = [o.detach().numpy().reshape(-1).astype(np.float64) for o in _float_outputs(fn(*inputs))]
+            minus = [o.detach().cpu().numpy().reshape(-1).astype(np.float64) for o in _float_outputs(fn(*inputs))]
             arr[idx] = orig
             for j in range(n_outputs):
                 cols[j].append((plus[j] - minus[j]) / (2 * eps))
@@ -56,7 +56,7 @@ def _analytical(outputs, inputs, diff):
         rows = {k: [] for k in diff}
         for r in range(out.numel()):
             if out.requires_grad:
-                g = zeros(out.numel(), dtype=out.dtype)
+                g = zeros(out.numel(), dtype=out.dtype, device=out.device)
                 g[r] = 1.0
                 grads = autograd_grad([out], [inputs[k] for k in diff], [g.reshape(out.shape)], retain_graph=True,
                                       allow_unused=True)
@@ -67,7 +67,7 @@ def _analytical(outputs, inputs, diff):
                     raise GradcheckError(f"Gradient of input {k} has shape {list(gk.shape)}, expected "
                                          f"{list(inputs[k].shape)}")
                 rows[k].append(np.zeros(inputs[k].numel()) if gk is None else
-                               gk.detach().numpy().reshape(-1).astype(np.float64))
+                               gk.detach().cpu().numpy().reshape(-1).astype(np.float64))
         for k in diff:
             jac[(j, k)] = np.stack(rows[k], axis=0) if rows[k] else np.zeros((0, inputs[k].numel()))
     return jac

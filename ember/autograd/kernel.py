@@ -124,7 +124,7 @@ class FormulaNode(Node):
         self.shapes = shapes      # name -> shape (tensor args)
         self.dtypes = dtypes      # edge index -> (shape, dtype) of the input it feeds
         self.slots = slots        # per tensor arg: (name, is_list, n_edges)
-        self.out_meta = out_meta  # per output: (shape, dtype) or None (not differentiable)
+        self.out_meta = out_meta  # per output: (shape, dtype, device) or None (not differentiable)
         self.devices = {}         # name -> (device, dtype) of tensor args, for formulas that ask
 
     def _unpack(self, name):
@@ -139,7 +139,7 @@ class FormulaNode(Node):
         for i, meta in enumerate(self.out_meta):
             g = grads[i] if i < len(grads) else None
             if g is None and meta is not None:
-                g = zeros(meta[0], dtype=meta[1])
+                g = zeros(meta[0], dtype=meta[1], device=meta[2])
             full.append(g)
         kwargs = {}
         for p in self.formula.params:
@@ -316,7 +316,7 @@ def make_kernel(op, formula: Formula):
         with _ExcludeDispatchKeyGuard(_EXCLUDE):
             out = op.redispatch(keys, *args)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        out_meta = [(tuple(o.shape), o.dtype) if _differentiable(o) else None for o in outs]
+        out_meta = [(tuple(o.shape), o.dtype, o.device) if _differentiable(o) else None for o in outs]
         node_cls = node_type
         if name_by_args is not None:
             special = name_by_args(args)

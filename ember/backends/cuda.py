@@ -1,9 +1,12 @@
-"""``ember.backends.cuda``: CUDA switches; ember is not built with CUDA, so they only read back."""
+"""``ember.backends.cuda``: CUDA switches. ``matmul.allow_tf32`` decides whether float32 matmuls of
+CUDA tensors run on TF32 tensor cores (ember/_cuda/overrides.py reads it at each matmul)."""
 from __future__ import annotations
 
 
 def is_built() -> bool:
-    return False
+    """True where the CUDA backend can run (CuPy and a GPU), as PyTorch's CUDA build answers."""
+    from .. import cuda
+    return cuda.is_available()
 
 
 class _MatmulFlags:
@@ -17,7 +20,7 @@ class _MatmulFlags:
 
     def __getattr__(self, name):
         values = object.__getattribute__(self, "_values")
-        if name not in values:
+        if name not in values or name == "precision":
             raise AttributeError(f"Unknown attribute {name}")
         return values[name]
 

@@ -511,7 +511,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     factor = 1.0 / _math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ k.mT) * factor
     if is_causal:
-        keep = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool).tril()
+        keep = ember.ones(q.shape[-2], k.shape[-2], dtype=ember.bool, device=q.device).tril()
         scores = scores.masked_fill(~keep, float("-inf"))
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype is ember.bool else scores + attn_mask

@@ -22,7 +22,7 @@ from __future__ import annotations
 import keyword
 import time
 
-from .._core.dispatch import tls, fast_call_source, CPU_BIT, META_BIT, CUDA_BIT, BACKEND_MASK
+from .._core.dispatch import tls, fast_call_source, CPU_BIT, META_BIT, CUDA_BIT, BACKEND_MASK, default_factory_backend
 from .._core import dtype as _dt
 from .._core.schema import FunctionSchema
 from .._core.tensor import Tensor
@@ -153,7 +153,8 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
         body.insert(0, ks_init)
     if "device" in names:
         body.append("if device is not None: _ks = (_ks & ~_BACKEND_MASK) | _device_bit(device)")
-        body.append("elif not _ks & _BACKEND_MASK: _ks |= _CPU_BIT")
+        body.append("elif not _ks & _BACKEND_MASK: _ks, device = _ks | _DEFAULT_BACKEND[0], _DEFAULT_BACKEND[1]"
+                    "  # ember.set_default_device")
     elif not any(a.type == "Tensor" for a in args):
         body.append("_ks |= _CPU_BIT")
     call_args = ", ".join(names)
@@ -194,6 +195,7 @@ def compile_binding(source: str, func_name: str, op, extra_globals=None):
         "_dtype": __import__("ember._core.dtype", fromlist=["dtype"]).dtype,
         "_device_cls": __import__("ember._core.device", fromlist=["device"]).device,
         "_device_bit": _device_bit, "_BACKEND_MASK": BACKEND_MASK, "_CPU_BIT": CPU_BIT,
+        "_DEFAULT_BACKEND": default_factory_backend,
         "_op": op, "_table": op.table, "_NO_VA": _NO_VA, "_SCALAR_TYPE_CODES": _SCALAR_TYPE_CODES,
     }
     if extra_globals:

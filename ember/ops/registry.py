@@ -207,7 +207,8 @@ def register(entry: Op) -> OperatorHandle:
     schema = parse_schema(entry.schema)
     handle = _make_handle(schema)
     handle.nondeterministic = entry.nondeterministic
-    kernels = {DispatchKey.CPU: entry.cpu, DispatchKey.Meta: entry.meta, DispatchKey.CUDA: entry.cuda}
+    cuda = entry.cuda if entry.cuda is not None or entry.cpu is None else _cuda_from_cpu(entry)
+    kernels = {DispatchKey.CPU: entry.cpu, DispatchKey.Meta: entry.meta, DispatchKey.CUDA: cuda}
     _install(handle, kernels, entry.composite)
     ENTRIES[handle.name] = entry
     handle.row, handle.direct_binding = entry, entry.direct_binding
@@ -252,6 +253,41 @@ def register(entry: Op) -> OperatorHandle:
         meth = _binding(handle, py_name, entry, varargs=True) if entry.varargs else handle.entry
         _add_method(entry.method_name or py_name, schema, meth, entry)
     return handle
+
+
+def _cuda_from_cpu(entry: Op):
+    """The CUDA kernel of a row with a CPU kernel only: the row's CPU kernel run on CuPy
+    (ember/_cuda/kernels.py), found on the first call so that ``import ember`` imports no CuPy."""
+    found = []
+
+    def cuda_kernel(*args):
+        if not found:
+            from .._cuda.kernels import kernel_for
+            kernel = kernel_for(entry)
+            if kernel is None:
+                raise NotImplementedError(f"Could not run '{entry.schema.split('(')[0]}' with arguments from the "
+                                          "'CUDA' backend: it has no CUDA kernel.")
+            found.append(kernel)
+        return found[0](*args)
+    cuda_kernel.__name__ = "cuda_" + getattr(entry.cpu, "__name__", "kernel")
+    cuda_kernel.cuda_from_cpu = True
+    return cuda_kernel
+
+
+def _cuda_fast_path(op):
+    """The CUDA form of cpu/inplace.py's direct in-place kernel for `op` (None if it has none),
+    loaded on its first call."""
+    from .cpu.inplace import FAST
+    if op not in FAST:
+        return None
+    found = []
+
+    def run(self, *args):
+        if not found:
+            from .._cuda.kernels import inplace_fast_path
+            found.append(inplace_fast_path(op))
+        return found[0](self, *args)
+    return run
 
 
 def _add_function(namespace, name, schema, fn):
@@ -547,7 +583,8 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
 
 def _inplace_of(kernel, op, late_check=None):
     from .cpu.inplace import fast_path
-    fast = fast_path(op) if getattr(kernel, "__module__", "").startswith("ember.ops.cpu") else None
+    fast = fast_path(op) if getattr(kernel, "__module__", "").startswith("ember.ops.cpu") else (
+        _cuda_fast_path(op) if getattr(kernel, "cuda_from_cpu", False) else None)
 
     def inplace(self, *args):
         if fast is not None and fast(self, *args) is not None:

@@ -119,7 +119,7 @@ class LBFGS(Optimizer):
         return self.param_groups[0]["params"]
 
     def _flat_grad(self):
-        return ember.cat([ember.zeros(p.numel(), dtype=p.dtype) if p.grad is None else p.grad.reshape(-1)
+        return ember.cat([ember.zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None else p.grad.reshape(-1)
                           for p in self._params], 0)
 
     def _add_to_params(self, step_size, direction) -> None:

@@ -5,7 +5,8 @@ differences) and the same program's gradients in PyTorch 2.13, on the same input
 
 Float64 arrays become differentiable leaves; other NumPy arrays (int / bool) become plain
 tensors; anything else is passed as is. ``noncontig=True`` hands the function a transposed view
-of a contiguous leaf (same values), so formulas see non-contiguous inputs.
+of a contiguous leaf (same values), so formulas see non-contiguous inputs. With
+``EMBER_ORACLE_DEVICE=cuda`` every tensor is made on the GPU, in both libraries.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 
 import ember
+from oracle import DEVICE, device_scope
 
 RNG = np.random.default_rng(0)
 
@@ -29,11 +31,11 @@ def _leaves(lib, arrays, noncontig):
     for a in arrays:
         if isinstance(a, np.ndarray) and a.dtype == np.float64:
             base = np.ascontiguousarray(a.T) if noncontig and a.ndim >= 2 else a.copy()
-            t = lib.tensor(base, dtype=lib.float64, requires_grad=True)
+            t = lib.tensor(base, dtype=lib.float64, requires_grad=True, device=DEVICE)
             leaves.append(t)
             inputs.append(("leaf", t))
         elif isinstance(a, np.ndarray):
-            inputs.append(("const", lib.from_numpy(a.copy())))
+            inputs.append(("const", lib.from_numpy(a.copy()).to(DEVICE)))
         else:
             inputs.append(("const", a))
     return leaves, inputs
@@ -69,7 +71,7 @@ def _gradgradcheck(fn, leaves):
     evaluations, which gradcheck runs under no_grad, can still differentiate)."""
     n = len(leaves)
     outs = fn(*leaves)
-    gos = tuple(ember.tensor(RNG.standard_normal(tuple(o.shape)), requires_grad=True) for o in outs)
+    gos = tuple(ember.tensor(RNG.standard_normal(tuple(o.shape)), requires_grad=True, device=DEVICE) for o in outs)
 
     def first_grad(*args):
         with ember.enable_grad():
@@ -81,6 +83,11 @@ def _gradgradcheck(fn, leaves):
 
 def grad_check(fn, *arrays, noncontig=False, gradcheck=True, gradgrad=False, atol=1e-7):
     """gradcheck `fn(ember, *inputs)` and compare its gradients with `fn(torch, *inputs)`."""
+    with device_scope():
+        _grad_check(fn, arrays, noncontig, gradcheck, gradgrad, atol)
+
+
+def _grad_check(fn, arrays, noncontig, gradcheck, gradgrad, atol):
     leaves_e, inputs_e = _leaves(ember, arrays, noncontig)
     leaves_t, inputs_t = _leaves(torch, arrays, noncontig)
 
@@ -97,12 +104,12 @@ def grad_check(fn, *arrays, noncontig=False, gradcheck=True, gradgrad=False, ato
     outs_t = _diff_outputs(fn(torch, *_prepare(torch, inputs_t, leaves_t, noncontig)))
     assert len(outs_e) == len(outs_t), "differentiable outputs differ"
     gos = [RNG.standard_normal(tuple(o.shape)) for o in outs_t]
-    ge = ember.autograd.grad(list(outs_e), leaves_e, [ember.tensor(g) for g in gos], allow_unused=True)
-    gt = torch.autograd.grad(outs_t, leaves_t, [torch.tensor(g) for g in gos], allow_unused=True)
+    ge = ember.autograd.grad(list(outs_e), leaves_e, [ember.tensor(g, device=DEVICE) for g in gos], allow_unused=True)
+    gt = torch.autograd.grad(outs_t, leaves_t, [torch.tensor(g, device=DEVICE) for g in gos], allow_unused=True)
     for a, b in zip(ge, gt):
         if b is None:
-            assert a is None or not np.any(a.numpy()), "ember has a gradient where torch has none"
+            assert a is None or not np.any(a.cpu().numpy()), "ember has a gradient where torch has none"
             continue
         assert a is not None, "ember has no gradient where torch has one"
-        assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-7, atol=atol)
+        assert tuple(a.shape) == tuple(b.shape) and a.device.type == DEVICE   # gradients stay on the device
+        np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-7, atol=atol)

@@ -31,11 +31,13 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
             arr = arr.get()
         else:
             import cupy
+            if arr.dtype.kind == "f" and target.kind == "u":   # as on the CPU: -3.0 -> 253, not CUDA's 0
+                arr = arr.astype(np.int64)
             return _make(cupy.array(_cast(arr, target), order="K"), CUDA_BIT)
     if kind == "cuda":
         import cupy
         with cupy.cuda.Device(device.index or 0):
-            return _make(cupy.asarray(np.ascontiguousarray(_cast(arr, target))), CUDA_BIT)
+            return _make(cupy.asarray(np.asarray(_cast(arr, target), order="C")), CUDA_BIT)  # (0-d stays 0-d)
     out = np.array(_cast(arr, target) if arr.dtype is not target else arr, order="C" if memory_format == "contiguous_format" else "K", copy=True)
     return wrap(out)
 
@@ -54,7 +56,7 @@ def clone(self, memory_format=None):
         return clone_meta(self, memory_format)
     if isinstance(arr, np.ndarray):
         return wrap(np.array(arr, order="C" if memory_format == "contiguous_format" else "K", copy=True))
-    return _make(arr.copy(order="K"), CUDA_BIT)
+    return _make(arr.copy(order="C" if memory_format == "contiguous_format" else "K"), CUDA_BIT)
 
 
 def clone_meta(self, memory_format=None):

@@ -142,6 +142,15 @@ def view(self, size):
     return _view(self, size, new, offset)
 
 
+def _cuda_view_dtype(self, arr, sizes, strides, offset, dtype):
+    import cupy
+    new = dtype.itemsize
+    ptr = cupy.cuda.MemoryPointer(arr.data.mem, offset * new)
+    out = wrap_like(cupy.ndarray(tuple(sizes), dtype.np, ptr, tuple(s * new for s in strides)), self)
+    out._version_counter = self._shared_version_counter()
+    return out
+
+
 def view_dtype(self, dtype):
     """aten::view.dtype: reinterpret the bytes as another dtype (PyTorch's size rules)."""
     shape, strides, offset = geometry(self)
@@ -180,7 +189,9 @@ def view_dtype(self, dtype):
         out = wrap_like(MetaArray(sizes, new_strides, dtype.np, new_offset), self)
     else:
         root = root_array(arr)
-        if not (isinstance(arr, np.ndarray) and root.flags.c_contiguous):
+        if not isinstance(arr, _ndarray):   # CUDA: the same bytes of device memory
+            return _cuda_view_dtype(self, arr, sizes, new_strides, new_offset, dtype)
+        if not root.flags.c_contiguous:
             raise NotImplementedError("view(dtype): tensor whose storage is not a plain buffer")
         # Built on the storage's bytes, so storage_offset() counts elements of the new dtype.
         out = wrap_like(np.ndarray(tuple(sizes), dtype.np, buffer=root, offset=new_offset * new,

@@ -41,6 +41,10 @@ def numpy_backward(name, fn, *tensors, like):
                                   f"trace cannot record it")
     if any(t is not None and t._keys & META_BIT for t in tensors):
         outs = tuple(t.new_empty(t.shape) for t in like)
+    elif any(t is not None and t.is_cuda for t in tensors):   # the same NumPy code, run on CuPy
+        from ..._cuda.kernels import on_device, wrap_cuda
+        outs = tuple(None if o is None else wrap_cuda(o) for o in on_device(fn)(*[
+            None if t is None else t.detach()._data for t in tensors]))
     else:
         arrays = [None if t is None else t.detach().numpy() for t in tensors]
         outs = tuple(None if o is None else from_numpy(np.ascontiguousarray(o)) for o in fn(*arrays))
@@ -178,7 +182,7 @@ def _scatter_max(grad, self, indices, nd):
     plane = prod(self.shape[-nd:])
     lead = tuple(self.shape[:-nd])
     g = grad.reshape(lead + (-1,))
-    gi = zeros(lead + (plane,), dtype=grad.dtype).scatter_add(-1, indices.reshape(lead + (-1,)), g)
+    gi = zeros(lead + (plane,), dtype=grad.dtype, device=grad.device).scatter_add(-1, indices.reshape(lead + (-1,)), g)
     return gi.reshape(self.shape)
 
 
@@ -232,7 +236,7 @@ def _adaptive_avg(nd):
         for i in range(nd):  # the adjoint of averaging along a dim: multiply by the matrix's transpose
             axis = self.ndim - nd + i
             m = from_numpy(_pool._avg_matrix(self.shape[axis], grad.shape[axis], np.dtype(np.float64)))
-            m = m.to(grad.dtype)
+            m = m.to(grad.device, grad.dtype)
             g = (g.movedim(axis, -1) @ m).movedim(-1, axis)
         return g
     return formula

@@ -264,7 +264,7 @@ def _matrix_power(grad, self, n):
         return grad * 0
     powers = [None] * n
     from ... import eye
-    powers[0] = eye(self.shape[-1], dtype=self.dtype).expand(*self.shape)
+    powers[0] = eye(self.shape[-1], dtype=self.dtype, device=self.device).expand(*self.shape)
     for k in range(1, n):
         powers[k] = powers[k - 1] @ self
     g = None

@@ -52,7 +52,7 @@ def _embedding(grad, weight_shape, indices, padding_idx, scale_grad_by_freq, spa
     g = grad.reshape(-1, weight_shape[-1])
     if padding_idx is not None and padding_idx >= 0:  # the padding row gets no gradient
         g = g * (idx != padding_idx).unsqueeze(-1).to(g.dtype)
-    return e.zeros(weight_shape, dtype=grad.dtype).index_add(0, idx, g), None
+    return e.zeros(weight_shape, dtype=grad.dtype, device=grad.device).index_add(0, idx, g), None
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def _gather_adjoint(g, steps):
     for d, idx, size in reversed(steps):
         shape = list(g.shape)
         shape[d] = size
-        g = e.zeros(shape, dtype=g.dtype).index_add(d, e.from_numpy(np.asarray(idx, np.int64)), g)
+        g = e.zeros(shape, dtype=g.dtype, device=g.device).index_add(d, e.from_numpy(np.asarray(idx, np.int64)).to(g.device), g)
     return g
 
 
@@ -252,10 +252,10 @@ def _upsample_interp(name, nspatial, cubic):
             wshape[d] = shape[d]
             out_shape = list(g.shape)
             out_shape[d] = input.shape[d]
-            acc = e.zeros(out_shape, dtype=g.dtype)
+            acc = e.zeros(out_shape, dtype=g.dtype, device=g.device)
             for i, w in zip(idx, wts):
-                wt = e.from_numpy(np.ascontiguousarray(w).reshape(wshape)).to(g.dtype)
-                acc = acc.index_add(d, e.from_numpy(np.asarray(i, np.int64)), g * wt)
+                wt = e.from_numpy(np.ascontiguousarray(w).reshape(wshape)).to(g.device, g.dtype)
+                acc = acc.index_add(d, e.from_numpy(np.asarray(i, np.int64)).to(g.device), g * wt)
             g = acc
         return g
     return formula
@@ -278,7 +278,7 @@ def _sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale, enabl
     s = (q @ k.mT) * sc
     L, S = q.shape[-2], k.shape[-2]
     if is_causal:
-        keep = e.ones(L, S, dtype=e.bool).tril()
+        keep = e.ones(L, S, dtype=e.bool, device=q.device).tril()
         s = s.masked_fill(~keep, float("-inf"))
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == e.bool else s + attn_mask
@@ -391,7 +391,7 @@ def _nll_grad_logp(grad, self, target, weight, reduction, ignore_index):
     t = target.to(e.int64)
     ignored = t == ignore_index
     safe = e.where(ignored, e.zeros_like(t), t)
-    wt = e.ones(t.shape, dtype=self.dtype) if weight is None else weight[safe]
+    wt = e.ones(t.shape, dtype=self.dtype, device=self.device) if weight is None else weight[safe]
     wt = e.where(ignored, e.zeros_like(wt), wt)
     g = grad if reduction == 0 else grad.expand(t.shape)
     if reduction == 1:
@@ -440,7 +440,7 @@ def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_sm
         if reduction == 1:
             g = g / (wt.sum() if weight is not None else (~ignored).sum().to(self.dtype))
         g = e.where(ignored, e.zeros_like(g), g) * (label_smoothing / c)
-        per = -g.unsqueeze(axis) * (e.ones(wshape, dtype=self.dtype) if weight is None else weight.reshape(wshape))
+        per = -g.unsqueeze(axis) * (e.ones(wshape, dtype=self.dtype, device=self.device) if weight is None else weight.reshape(wshape))
         glp = glp + per
     gx = glp - lp.exp() * glp.sum(axis, keepdim=True)
     return gx, None, None

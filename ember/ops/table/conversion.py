@@ -57,6 +57,30 @@ def to(self, *args, **kwargs):
     return aten._to_copy.default(self, dtype=dtype, device=device, memory_format=memory_format)
 
 
+def pin_memory(self, device=None):
+    """A copy in page-locked host memory (CuPy's pinned pool), so that ``.to("cuda",
+    non_blocking=True)`` can overlap the copy; needs a GPU, as in PyTorch."""
+    from ... import cuda
+    if not self.is_cpu:
+        raise RuntimeError(f"cannot pin '{self.device.type}' memory: only dense CPU tensors can be pinned")
+    if not cuda.is_available():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    import cupyx
+    arr = self._data
+    pinned = cupyx.empty_pinned(arr.shape, arr.dtype)
+    pinned[...] = arr
+    from ..._core.tensor import wrap
+    return wrap(pinned)
+
+
+def is_pinned(self, device=None) -> bool:
+    """Whether this CPU tensor's memory is page-locked (made by `pin_memory`)."""
+    if not self.is_cpu:
+        return False
+    from ..._core.storage import root_array
+    return type(root_array(self._data).base).__name__ == "PinnedMemoryPointer"
+
+
 def _typed(d):
     def convert(self, memory_format=None):
         return to(self, d)
@@ -88,6 +112,7 @@ PYTHON_METHODS = {
     "cuda": lambda self, device=None, non_blocking=False, memory_format=None: to(
         self, _device("cuda", device if isinstance(device, int) else None) if not isinstance(device, (str, _device)) else device),
     "type_as": lambda self, other: to(self, other.dtype),
+    "pin_memory": pin_memory, "is_pinned": is_pinned,
     "detach_": None,
 }
 del PYTHON_METHODS["detach_"]

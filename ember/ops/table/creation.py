@@ -177,6 +177,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         for hook in TENSOR_CONSTANT_HOOKS:
             hook()
     t = created(cpu.tensor_from_data(data, optional_dtype(dtype, "tensor")))
+    if device is None:
+        device = _dispatch.default_factory_backend[1]
     if device is not None and str(device) != "cpu":
         t = t.to(device)
     if requires_grad:
@@ -243,7 +245,14 @@ def from_dlpack(ext):
     if not hasattr(ext, "__dlpack__"):
         raise TypeError(f"from_dlpack(): expected an object with __dlpack__, got {type(ext).__name__}")
     _check_dlpack_dtype(ext)
+    if ext.__dlpack_device__()[0] == _KDL_CUDA:   # device memory: a CUDA tensor over it (CuPy takes it)
+        import cupy
+        from ..._cuda.kernels import wrap_cuda
+        return created(wrap_cuda(cupy.from_dlpack(ext)))
     return created(wrap(np.from_dlpack(ext)))
+
+
+_KDL_CUDA = 2   # DLPack's kDLCUDA device type
 
 
 def _check_dlpack_dtype(ext):

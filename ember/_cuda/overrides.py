@@ -1,0 +1,105 @@
+"""The few names of the CPU kernel files that their CUDA variants replace (`kernels.variant`).
+
+Each entry says why: CuPy lacks the function, or the GPU does it differently (cuBLAS multiplies
+float16/bfloat16 in their own dtype with float32 accumulation, where NumPy has no half BLAS).
+"""
+from __future__ import annotations
+
+import cupy
+import numpy
+from cupyx.scipy import special as _special
+
+from .._core import dtype as _dt
+
+_F64 = numpy.dtype(numpy.float64)
+_HALF = {numpy.dtype(numpy.float16), _dt.bfloat16.np}
+_BLAS = {numpy.dtype(t) for t in (numpy.float32, numpy.float64, numpy.complex64, numpy.complex128)} | _HALF
+
+
+def _in_float64(fn):
+    """special_math's contract: compute in float64, return the input's floating dtype."""
+    def apply(a):
+        out = a.dtype if a.dtype.kind == "f" else _F64
+        return fn(a.astype(_F64)).astype(out)
+    return apply
+
+
+def _tf32_allowed() -> bool:
+    from ..backends.cuda import matmul as flags
+    return bool(flags.allow_tf32)
+
+
+_compute_type = [None]
+
+
+def matmul(x, y, *args, **kwargs):
+    """cupy.matmul (cuBLAS) with float32 products on TF32 tensor cores exactly when
+    ``ember.backends.cuda.matmul.allow_tf32`` says so (set_float32_matmul_precision sets it)."""
+    from cupy._core import _routines_linalg as blas
+    wanted = blas.COMPUTE_TYPE_TF32 if _tf32_allowed() else blas.COMPUTE_TYPE_PEDANTIC
+    if _compute_type[0] != wanted:
+        blas.set_compute_type(numpy.dtype(numpy.float32), wanted)
+        _compute_type[0] = wanted
+    return cupy.matmul(x, y, *args, **kwargs)
+
+
+class _DeviceDraws:
+    """A NumPy Generator whose draws land on the device: CUDA random ops draw on the host from
+    the CUDA default generator (or the one given) and copy, so seeds reproduce exactly."""
+
+    __slots__ = ("host",)
+
+    def __init__(self, host):
+        self.host = host
+
+    def __getattr__(self, name):
+        draw = getattr(self.host, name)
+        return lambda *args, **kwargs: cupy.asarray(draw(*args, **kwargs))
+
+
+def rng(generator):
+    from .._core import random as host_random
+    from .. import cuda
+    return _DeviceDraws(host_random.rng(cuda.default_generator() if generator is None else generator))
+
+
+_erf = _in_float64(_special.erf)
+
+# cuBLAS has no integer or bool GEMM: PyTorch's CUDA products refuse those dtypes, under these kernel names
+_CUDA_GEMM = {"addmm_impl_cpu_": "addmm_cuda", "bmm": "baddbmm_cuda", "baddbmm_with_gemm": "baddbmm_cuda",
+              "addbmm": "addbmm_cuda", "addmv_impl_cpu": "addmv_impl_cuda", "dot": "dot", "vdot": "vdot"}
+
+
+def _no_int_gemm(arr, kernel, other=None):
+    """linalg's `_no_bool` on the GPU: products of integers and bools raise PyTorch's
+    NotImplementedError (returning early, as on the CPU, when an operand is empty)."""
+    cuda_kernel = _CUDA_GEMM.get(kernel)
+    refused = "biu" if cuda_kernel else "b"
+    if arr.dtype.kind in refused and (other is None or (arr.size and other.size)):
+        name = _dt._FROM_NP[arr.dtype].c10_name
+        raise NotImplementedError(f"\"{cuda_kernel or kernel}\" not implemented for '{name}'")
+
+def _pool_floats_only(x, kernel, allowed):
+    """pool's dtype rule on the GPU: PyTorch's CUDA pooling kernels take floating dtypes only."""
+    floats = (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)
+    if x.dtype not in tuple(d for d in allowed if d in floats):
+        raise NotImplementedError(f"\"{kernel}_out_cuda_frame\" not implemented for '{x.dtype.c10_name}'")
+
+
+def _conv_floats_only(x, kernel, allowed):
+    """conv's dtype rule on the GPU: cuDNN finds no convolution for integer dtypes (PyTorch's RuntimeError)."""
+    if x.dtype.category != _dt.FLOAT and kernel.startswith(("slow_conv", "im2col", "col2im")):
+        raise RuntimeError("GET was unable to find an engine to execute this computation")
+    if x.dtype not in allowed:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{x.dtype.c10_name}'")
+
+
+OVERRIDES = {
+    "ember.ops.cpu.conv": {"not_implemented": _conv_floats_only},
+    "ember.ops.cpu.pool": {"not_implemented": _pool_floats_only},
+    "ember.ops.cpu.special_math": {"erf_array": _erf, "erfc_array": _in_float64(_special.erfc),
+                                   "erfinv_array": _in_float64(_special.erfinv)},
+    "ember.ops.cpu.activation": {"_erf": _erf},
+    # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
+    "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm},
+}

@@ -1,0 +1,122 @@
+"""``ember.autocast(device_type, dtype=...)``: inside it, listed operators run in a lower precision
+(matrix products and convolutions) or in float32 (reductions, softmax, losses, pointwise math that
+loses range), as PyTorch's autocast does.
+
+It is the Autocast dispatch key: ``autocast`` includes it in the thread's key set; its kernels,
+registered on the listed operators when autocast is first entered, cast the floating tensor
+arguments that live on the autocast device and redispatch below the key (the casts are ordinary
+``_to_copy`` calls, so autograd records them and gradients come back in each input's dtype).
+Every other operator passes the key through. The lists are PyTorch's (CUDA and CPU differ).
+"""
+from __future__ import annotations
+
+import functools
+
+from .._core import dtype as _dt
+from .._core.dispatch import DispatchKey, tls
+from .._core.tensor import Tensor
+
+_AUTOCAST_BIT = 1 << DispatchKey.Autocast
+
+# operators run in the autocast dtype (PyTorch's lower_precision_fp lists; aten names)
+_LOWER = ("mm", "matmul", "bmm", "addmm", "addbmm", "baddbmm", "addmv", "addr", "mv", "linear", "conv1d", "conv2d",
+          "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu", "convolution",
+          "_convolution", "scaled_dot_product_attention", "chain_matmul", "multi_dot")
+# operators run in float32 (PyTorch's fp32 lists)
+_FP32 = {
+    "cuda": ("acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
+             "sinh", "tan", "pow", "softplus", "layer_norm", "group_norm", "norm", "nuclear_norm", "frobenius_norm",
+             "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d",
+             "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
+             "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+             "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp",
+             "softmax", "log_softmax", "cumprod", "cumsum", "prod", "sum", "cross_entropy_loss"),
+    "cpu": ("avg_pool3d", "binary_cross_entropy", "grid_sampler", "polar", "prod", "quantile", "nanquantile", "stft",
+            "cdist", "trace", "view_as_complex", "cholesky", "cholesky_inverse", "cholesky_solve", "inverse", "lu_solve",
+            "orgqr", "ormqr", "pinverse", "max_pool3d", "max_unpool2d", "max_unpool3d", "adaptive_avg_pool3d",
+            "reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d", "replication_pad3d",
+            "mse_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d", "hinge_embedding_loss", "poisson_nll_loss",
+            "smooth_l1_loss", "cross_entropy_loss", "l1_loss", "huber_loss", "margin_ranking_loss",
+            "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss", "ctc_loss", "kl_div",
+            "multilabel_margin_loss", "binary_cross_entropy_with_logits"),
+}
+_DEFAULT_DTYPE = {"cuda": _dt.float16, "cpu": _dt.bfloat16}
+_FLOATS = (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)
+
+_state = {"stack": [], "registered": False}     # the active (device type, dtype) per nesting level
+
+
+def is_autocast_available(device_type: str) -> bool:
+    return device_type in _DEFAULT_DTYPE
+
+
+def _cast(value, device_type, to, from_):
+    if isinstance(value, Tensor) and value.dtype in from_ and value.device.type == device_type:
+        return value.to(to)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+        return type(value)(_cast(v, device_type, to, from_) for v in value)
+    return value
+
+
+def _kernel(policy):
+    def autocast_kernel(op, keys, *args):
+        device_type, dtype = _state["stack"][-1]
+        if policy == "lower":
+            args = tuple(_cast(a, device_type, dtype, (_dt.float32,) + tuple(d for d in _FLOATS if d is not dtype
+                                                                              and d is not _dt.float64)) for a in args)
+        elif device_type in policy:
+            args = tuple(_cast(a, device_type, _dt.float32, (_dt.float16, _dt.bfloat16)) for a in args)
+        return op.redispatch(keys, *args)
+    return autocast_kernel
+
+
+def _register():
+    from ..ops.registry import OPERATORS
+    lower, fp32 = _kernel("lower"), {}
+    for name, handle in OPERATORS.items():
+        base = name.split("::")[1].split(".")[0]
+        if base in _LOWER:
+            handle.register(DispatchKey.Autocast, lower)
+        else:
+            devices = tuple(d for d, names in _FP32.items() if base in names)
+            if devices:
+                handle.register(DispatchKey.Autocast, fp32.setdefault(devices, _kernel(devices)))
+    _state["registered"] = True
+
+
+class autocast:
+    """``with ember.autocast("cuda", dtype=ember.bfloat16):`` (also a decorator)."""
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        if device_type not in _DEFAULT_DTYPE:
+            raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+        self.device_type = device_type
+        self.fast_dtype = _DEFAULT_DTYPE[device_type] if dtype is None else dtype
+        if self.fast_dtype not in (_dt.float16, _dt.bfloat16):
+            raise RuntimeError(f"In {device_type} autocast, but the target dtype is not supported. Disabling "
+                               "autocast.")
+        self.enabled = enabled
+
+    def __enter__(self):
+        if not _state["registered"]:
+            _register()
+        self.saved = (tls.include, len(_state["stack"]))
+        if self.enabled:
+            _state["stack"].append((self.device_type, self.fast_dtype))
+            tls.include |= _AUTOCAST_BIT
+        else:
+            tls.include &= ~_AUTOCAST_BIT
+        return self
+
+    def __exit__(self, *exc):
+        tls.include, depth = self.saved
+        del _state["stack"][depth:]
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with self:
+                return fn(*args, **kwargs)
+        return run

@@ -1,0 +1,32 @@
+"""tests/cuda run on a machine with a GPU (scripts/device_cuda.sh); elsewhere every test here is
+skipped, saying why. The oracle is PyTorch on the same GPU."""
+import pytest
+import torch
+
+import ember
+
+
+def _why_not():
+    if not ember.cuda.is_available():
+        return "no CUDA device: ember.cuda.is_available() is False (CuPy missing, or no GPU/driver)"
+    if not torch.cuda.is_available():
+        return "no CUDA oracle: this PyTorch build has no CUDA"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _why_not()
+    if reason is None:
+        return
+    for item in items:
+        if "tests/cuda/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _exact_float32():
+    """PyTorch's CUDA defaults use TF32 in cuDNN convolutions: off, so both compute in float32."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
