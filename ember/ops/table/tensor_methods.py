@@ -74,10 +74,6 @@ def is_set_to(self, tensor):
             and tuple(self.stride()) == tuple(tensor.stride()) and self.dtype == tensor.dtype)
 
 
-def _no_accelerator(self, *args, **kwargs):
-    raise RuntimeError("Cannot access accelerator device when none is available.")
-
-
 def _not_compiled(name):
     def method(self, *args, **kwargs):
         raise AssertionError(f"Torch not compiled with {name} enabled")
@@ -222,9 +218,9 @@ TENSOR_ATTRIBUTES = {
     "apply_": apply_, "map_": map_, "map2_": map2_, "new": new, "dim_order": dim_order,
     "const_data_ptr": lambda self: self.data_ptr(),
     "H": property(_conj_transpose), "mH": property(lambda self: self.adjoint()),
-    "is_set_to": is_set_to, "is_shared": lambda self: self.__dict__.get("_shared", False), "is_pinned": lambda self, device=None: False,
+    "is_set_to": is_set_to, "is_shared": lambda self: self.__dict__.get("_shared", False),
     "is_distributed": lambda self: False, "share_memory_": share_memory_,
-    "pin_memory": _no_accelerator, "xpu": _not_compiled("XPU"), "mtia": _not_compiled("MTIA"), "ipu": _ipu,
+    "xpu": _not_compiled("XPU"), "mtia": _not_compiled("MTIA"), "ipu": _ipu,
     "record_stream": _record_stream, "volatile": property(_volatile), "name": property(lambda self: None),
     "grad_dtype": property(lambda self: self.dtype), "module_load": module_load,
     "fill_diagonal_": fill_diagonal_, "resize_": resize_, "resize_as_": resize_as_, "set_": set_, "as_subclass": as_subclass,
