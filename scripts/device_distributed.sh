@@ -22,6 +22,9 @@ if ! $PY -c "import mpi4py" 2>/dev/null; then
   if ls .whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
     export PYTHONPATH=$PWD:/tmp/site PATH=/tmp/site/bin:$PATH
+    # the image has an Open MPI of its own: without these, mpi4py's wheel loads that libmpi and
+    # each rank started by mpich's mpiexec sees itself as rank 0 of 1
+    export MPI4PY_MPIABI=mpich MPI4PY_LIBMPI=/tmp/site/lib/libmpi.so.12 LD_LIBRARY_PATH=/tmp/site/lib:${LD_LIBRARY_PATH:-}
   else
     echo "mpi4py is missing: carry the wheels (see the top of this script)"; exit 2
   fi
