@@ -24,7 +24,10 @@ if ! $PY -c "import mpi4py" 2>/dev/null; then
     export PYTHONPATH=$PWD:/tmp/site PATH=/tmp/site/bin:$PATH
     # the image has an Open MPI of its own: without these, mpi4py's wheel loads that libmpi and
     # each rank started by mpich's mpiexec sees itself as rank 0 of 1
-    export MPI4PY_MPIABI=mpich MPI4PY_LIBMPI=/tmp/site/lib/libmpi.so.12 LD_LIBRARY_PATH=/tmp/site/lib:${LD_LIBRARY_PATH:-}
+    # (pip --target keeps the wheel's bin/ but not its lib/: take libmpi from the wheel itself)
+    $PY -c "import zipfile, glob; zipfile.ZipFile(glob.glob('.whl/mpich-*.whl')[0]).extractall('/tmp/mpich')"
+    LIBMPI=$(find /tmp/mpich -name libmpi.so.12 | head -1)
+    export MPI4PY_MPIABI=mpich MPI4PY_LIBMPI=$LIBMPI LD_LIBRARY_PATH=$(dirname "$LIBMPI"):${LD_LIBRARY_PATH:-}
   else
     echo "mpi4py is missing: carry the wheels (see the top of this script)"; exit 2
   fi
