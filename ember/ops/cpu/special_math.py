@@ -85,9 +85,29 @@ def _prepare(x):
     return x64, out_dtype, x.shape
 
 
+# Numerical Recipes' erfc Chebyshev fit, exponent polynomial in t = 1 / (1 + |x|/2): relative error
+# below 1.2e-7 everywhere, i.e. under half a float32 ulp of erf = 1 - erfc where |x| >= 0.84375
+_ERFC_FIT = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+             1.48851587, -0.82215223, 0.17087277)
+
+
+def _erf_single(x):
+    """erf for results of 32 bits or fewer, computed in float64 (<= 1 ulp of float32, as fdlibm's
+    path): two whole-array formulas and one select, ~4x faster than the four masked pieces."""
+    ax = np.abs(x)
+    small = ax < 0.84375
+    t = 1.0 / (1.0 + 0.5 * ax)
+    p = _poly(_ERFC_FIT, t)
+    outer = np.copysign(1.0 - t * np.exp(p - ax * ax), x)
+    inner = np.where(small, x, 0.0)     # keeps the small-|x| rational away from overflowing inputs
+    return np.where(small, inner + _small(inner), outer)
+
+
 def erf_array(x) -> np.ndarray:
     """erf elementwise (fdlibm's algorithm, ~1 ulp in float64)."""
     x, out_dtype, shape = _prepare(x)
+    if out_dtype.itemsize <= 4:
+        return _erf_single(x).reshape(shape).astype(out_dtype, copy=False)
     ax = np.abs(x)
     out = np.empty_like(x)
     small = ax < 0.84375
