@@ -284,7 +284,8 @@ def generate(graph, *, direct: bool = False):
             return None      # fx's own text: `a + b`, `xs[i]`, `ember.cat([a, b])`
         hint = node.target.__name__ if isinstance(node.target, prim.PrimOp) else getattr(fn, "__name__", "call")
         name = ctx.add_global("_" + snake_case(hint).strip("_"), fn)
-        return [f"{node.name} = {name}({ctx.args(node.args, node.kwargs)})"]
+        fast = ".fast" if node.target is prim.FusionGroup and hasattr(fn, "fast") else ""   # fused_kernel.py
+        return [f"{node.name} = {name}{fast}({ctx.args(node.args, node.kwargs)})"]
 
     from .interpreter import annotate
     options = CodegenOptions(fn_name="ember_jit_plan", positional_inputs=True, free_values=False,

@@ -1,0 +1,111 @@
+"""The fusion group's fast path (ember/jit/executor/fused_kernel.py `fast_path`): plans call a
+generated function that checks the inputs' exact look in line and launches the compiled kernel,
+and hands every other input to the checked FusedKernel call. Oracle: ember eager on the same inputs
+(and torch for the values)."""
+from __future__ import annotations
+
+import operator
+import types
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.jit.executor import config
+from ember.jit.executor.fused_kernel import fast_path
+from ember.jit.passes.fuse_groups import fusion_groups
+
+pytestmark = pytest.mark.skipif(not config.fusion_enabled, reason="fusion is off")
+
+
+def rnn_step(a, c, b):
+    return ember.tanh(a + c + b)
+
+
+def _kernel_of(fn, *args):
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__)
+    sf = ember.jit.script(copy)
+    sf(*args), sf(*args)                       # profile, then the optimised plan compiles the group
+    (node,) = fusion_groups(getattr(sf.graph_for(*args), "fx_graph", sf.graph_for(*args)))
+    return sf, node.meta["kernel"]
+
+
+def _arr(seed, *shape, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _inputs(dtype=np.float32):
+    return [ember.from_numpy(_arr(i, *s, dtype=dtype)) for i, s in enumerate([(1, 4), (1, 4), (4,)])]
+
+
+def _close(got, want):
+    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
+    assert got.requires_grad == want.requires_grad
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_plans_call_the_fast_path_and_it_equals_eager_and_torch():
+    args = _inputs()
+    sf, kernel = _kernel_of(rnn_step, *args)
+    assert kernel.fast is not kernel
+    plan = next(iter(sf.get_debug_state()["plans"].values()))
+    assert ".fast(" in plan.source
+    before = kernel.calls
+    for seed in range(3):
+        xs = [ember.from_numpy(_arr(seed + 10 * i, *t.shape)) for i, t in enumerate(args)]
+        got = sf(*xs)
+        _close(got, rnn_step(*xs))
+        want = torch.tanh(sum((torch.from_numpy(x.numpy()) for x in xs[1:]), torch.from_numpy(xs[0].numpy())))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    assert kernel.calls == before + 3                 # the debug state still counts kernel runs
+
+
+@pytest.mark.parametrize("look", ["transposed", "float64", "shape", "offset_view", "requires_grad"])
+def test_inputs_of_another_look_take_the_checked_call(look):
+    args = _inputs()
+    _, kernel = _kernel_of(rnn_step, *args)
+    a, c, b = args
+    if look == "transposed":       # same shape (4, 4), other strides than the compiled (4, 4)
+        sq = [ember.from_numpy(_arr(i, 4, 4)) for i in range(3)]
+        _, kernel = _kernel_of(rnn_step, *sq)
+        a, c, b = sq[0].t(), sq[1], sq[2]
+    elif look == "float64":
+        a, c, b = (t.double() for t in args)
+    elif look == "shape":
+        a, c = ember.from_numpy(_arr(5, 3, 4)), ember.from_numpy(_arr(6, 3, 4))
+    elif look == "offset_view":    # same shape and strides, another element offset: still exact
+        big = ember.from_numpy(_arr(7, 3, 4))
+        a = big[1:2]
+    elif look == "requires_grad":
+        a = ember.from_numpy(_arr(8, 1, 4)).requires_grad_()
+    got = kernel.fast(a, c, b)
+    want = rnn_step(a, c, b)
+    _close(got, want)
+    if look == "requires_grad":
+        got.sum().backward()
+        g = a.grad.clone()
+        a.grad = None
+        want.sum().backward()
+        np.testing.assert_allclose(g.numpy(), a.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_dispatch_mode_sees_the_ops_through_the_fast_path():
+    args = _inputs()
+    _, kernel = _kernel_of(rnn_step, *args)
+    with ember.profiler.profile() as prof:
+        out = kernel.fast(*args)
+    _close(out, rnn_step(*args))
+    names = " ".join(str(getattr(e, "name", "")) for e in prof.events())
+    assert "tanh" in names and "add" in names
+
+
+def test_a_wrapper_with_other_steps_gets_no_fast_path():
+    from ember.fx import Graph, GraphModule
+    args = _inputs()
+    _, kernel = _kernel_of(rnn_step, *args)
+    g = Graph()
+    x = g.placeholder("arg0")
+    g.output((g.call_function(operator.neg, (x,)),))
+    assert fast_path(kernel, GraphModule({}, g)) is None
+    assert fast_path(kernel, None) is None
