@@ -25,7 +25,9 @@ version runs through `ember.jit.script` when it exists, else a graph built with 
 (the same graph the frontend emits); the output says which. Rows: "scripted" is the user's
 call (ScriptFunction.__call__: argument checks, then the executor), "executor.run" the graph
 executor alone (signature lookup + the optimised plan's generated code with direct operator
-calls), "plan, interpreter" the same optimised plan in the reference instruction interpreter.
+calls), "plan, interpreter" the same optimised plan in the reference instruction interpreter,
+"scripted, checked" the scripted call with each fusion group entered through FusedKernel's checked
+call instead of its generated fast path (fused_kernel.fast_path): the figure before that change.
 """
 from __future__ import annotations
 
@@ -123,6 +125,10 @@ def cases(size: int):
         ("torch", "scripted"): lambda: t_scripted(*t_args),
         ("torch", "eager"): lambda: t_fn(*t_args),
     }
+    if how == "ember.jit.script":
+        checked = _without_group_fast_path(e_fn, e_args)
+        np.testing.assert_allclose(checked(*e_args).numpy(), e_fn(*e_args).numpy(), rtol=1e-5, atol=1e-5)
+        result[("ember", "scripted, checked")] = lambda: checked(*e_args)
     if ex is None:
         ex = _executor_of(scripted)
     if ex is not None and ex.debug_state()["plans"]:
@@ -131,6 +137,19 @@ def cases(size: int):
         plan = next(iter(ex.debug_state()["plans"].values()))
         result[("ember", "plan, interpreter")] = lambda: run_plan(plan, e_args)
     return result, how
+
+
+def _without_group_fast_path(fn, args):
+    """A second ScriptFunction of `fn` whose fusion groups run through FusedKernel's checked call
+    (the plan before fused_kernel.fast_path): the same-process "before" row."""
+    from ember.jit.passes.fuse_groups import fusion_groups
+    sf = ember.jit.script(types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_checked"))
+    for _ in range(3):
+        sf(*args)
+    graph = sf.graph_for(*args)
+    for node in fusion_groups(getattr(graph, "fx_graph", graph)):
+        node.meta["kernel"].fast = node.meta["kernel"]
+    return sf
 
 
 def _executor_of(sf):
