@@ -106,9 +106,10 @@ def fast_path(kernel: FusedKernel, wrapper):
             body.append(f"{n.name} = {args[0]}._data")
         elif isinstance(n.target, Alloc):
             body.append(f"{n.name} = _wrap(_empty({g}.shape, {g}.dtype))")
-        elif isinstance(n.target, partial) and n.target.func is launcher() and not n.kwargs:
+        elif isinstance(n.target, partial) and n.target.func is launcher() and not n.kwargs and \
+                all(isinstance(a, str) for a in args):      # arrays only (launch.py's convention)
             body.append(f"{g}({', '.join(args)})")
-        elif n.op == "output":
+        elif n.op == "output" and isinstance(n.args[0], tuple) and all(hasattr(a, "name") for a in n.args[0]):
             body.append(f"return {', '.join(a.name for a in n.args[0])}" + ("," if len(n.args[0]) > 1 else ""))
         elif n.op != "placeholder":
             return None
