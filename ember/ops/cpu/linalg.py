@@ -92,7 +92,7 @@ def matmul(a, b):
     if x.ndim == 2 and y.ndim == 2 and x.dtype is y.dtype and x.dtype in _BLAS:  # the hot path
         if x.shape[1] != y.shape[0]:
             shapes.mm_shape(a, b)
-        return wrap(np.matmul(x, y))
+        return wrap(x.dot(y))    # the same GEMM as np.matmul, without its gufunc set-up (~0.7 us a call)
     shape = shapes.matmul_shape(a, b)
     if x.ndim == 1 and y.ndim == 1:
         _no_bool(x, "dot")
