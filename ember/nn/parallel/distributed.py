@@ -75,6 +75,14 @@ class DistributedDataParallel(Module):
             self.reducer.active = False
         return outputs
 
+    def register_comm_hook(self, state: object, hook) -> None:
+        """``hook(state, bucket)`` replaces the averaging all-reduce of each bucket: it gets a
+        ``GradBucket`` and returns an ``ember.futures.Future`` of the bucket's reduced gradients
+        (see ``ember.distributed.algorithms.ddp_comm_hooks.default_hooks``). Once per model."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        self.reducer.register_comm_hook(state, hook)
+
     @contextlib.contextmanager
     def no_sync(self):
         """Backward passes inside accumulate gradients locally; the first synchronised backward
