@@ -6,6 +6,13 @@ prepares the reducer (``ember/distributed/reducer.py``), which all-reduces gradi
 backward runs and writes the averages into ``.grad`` when backward ends. Buffers (BatchNorm's
 running statistics) are broadcast from rank 0 before every forward when ``broadcast_buffers``.
 Checkpoint from rank 0: ``if dist.get_rank() == 0: ember.save(ddp.module.state_dict(), path)``.
+``register_comm_hook`` replaces how each bucket is reduced (PyTorch's ``default_hooks``).
+
+``gradient_as_bucket_view`` and ``static_graph`` are accepted and have no effect:
+``gradient_as_bucket_view`` cannot save the copy here because ember's autograd accumulates
+``.grad`` out of place (a new tensor each backward, so a grad that views a bucket would not stay
+one); the gradients are the same either way. ``static_graph`` is an optimisation hint in PyTorch
+(plus support for reentrant checkpointing, which ember's reducer does not need to know about).
 """
 from __future__ import annotations
 
