@@ -43,6 +43,7 @@ class DistributedDataParallel(Module):
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         self._verify_same_model([p for _, p in named])
         self._broadcast_from_rank0(list(module.parameters()) + list(module.buffers()))
+        self._join_enabled = False
         self.reducer = reducer.Reducer([p for _, p in named], [n for n, _ in named], self.process_group,
                                        self.bucket_bytes_cap, find_unused_parameters)
 
@@ -64,17 +65,24 @@ class DistributedDataParallel(Module):
                                    f"{rows[0][1]}).")
 
     def _broadcast_from_rank0(self, tensors) -> None:
+        self._broadcast_from(tensors, 0)
+
+    def _broadcast_from(self, tensors, group_rank: int) -> None:
         from ... import no_grad
         from ...distributed import broadcast
         with no_grad():
             for t in tensors:
-                broadcast(t, src=self.process_group.ranks[0], group=self.process_group)
+                broadcast(t, src=self.process_group.ranks[group_rank], group=self.process_group)
 
     def forward(self, *inputs, **kwargs):
         from ...autograd import is_grad_enabled
         self.reducer.check_finished()
+        source = 0
+        if self._join_enabled:          # tell ranks that ran out of data (join()) that this one trains on
+            from ...distributed.algorithms.join import training_ranks
+            source = training_ranks(self, True)[-1]
         if self.broadcast_buffers:
-            self._broadcast_from_rank0(list(self.module.buffers()))
+            self._broadcast_from(list(self.module.buffers()), source)
         outputs = self.module(*inputs, **kwargs)
         if is_grad_enabled() and self.require_backward_grad_sync:
             self.reducer.prepare(outputs)
@@ -89,6 +97,13 @@ class DistributedDataParallel(Module):
         if not callable(hook):
             raise TypeError("Communication hook must be callable.")
         self.reducer.register_comm_hook(state, hook)
+
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False):
+        """A context for uneven inputs: a rank whose data ran out shadows the others' collectives
+        until every rank has left it (``ember/distributed/algorithms/join.py``)."""
+        from ...distributed.algorithms.join import Join
+        return Join(self, enable, divide_by_initial_world_size, throw_on_early_termination)
 
     @contextlib.contextmanager
     def no_sync(self):

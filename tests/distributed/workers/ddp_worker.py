@@ -372,6 +372,47 @@ def checks(rank: int, world: int):
                                lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64)).to(torch.bfloat16),
                                lambda t: t.double().numpy())
 
+    def join_against_reference(batches_per_rank, hook=None, find_unused=False):
+        """Uneven inputs under join(): rank r trains on batches_per_rank[r] batches. The reference
+        takes, at each step, the mean loss of every rank still training divided by the initial world
+        size (PyTorch's divide_by_initial_world_size=True); afterwards every rank holds its weights."""
+        ember.manual_seed(8)
+        reference = nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5), nn.Tanh(), nn.Linear(5, 3)).double()
+        ember.manual_seed(8 + rank)
+        local = nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5), nn.Tanh(), nn.Linear(5, 3)).double()
+        ddp = DDP(local, bucket_cap_mb=0.0001, find_unused_parameters=find_unused)
+        if hook is not None:
+            ddp.register_comm_hook(None, hook)
+        opt_ddp = ember.optim.SGD(local.parameters(), lr=0.1, momentum=0.9)
+        opt_ref = ember.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+        data = list(batches("mlp", 3, world, max(batches_per_rank)))
+        with ddp.join():
+            for step in range(batches_per_rank[rank]):
+                x, y = data[step]
+                mine = slice(rank * 3, (rank + 1) * 3)
+                opt_ddp.zero_grad()
+                F.mse_loss(ddp(ember.from_numpy(x[mine])), ember.from_numpy(y[mine])).backward()
+                opt_ddp.step()
+        for step in range(max(batches_per_rank)):
+            x, y = data[step]
+            opt_ref.zero_grad()
+            losses = []
+            for r in range(world):
+                if step < batches_per_rank[r]:     # BatchNorm: each rank's own batch statistics
+                    losses.append(F.mse_loss(reference(ember.from_numpy(x[r * 3:(r + 1) * 3])),
+                                             ember.from_numpy(y[r * 3:(r + 1) * 3])))
+            (sum(losses) / world).backward()
+            opt_ref.step()
+        for (name, p), q in zip(local.named_parameters(), reference.parameters()):
+            close(p.detach().numpy(), q.detach().numpy(), f"{name} after join")
+
+    @check
+    def join_uneven_inputs():
+        join_against_reference([3, 5])
+        join_against_reference([4, 2])
+        join_against_reference([1, 3], find_unused=True)
+        join_against_reference([3, 1], hook=default_hooks.allreduce_hook)
+
     @check
     def comm_hook_errors():
         ddp = DDP(nn.Linear(2, 2).double())
@@ -421,7 +462,8 @@ CHECK_NAMES = ("mlp_default_bucket", "mlp_small_buckets_adam", "cnn_small_bucket
                "different_models_are_refused",
                "distributed_sampler_partitions_the_dataset", "second_backward_without_forward_stays_local",
                "allreduce_hook_equals_default", "grad_bucket_api", "fp16_compress_hook_matches_numpy",
-               "bf16_compress_hook_matches_torch", "comm_hook_errors")
+               "bf16_compress_hook_matches_torch", "comm_hook_errors",
+               "join_uneven_inputs")
 
 if __name__ == "__main__":
     main(sys.argv[1])
