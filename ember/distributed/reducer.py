@@ -213,20 +213,25 @@ class Reducer:
         return value.reshape(-1)
 
     def finish(self) -> None:
-        """End of backward: wait for every bucket and write the averaged gradients."""
-        used_anywhere = None
-        if self.find_unused:
-            mask = tensor([1 if u else 0 for u in self.used], dtype=int32, device=self.params[0].device)
-            collectives.all_reduce(mask, ReduceOp.MAX, self.group)
-            used_anywhere = mask.tolist()
+        """End of backward: wait for every bucket, then write the averaged gradients (none are
+        written when a bucket's hook fails; the reducer is ready for the next forward either way)."""
+        try:
+            used_anywhere = None
+            if self.find_unused:
+                mask = tensor([1 if u else 0 for u in self.used], dtype=int32, device=self.params[0].device)
+                collectives.all_reduce(mask, ReduceOp.MAX, self.group)
+                used_anywhere = mask.tolist()
+            reduced = [self._reduced(b) for b in range(len(self.buckets))]
+        finally:
+            self.works = self.flats = None
+            self.active = self.expecting = False
         with no_grad():
             for b, members in enumerate(self.buckets):
-                reduced = self._reduced(b)
                 offset = 0
                 for i in members:
                     p = self.params[i]
                     n = p.numel()
-                    piece = reduced[offset:offset + n].view(p.shape).to(p.dtype)
+                    piece = reduced[b][offset:offset + n].view(p.shape).to(p.dtype)
                     offset += n
                     if used_anywhere is not None and not used_anywhere[i]:
                         continue
@@ -234,8 +239,6 @@ class Reducer:
                         p.grad = piece.clone()
                     else:
                         p.grad.copy_(piece)
-        self.works = self.flats = None
-        self.active = self.expecting = False
 
     def remove_hooks(self) -> None:
         for h in self.handles:

@@ -429,6 +429,27 @@ def checks(rank: int, world: int):
             assert "can only be called once" in str(e), e
         else:
             raise AssertionError("a second register_comm_hook must raise RuntimeError")
+
+        def wrong_size_hook(state, bucket):
+            fut = ember.futures.Future()
+            fut.set_result(bucket.buffer()[:1] if bucket.buffer().numel() > 1 else "not a tensor")
+            return fut
+        model = nn.Linear(3, 2).double()
+        ddp = DDP(model, bucket_cap_mb=0.00001)        # weight and bias in separate buckets
+        ddp.register_comm_hook(None, wrong_size_hook)
+        x = ember.ones(2, 3, dtype=ember.float64) * (rank + 1)
+        try:
+            ddp(x).sum().backward()
+        except RuntimeError as e:
+            assert "future of bucket" in str(e) and "must hold a Tensor of" in str(e), e
+        else:
+            raise AssertionError("a hook whose future holds the wrong value must raise RuntimeError")
+        close(model.weight.grad.numpy(), np.full((2, 3), 2.0 * (rank + 1)), "no bucket written: the local grad")
+        model.weight.grad = model.bias.grad = None
+        ddp.reducer.comm_hook = (None, default_hooks.allreduce_hook)
+        ddp(x).sum().backward()                         # the next iteration is not blocked
+        close(model.weight.grad.numpy(), np.full((2, 3), sum(2.0 * (r + 1) for r in range(world)) / world),
+              "averaged grad after a failed hook")
     return found
 
 
