@@ -104,7 +104,7 @@ def get_float32_matmul_precision() -> str:
 
 
 _LAZY_SUBMODULES = ("jit", "_dynamo", "_functorch", "_subclasses", "compiler", "_logging", "accelerator", "cuda", "amp",
-                    "backends", "onnx", "sparse", "distributed")
+                    "backends", "onnx", "sparse", "distributed", "futures")
 # torch.lstm, torch.lstm_cell & co (torch._VF's recurrent kernels), loaded with the recurrent layers
 _RNN_FUNCTIONS = ("lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
 

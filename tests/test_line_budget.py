@@ -39,10 +39,12 @@ BUDGET = {
                           # +60: data/distributed.py (DistributedSampler)
     "profiler": 600,
     "backends": 100,
-    "distributed": 1400,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
-                          # reducer, the launcher
-    "<top>": 1510,        # +40: library.register_autograd (a derivative formula from setup_context/backward)
+    "distributed": 1540,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
+                          # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
+                          # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
+    "<top>": 1560,        # +40: library.register_autograd (a derivative formula from setup_context/backward)
                           # +165 ember/cuda.py (devices, streams, events, seeding, memory of the CUDA backend), default device, matmul precision
+                          # +50 ember/futures.py (the Future that DDP communication hooks return)
 }
 
 

@@ -14,5 +14,6 @@ from .c10d import (ReduceOp, Work, ProcessGroup, GroupMember, DistError, DistBac
 from .collectives import (all_reduce, broadcast, all_gather, all_gather_into_tensor, reduce_scatter_tensor, reduce,
                           gather, scatter, barrier, send, recv, isend, irecv)
 from .objects import all_gather_object, broadcast_object_list
+from .reducer import GradBucket
 
 group = GroupMember  # ``dist.group.WORLD``, as in PyTorch

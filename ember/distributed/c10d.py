@@ -339,7 +339,9 @@ class Work:
         return self._result
 
     def get_future(self):
-        raise NotImplementedError("Work.get_future is not supported by ember.distributed; use wait()")
+        """An ``ember.futures.Future`` whose value is ``result()`` once this work completes."""
+        from ..futures import Future
+        return Future(work=self)
 
 
 class _Done:

@@ -70,9 +70,9 @@ def _empty_like(arr, shape):
     return cupy.empty(shape, arr.dtype)
 
 
-def _run(group, name: str, start, finish, async_op: bool, describe):
+def _run(group, name: str, start, finish, async_op: bool, describe, outputs=None):
     group.seq += 1
-    work = Work(start(), finish, group, describe)
+    work = Work(start(), finish, group, describe, outputs)
     if async_op:
         return work
     work.wait()
@@ -104,7 +104,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     buf, copy_back = _buffer(tensor)
     tensor._bump_version()
     return _run(g, "all_reduce", lambda: g.transport.all_reduce(buf, op), copy_back, async_op,
-                lambda: _describe(f"all_reduce({op})", tensor))
+                lambda: _describe(f"all_reduce({op})", tensor), [tensor])
 
 
 def _root(g, src, group_src, what: str, name: str) -> int:
@@ -129,7 +129,7 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
     if g.transport.rank != root:
         tensor._bump_version()
     return _run(g, "broadcast", lambda: g.transport.broadcast(buf, root), copy_back, async_op,
-                lambda: _describe(f"broadcast(src={g.ranks[root]})", tensor))
+                lambda: _describe(f"broadcast(src={g.ranks[root]})", tensor), [tensor])
 
 
 def _check_same(name: str, tensors, like, what: str = "tensor") -> None:

@@ -10,6 +10,13 @@ collectives in the same order even when gradients arrive in another order. When 
 has started, a callback queued on the autograd engine waits for every bucket at the end of backward
 and copies the averaged gradients back into ``.grad``.
 
+Each bucket goes through a communication hook ``hook(state, GradBucket) -> Future[Tensor]``: by
+default ``default_hooks.allreduce_hook`` (divide by the world size, all-reduce), or the one given
+to ``DistributedDataParallel.register_comm_hook``; the future's value is the bucket's reduced
+gradients. A second backward through the same forward (``retain_graph=True``) is not reduced and
+accumulates this rank's gradients locally, as PyTorch's reducer does (its hooks run only between a
+forward and the end of the first backward).
+
 Unused parameters: with ``find_unused_parameters=True`` the forward's outputs are traced through the
 autograd graph and parameters not reached are marked ready when backward's first gradient arrives
 (zeros in their bucket); a parameter no rank used keeps ``grad=None``, found by one more
@@ -23,6 +30,8 @@ from __future__ import annotations
 from .. import cat, zeros, no_grad, tensor, int32
 from .c10d import ReduceOp
 from . import collectives
+from .._core.tensor import Tensor
+from .algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
 FIRST_BUCKET_BYTES = 1024 * 1024
 
@@ -76,6 +85,36 @@ def reached_parameters(outputs) -> set:
     return found
 
 
+class GradBucket:
+    """What a communication hook sees of one bucket: its flattened gradients (``buffer()``, not yet
+    averaged), its position, and its parameters with their gradients as views of the buffer."""
+
+    def __init__(self, index: int, is_last: bool, buffer, params) -> None:
+        self._index, self._is_last, self._buffer, self._params = index, is_last, buffer, params
+
+    def index(self) -> int:
+        return self._index
+
+    def is_last(self) -> bool:
+        return self._is_last
+
+    def buffer(self):
+        return self._buffer
+
+    def set_buffer(self, buffer) -> None:
+        self._buffer = buffer
+
+    def parameters(self) -> list:
+        return list(self._params)
+
+    def gradients(self) -> list:
+        views, offset = [], 0
+        for p in self._params:
+            views.append(self._buffer[offset:offset + p.numel()].view(p.shape))
+            offset += p.numel()
+        return views
+
+
 class Reducer:
     def __init__(self, params, names, group, bucket_cap_bytes: int, find_unused: bool) -> None:
         self.params, self.names, self.group = params, names, group
@@ -85,6 +124,7 @@ class Reducer:
         self.active = False            # hooks reduce only after a forward that prepared this backward
         self.expecting = False         # a backward began reducing and has not finished (PyTorch's
         self.used = []                 # require_finalize); used: the parameters the forward reached
+        self.comm_hook, self.custom_hook = (group, allreduce_hook), False   # (state, hook(state, bucket))
         self.handles = [p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(params)]
 
     def _hook(self, index: int):
@@ -135,7 +175,7 @@ class Reducer:
         self.ready[index] = True
         self.missing[self.bucket_of[index]] -= 1
         for work in self.works[:self.next_bucket]:     # MPI progresses only inside MPI calls: poll
-            work.is_completed()
+            work.done()
         while self.next_bucket < len(self.buckets) and self.missing[self.next_bucket] == 0:
             self._launch(self.next_bucket)
             self.next_bucket += 1
@@ -151,25 +191,47 @@ class Reducer:
                 g = p.grad if self.used[i] and p.grad is not None else zeros(p.shape, dtype=p.dtype, device=p.device)
                 pieces.append(g.reshape(-1))
             flat = cat(pieces) if len(pieces) > 1 else pieces[0].clone()
-            flat.div_(self.group.size())
         self.flats[b] = flat
-        self.works[b] = collectives.all_reduce(flat, ReduceOp.SUM, self.group, async_op=True)
+        bucket = GradBucket(b, b == len(self.buckets) - 1, flat, [self.params[i] for i in self.buckets[b]])
+        state, hook = self.comm_hook
+        self.works[b] = hook(state, bucket)
+
+    def register_comm_hook(self, state, hook) -> None:
+        if self.custom_hook:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
+        self.comm_hook, self.custom_hook = (state, hook), True
+
+    def _reduced(self, b: int):
+        """The bucket's averaged gradients: the value of the future its hook returned."""
+        value = self.works[b].wait()
+        flat = self.flats[b]
+        if not isinstance(value, Tensor) or value.numel() != flat.numel():
+            raise RuntimeError(f"DDP communication hook: the future of bucket {b} must hold a Tensor of "
+                               f"{flat.numel()} elements (the bucket's buffer), got "
+                               + (f"a Tensor of shape {tuple(value.shape)}" if isinstance(value, Tensor)
+                                  else type(value).__name__))
+        return value.reshape(-1)
 
     def finish(self) -> None:
-        """End of backward: wait for every bucket and write the averaged gradients."""
-        used_anywhere = None
-        if self.find_unused:
-            mask = tensor([1 if u else 0 for u in self.used], dtype=int32, device=self.params[0].device)
-            collectives.all_reduce(mask, ReduceOp.MAX, self.group)
-            used_anywhere = mask.tolist()
+        """End of backward: wait for every bucket, then write the averaged gradients (none are
+        written when a bucket's hook fails; the reducer is ready for the next forward either way)."""
+        try:
+            used_anywhere = None
+            if self.find_unused:
+                mask = tensor([1 if u else 0 for u in self.used], dtype=int32, device=self.params[0].device)
+                collectives.all_reduce(mask, ReduceOp.MAX, self.group)
+                used_anywhere = mask.tolist()
+            reduced = [self._reduced(b) for b in range(len(self.buckets))]
+        finally:
+            self.works = self.flats = None
+            self.active = self.expecting = False
         with no_grad():
             for b, members in enumerate(self.buckets):
-                self.works[b].wait()
                 offset = 0
                 for i in members:
                     p = self.params[i]
                     n = p.numel()
-                    piece = self.flats[b][offset:offset + n].view(p.shape)
+                    piece = reduced[b][offset:offset + n].view(p.shape).to(p.dtype)
                     offset += n
                     if used_anywhere is not None and not used_anywhere[i]:
                         continue
@@ -177,8 +239,6 @@ class Reducer:
                         p.grad = piece.clone()
                     else:
                         p.grad.copy_(piece)
-        self.works = self.flats = None
-        self.active = self.expecting = False
 
     def remove_hooks(self) -> None:
         for h in self.handles:

@@ -6,6 +6,13 @@ prepares the reducer (``ember/distributed/reducer.py``), which all-reduces gradi
 backward runs and writes the averages into ``.grad`` when backward ends. Buffers (BatchNorm's
 running statistics) are broadcast from rank 0 before every forward when ``broadcast_buffers``.
 Checkpoint from rank 0: ``if dist.get_rank() == 0: ember.save(ddp.module.state_dict(), path)``.
+``register_comm_hook`` replaces how each bucket is reduced (PyTorch's ``default_hooks``).
+
+``gradient_as_bucket_view`` and ``static_graph`` are accepted and have no effect:
+``gradient_as_bucket_view`` cannot save the copy here because ember's autograd accumulates
+``.grad`` out of place (a new tensor each backward, so a grad that views a bucket would not stay
+one); the gradients are the same either way. ``static_graph`` is an optimisation hint in PyTorch
+(plus support for reentrant checkpointing, which ember's reducer does not need to know about).
 """
 from __future__ import annotations
 
@@ -36,6 +43,7 @@ class DistributedDataParallel(Module):
         self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         self._verify_same_model([p for _, p in named])
         self._broadcast_from_rank0(list(module.parameters()) + list(module.buffers()))
+        self._join_enabled = False
         self.reducer = reducer.Reducer([p for _, p in named], [n for n, _ in named], self.process_group,
                                        self.bucket_bytes_cap, find_unused_parameters)
 
@@ -57,23 +65,45 @@ class DistributedDataParallel(Module):
                                    f"{rows[0][1]}).")
 
     def _broadcast_from_rank0(self, tensors) -> None:
+        self._broadcast_from(tensors, 0)
+
+    def _broadcast_from(self, tensors, group_rank: int) -> None:
         from ... import no_grad
         from ...distributed import broadcast
         with no_grad():
             for t in tensors:
-                broadcast(t, src=self.process_group.ranks[0], group=self.process_group)
+                broadcast(t, src=self.process_group.ranks[group_rank], group=self.process_group)
 
     def forward(self, *inputs, **kwargs):
         from ...autograd import is_grad_enabled
         self.reducer.check_finished()
+        source = 0
+        if self._join_enabled:          # tell ranks that ran out of data (join()) that this one trains on
+            from ...distributed.algorithms.join import training_ranks
+            source = training_ranks(self, True)[-1]
         if self.broadcast_buffers:
-            self._broadcast_from_rank0(list(self.module.buffers()))
+            self._broadcast_from(list(self.module.buffers()), source)
         outputs = self.module(*inputs, **kwargs)
         if is_grad_enabled() and self.require_backward_grad_sync:
             self.reducer.prepare(outputs)
         else:
             self.reducer.active = False
         return outputs
+
+    def register_comm_hook(self, state: object, hook) -> None:
+        """``hook(state, bucket)`` replaces the averaging all-reduce of each bucket: it gets a
+        ``GradBucket`` and returns an ``ember.futures.Future`` of the bucket's reduced gradients
+        (see ``ember.distributed.algorithms.ddp_comm_hooks.default_hooks``). Once per model."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        self.reducer.register_comm_hook(state, hook)
+
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False):
+        """A context for uneven inputs: a rank whose data ran out shadows the others' collectives
+        until every rank has left it (``ember/distributed/algorithms/join.py``)."""
+        from ...distributed.algorithms.join import Join
+        return Join(self, enable, divide_by_initial_world_size, throw_on_early_termination)
 
     @contextlib.contextmanager
     def no_sync(self):
