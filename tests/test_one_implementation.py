@@ -98,6 +98,7 @@ EXEC_SITES = {
     "_dynamo/eval_frame.py": "the wrapper that enters a compiled frame",
     "_functorch/_aot_fast_path.py": "AOT autograd's spec matcher, the guard on a compiled graph's inputs",
     "_cuda/kernels.py": "the CUDA variants of the kernel files: their own source, compiled again against CuPy",
+    "jit/executor/fused_kernel.py": "a fusion group's fast path: the in-line guard on its inputs and the kernel launch",
 }
 
 
