@@ -145,10 +145,17 @@ def feature_alpha_dropout(x, p, train):
 # normalisation
 # ---------------------------------------------------------------------------------------
 def _affine(y, w, b, shape=None):
-    if w is not None:
-        y = y * (w if shape is None else w.reshape(shape))
-    if b is not None:
-        y = y + (b if shape is None else b.reshape(shape))
+    """y * w + b. The callers pass a fresh `y` they own, so it is scaled and shifted in place
+    (two fewer full-size temporaries) wherever that keeps its dtype and shape."""
+    for operand, ufunc in ((w, np.multiply), (b, np.add)):
+        if operand is None:
+            continue
+        v = operand if shape is None else operand.reshape(shape)
+        if (isinstance(y, np.ndarray) and np.result_type(y, v) == y.dtype
+                and np.broadcast_shapes(y.shape, v.shape) == y.shape):
+            ufunc(y, v, out=y)
+        else:
+            y = ufunc(y, v)
     return y
 
 

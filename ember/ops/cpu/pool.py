@@ -52,7 +52,14 @@ def _max_pool(nd, op, kernel_name, with_indices, allowed):
         # a tap replaces the running max when it is larger or NaN, so ties keep the first tap.
         taps = list(np.ndindex(*ks))
         vals = np.array(win[(...,) + taps[0]])
-        k = np.zeros(vals.shape, np.int64) if with_indices else None
+        # Without padding every tap is in bounds, so the index is the window's first position plus
+        # the winning tap's offset in the plane: record offsets and add once (no unravel per element).
+        unpadded = all(p == 0 for p in pad) and all(
+            (o - 1) * s + dl * (kk - 1) + 1 <= L for L, kk, s, dl, o in zip(a.shape[2:], ks, st, dil, out))
+        plane = [prod(a.shape[3 + i:]) for i in range(nd)]
+        marks = [sum(t * dl * ps for t, dl, ps in zip(tap, dil, plane)) if unpadded else n
+                 for n, tap in enumerate(taps)]
+        k = np.full(vals.shape, marks[0], np.int64) if with_indices else None
         floating = d.kind in "fV"
         for t, tap in enumerate(taps[1:], 1):
             v = win[(...,) + tap]
@@ -61,9 +68,14 @@ def _max_pool(nd, op, kernel_name, with_indices, allowed):
                 better |= np.isnan(v)
             np.copyto(vals, v, where=better)
             if with_indices:
-                np.copyto(k, t, where=better)
+                np.copyto(k, marks[t], where=better)
         if not with_indices:
             return wrap(vals.reshape(shape))
+        if unpadded:
+            first = np.zeros((), np.int64)   # flat index of each window's first position, (*out)
+            for i in range(nd):
+                first = np.add.outer(first, np.arange(out[i]) * st[i] * plane[i])
+            return wrap(vals.reshape(shape)), wrap((k + first).reshape(shape))
         # kernel offset -> input coordinate per dim -> flat index into the plane
         offs = np.unravel_index(k, ks)
         coords, firsts, outside = [], [], np.zeros(k.shape, bool)

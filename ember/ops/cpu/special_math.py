@@ -49,8 +49,9 @@ _HI_WORD = np.uint64(0xFFFFFFFF00000000)
 
 def _poly(coeffs, z):
     """Horner evaluation of sum(c[i] * z**i)."""
-    acc = np.full_like(z, coeffs[-1])
-    for c in coeffs[-2::-1]:
+    acc = z * coeffs[-1]     # the same operations as starting from a filled array, one pass fewer
+    acc += coeffs[-2]
+    for c in coeffs[-3::-1]:
         acc *= z
         acc += c
     return acc

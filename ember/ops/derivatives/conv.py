@@ -176,14 +176,17 @@ def _conv_transpose(nd):
 # ---------------------------------------------------------------------------------------
 # pooling
 # ---------------------------------------------------------------------------------------
-def _scatter_max(grad, self, indices, nd):
-    """Route grad to the argmax positions (flat indices into each input plane)."""
+def _scatter_max(grad, self, indices, nd, disjoint=False):
+    """Route grad to the argmax positions (flat indices into each input plane). `disjoint`: the
+    windows do not overlap, so no two outputs share an argmax and plain writes replace the
+    accumulating scatter (NumPy's ufunc.at is several times slower than fancy assignment)."""
     from ... import zeros
     plane = prod(self.shape[-nd:])
     lead = tuple(self.shape[:-nd])
     g = grad.reshape(lead + (-1,))
-    gi = zeros(lead + (plane,), dtype=grad.dtype, device=grad.device).scatter_add(-1, indices.reshape(lead + (-1,)), g)
-    return gi.reshape(self.shape)
+    gi = zeros(lead + (plane,), dtype=grad.dtype, device=grad.device)
+    route = gi.scatter if disjoint else gi.scatter_add
+    return route(-1, indices.reshape(lead + (-1,)), g).reshape(self.shape)
 
 
 def _max_pool(nd, with_indices):
@@ -193,7 +196,11 @@ def _max_pool(nd, with_indices):
         else:
             op = getattr(aten, f"max_pool{nd}d_with_indices").default
             indices = op(self.detach(), kernel_size, stride, padding, dilation, ceil_mode)[1]
-        return _scatter_max(grads[0], self, indices, nd)
+        ks, st, _, dil, _ = _plan.pool_plan(self, kernel_size, stride, padding, dilation, ceil_mode, nd,
+                                            f"max_pool{nd}d")
+        # every window has an in-bounds tap (padding <= kernel / 2), so disjoint windows never share one
+        disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(ks, st, dil))
+        return _scatter_max(grads[0], self, indices, nd, disjoint)
     return formula
 
 
