@@ -249,10 +249,10 @@ def test_multi_head_attention_forward_matches_torch():
 
     def run(lib, q, k, v, ipw, ipb, opw, opb, **kw):
         return F(lib).multi_head_attention_forward(q, k, v, e, h, ipw, ipb, None, None, False, 0.0, opw, opb, **kw)
-    check_grad(run, *args, diff=tuple(range(7)))
-    check_grad(lambda lib, *a: run(lib, *a, average_attn_weights=False), *args, diff=(0, 3))
+    check_grad(run, *args, diff=tuple(range(7)), atol=1e-4)
+    check_grad(lambda lib, *a: run(lib, *a, average_attn_weights=False), *args, diff=(0, 3), atol=1e-4)
     mask = np.triu(np.ones((5, 4), dtype=bool), 1)
-    check_grad(lambda lib, *a: run(lib, *a[:-1], attn_mask=a[-1]), *args, mask, diff=(0,))
+    check_grad(lambda lib, *a: run(lib, *a[:-1], attn_mask=a[-1]), *args, mask, diff=(0,), atol=1e-4)
     sep = (f(5, 2, e), f(4, 2, 3), f(4, 2, 6), f(e, e), f(e, 3), f(e, 6), f(3 * e), f(e, e), f(e), f(1, 1, e),
            f(1, 1, e))
 
@@ -260,7 +260,9 @@ def test_multi_head_attention_forward_matches_torch():
         return F(lib).multi_head_attention_forward(q, k, v, e, h, None, ipb, bk, bv, True, 0.0, opw, opb,
                                                    use_separate_proj_weight=True, q_proj_weight=wq,
                                                    k_proj_weight=wk, v_proj_weight=wv, training=False)
-    check_grad(separate, *sep, diff=tuple(range(11)))
+    # the key bias's gradient is zero in exact arithmetic (softmax ignores a shift shared by a row):
+    # float32 leaves ~1e-6 of rounding there, next to gradients of ~1e2 elsewhere
+    check_grad(separate, *sep, diff=tuple(range(11)), atol=1e-4)
     check_raises(lambda lib, *a: F(lib).multi_head_attention_forward(
         *a[:3], e, 3, a[3], a[4], None, None, False, 0.0, a[5], a[6]), *args)
 
