@@ -101,5 +101,6 @@ OVERRIDES = {
                                    "erfinv_array": _in_float64(_special.erfinv)},
     "ember.ops.cpu.activation": {"_erf": _erf},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
-    "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm},
+    "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm,
+                           "_mm2d": matmul},
 }
