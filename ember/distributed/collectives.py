@@ -225,6 +225,22 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
                 lambda: _describe(f"reduce({op}, dst={g.ranks[root]})", tensor))
 
 
+def _check_root_list(g, name, arg, tensors, is_root, tensor):
+    """gather's output list / scatter's input list: given on the root alone, one tensor a rank,
+    each like `tensor` (PyTorch's errors and messages)."""
+    side, kind = ("destination", "output") if name == "gather" else ("source", "input")
+    if not is_root:
+        if tensors:
+            raise ValueError(f"Argument ``{arg}`` must NOT be specified on non-{side} ranks.")
+        return
+    if not tensors:
+        raise ValueError(f"Argument ``{arg}`` must be specified on {side} rank.")
+    _check_list(tensors, arg)
+    if len(tensors) != g.size():
+        raise RuntimeError(f"{name}: invalid {kind} tensor list (expected length {g.size()}, got {len(tensors)})")
+    _check_same(name, tensors, tensor)
+
+
 def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
     """Every rank's `tensor` into ``gather_list`` on rank `dst`."""
     _check_tensor(tensor, "tensor")
@@ -233,16 +249,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     g = _group(group)
     root = _root(g, dst, group_dst, "dst", "gather")
     is_root = g.transport.rank == root
-    if is_root:
-        if not gather_list:
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        _check_list(gather_list, "gather_list")
-        if len(gather_list) != g.size():
-            raise RuntimeError(f"gather: invalid output tensor list (expected length {g.size()}, got "
-                               f"{len(gather_list)})")
-        _check_same("gather", gather_list, tensor)
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    _check_root_list(g, "gather", "gather_list", gather_list, is_root, tensor)
     _check_device(g, "gather", [tensor, *(gather_list or ())])
     inp, _ = _buffer(tensor, read_only=True)
     out = _empty_like(inp, (g.size(),) + inp.shape) if is_root else None
@@ -267,21 +274,13 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = Fa
     root = _root(g, src, group_src, "src", "scatter")
     is_root = g.transport.rank == root
     inp = None
+    _check_root_list(g, "scatter", "scatter_list", scatter_list, is_root, tensor)
     if is_root:
-        if not scatter_list:
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        _check_list(scatter_list, "scatter_list")
-        if len(scatter_list) != g.size():
-            raise RuntimeError(f"scatter: invalid input tensor list (expected length {g.size()}, got "
-                               f"{len(scatter_list)})")
-        _check_same("scatter", scatter_list, tensor)
         _check_device(g, "scatter", [tensor, *scatter_list])
         first = scatter_list[0]._data
         inp = _empty_like(first, (g.size(),) + first.shape)
         for row, t in zip(inp, scatter_list):
             row[...] = t._data
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
     _check_device(g, "scatter", [tensor])
     out, copy_back = _buffer(tensor)
     tensor._bump_version()
