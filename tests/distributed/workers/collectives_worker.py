@@ -221,6 +221,13 @@ BAD_CALLS = {
         lib.empty(2 * world, dtype=lib.float64), lib.ones(2)),
     "reduce_scatter_tensor_wrong_size": lambda lib, dist, world: dist.reduce_scatter_tensor(
         lib.empty(2), lib.ones(2 * world + 1)),
+    # each rank names itself the root, so every rank refuses before any message moves
+    "gather_list_wrong_length": lambda lib, dist, world: dist.gather(
+        lib.ones(2), [lib.empty(2) for _ in range(world + 1)], dst=dist.get_rank()),
+    "gather_list_wrong_shape": lambda lib, dist, world: dist.gather(
+        lib.ones(2), [lib.empty(3) for _ in range(world)], dst=dist.get_rank()),
+    "scatter_list_missing_on_source": lambda lib, dist, world: dist.scatter(lib.empty(2), None,
+                                                                            src=dist.get_rank()),
     "broadcast_bad_src": lambda lib, dist, world: dist.broadcast(lib.ones(2), src=world + 3),
     "send_to_self": lambda lib, dist, world: dist.send(lib.ones(2), dst=dist.get_rank()),
     "init_twice": lambda lib, dist, world: dist.init_process_group("gloo"),
