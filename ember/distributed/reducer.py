@@ -125,6 +125,8 @@ class Reducer:
         self.expecting = False         # a backward began reducing and has not finished (PyTorch's
         self.used = []                 # require_finalize); used: the parameters the forward reached
         self.comm_hook, self.custom_hook = (group, allreduce_hook), False   # (state, hook(state, bucket))
+        from .c10d import _group
+        self._needs_progress = _group(group).backend != "nccl"
         self.handles = [p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(params)]
 
     def _hook(self, index: int):
@@ -146,7 +148,7 @@ class Reducer:
         self.missing = [len(b) for b in self.buckets]
         self.works = [None] * len(self.buckets)
         self.flats = [None] * len(self.buckets)
-        self.next_bucket = 0
+        self.next_bucket = self.polled = 0
         self.used = [True] * len(self.params)
         self.active, self.expecting = True, False
         if self.find_unused:
@@ -174,8 +176,10 @@ class Reducer:
                                "backward passes per step, or static_graph=True is not supported")
         self.ready[index] = True
         self.missing[self.bucket_of[index]] -= 1
-        for work in self.works[:self.next_bucket]:     # MPI progresses only inside MPI calls: poll
-            work.done()
+        # MPI progresses only inside MPI calls: poll the oldest unfinished bucket(s). NCCL needs no
+        # polling, and a poll per gradient per bucket costs milliseconds a step on a GPT.
+        while self.polled < self.next_bucket and self._needs_progress and self.works[self.polled].done():
+            self.polled += 1
         while self.next_bucket < len(self.buckets) and self.missing[self.next_bucket] == 0:
             self._launch(self.next_bucket)
             self.next_bucket += 1
