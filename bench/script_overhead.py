@@ -20,7 +20,9 @@ The program (small tensors, so the time is interpreter and dispatch overhead, no
             h = ember.tanh(xs[t] @ W + h @ U + b)
         return h
 
-5 ops per step (getitem, 2 matmuls, 2 adds, tanh: 6 calls), 300 ops per call. The ember scripted
+5 ops per step (getitem, 2 matmuls, 2 adds, tanh: 6 calls), 300 ops per call. ember's plan runs
+`xs[t]` as getitem's CPU path in line and each step's matmuls, adds and tanh as one fusion group
+(the matmuls as array externs of its fast path, the rest one generated C kernel). The ember scripted
 version runs through `ember.jit.script` when it exists, else a graph built with the ir builder
 (the same graph the frontend emits); the output says which. Rows: "scripted" is the user's
 call (ScriptFunction.__call__: argument checks, then the executor), "executor.run" the graph

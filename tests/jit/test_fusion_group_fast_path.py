@@ -109,3 +109,107 @@ def test_a_wrapper_with_other_steps_gets_no_fast_path():
     g.output((g.call_function(operator.neg, (x,)),))
     assert fast_path(kernel, GraphModule({}, g)) is None
     assert fast_path(kernel, None) is None
+
+
+# ---- 2-D matmuls inside a group (fused_kernel.ARRAY_EXTERNS): run on the arrays by the fast path ----
+def rnn_cell(x, h, w, u, b):
+    return ember.tanh(x @ w + h @ u + b)
+
+
+def mm_and_epilogue(a, w, b):
+    y = a @ w
+    return y, ember.relu(y + b) * 2.0
+
+
+_CELL = [(1, 4), (1, 4), (4, 4), (4, 4), (4,)]     # x, h, w, u, b
+
+
+def _cell_inputs(seed=0, dtype=np.float32, transpose_w=False):
+    xs = [ember.from_numpy(_arr(seed + i, *s, dtype=dtype)) for i, s in enumerate(_CELL)]
+    if transpose_w:                     # a non-contiguous weight: the same dot eager calls handles it
+        xs[2] = xs[2].t()
+    return xs
+
+
+def _in_group_order(xs):
+    """The cell's (x, h, w, u, b) as the group takes them: in first-use order, x @ w before h @ u."""
+    x, h, w, u, b = xs
+    return x, w, h, u, b
+
+
+def _torch_cell(xs):
+    x, h, w, u, b = (torch.from_numpy(t.numpy()) for t in xs)
+    return torch.tanh(x @ w + h @ u + b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("transpose_w", [False, True])
+def test_an_rnn_cell_is_one_group_whose_fast_path_runs_the_matmuls(dtype, transpose_w):
+    sf, kernel = _kernel_of(rnn_cell, *_cell_inputs(dtype=dtype, transpose_w=transpose_w))
+    assert kernel.fast is not kernel
+    members = [getattr(n.target, "__name__", "") for n in kernel.subgraph.nodes if n.op == "call_function"]
+    assert members.count("matmul") == 2 and "tanh" in members
+    before = kernel.calls
+    for seed in range(3):
+        xs = _cell_inputs(10 * seed + 1, dtype, transpose_w)
+        got = sf(*xs)
+        _close(got, rnn_cell(*xs))
+        np.testing.assert_allclose(got.numpy(), _torch_cell(xs).numpy(), rtol=1e-5, atol=1e-6)
+    assert kernel.calls == before + 3
+
+
+@pytest.mark.parametrize("look", ["transposed", "shape", "float64", "requires_grad", "batched"])
+def test_matmul_inputs_of_another_look_take_the_checked_call(look):
+    _, kernel = _kernel_of(rnn_cell, *_cell_inputs())
+    xs = _cell_inputs(5)
+    if look == "transposed":
+        xs[3] = xs[3].t()
+    elif look == "shape":
+        xs[0], xs[1] = ember.from_numpy(_arr(7, 3, 4)), ember.from_numpy(_arr(8, 3, 4))
+    elif look == "float64":
+        xs = [t.double() for t in xs]
+    elif look == "requires_grad":
+        xs[2].requires_grad_()
+    elif look == "batched":             # a 3-D input: eager's batched matmul, not the 2-D dot
+        xs[0] = ember.from_numpy(_arr(9, 2, 1, 4))
+    got, want = kernel.fast(*_in_group_order(xs)), rnn_cell(*xs)
+    _close(got, want)
+    if look == "requires_grad":
+        got.sum().backward()
+        g = xs[2].grad.clone()
+        xs[2].grad = None
+        want.sum().backward()
+        np.testing.assert_allclose(g.numpy(), xs[2].grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_matmul_result_is_a_group_output_of_its_own():
+    args = [ember.from_numpy(_arr(i, *s)) for i, s in enumerate([(3, 5), (5, 4), (4,)])]
+    sf, kernel = _kernel_of(mm_and_epilogue, *args)
+    assert kernel.fast is not kernel
+    y, z = sf(*args)
+    want_y, want_z = mm_and_epilogue(*args)
+    np.testing.assert_array_equal(y.numpy(), want_y.numpy())      # the same dot eager calls
+    _close(z, want_z)
+    y.add_(1.0)                                                   # a fresh tensor, no alias of the inputs
+    np.testing.assert_array_equal(args[0].numpy(), _arr(0, 3, 5))
+    np.testing.assert_array_equal(args[1].numpy(), _arr(1, 5, 4))
+
+
+def test_an_integer_matmul_stays_outside_the_group():
+    a, w = (ember.from_numpy((_arr(i, *s) * 4).astype(np.int64)) for i, s in enumerate([(3, 5), (5, 4)]))
+    b = ember.from_numpy(_arr(2, 4))
+    sf, kernel = _kernel_of(mm_and_epilogue, a, w, b)
+    members = [getattr(n.target, "__name__", "") for n in kernel.subgraph.nodes if n.op == "call_function"]
+    assert "matmul" not in members                                # int64 is no BLAS dtype: eager's other path
+    for got, want in zip(sf(a, w, b), mm_and_epilogue(a, w, b)):
+        _close(got, want)
+
+
+def test_a_dispatch_mode_sees_the_matmuls():
+    args = _cell_inputs()
+    _, kernel = _kernel_of(rnn_cell, *args)
+    with ember.profiler.profile() as prof:
+        out = kernel.fast(*_in_group_order(args))
+    _close(out, rnn_cell(*args))
+    names = [str(getattr(e, "name", "")) for e in prof.events()]
+    assert sum(n in ("aten::matmul", "aten::mm") for n in names) >= 2 and "aten::tanh" in names

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import operator
 
-from ember.fx._codegen import CodegenOptions, generate_python_code, load_function, snake_case
+from ember.fx._codegen import CodegenOptions, _hashable, generate_python_code, load_function, snake_case
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 
@@ -160,14 +160,6 @@ def _is_binding(fn) -> bool:
     return bool(registry.ops_of(fn))
 
 
-def _hashable(t) -> bool:
-    try:
-        hash(t)
-        return True
-    except TypeError:
-        return False
-
-
 def resolve_method(node):
     """A DirectOp for a Tensor method call node, or None."""
     import ember
@@ -196,7 +188,7 @@ def default_resolve(node: Node):
         if t is prim.FusionGroup:   # the fusion pass's compiled kernel, else the subgraph interpreted
             return node.meta.get("kernel") or _subgraph_runner(node.meta["subgraph"])
         if t is prim.TypeCheck:
-            return _type_checker(node.meta["types"], node.meta.get("vals"))
+            return _type_checker(node.meta["vals"])
         if t.fn is None:
             raise NotImplementedError(f"executor: {t.name} is not supported here (%{node.name})")
         return t.fn
@@ -226,40 +218,21 @@ def _profile_recorder(node: Node):
 
 
 def _subgraph_runner(subgraph: Graph):
-    state = {}
-
-    def run(*args):
-        fn = state.get("fn")
-        if fn is None:
-            fn = state["fn"] = generate(subgraph)
-        return fn(*args)
+    run = generate(subgraph)
     run._plan_name = "prim::FusionGroup"
     return run
 
 
-def _type_checker(types, vals=None):
-    """True when every tensor has its expected type; with `vals` (profiled meta tensors, the fusion
-    pass's checks) the full look: dtype, shape, strides, requires_grad and a CPU device."""
-    from ..ir.types import observed_tensor_type
-    if vals is not None:
-        return _look_checker(vals)
-
-    def check(*tensors):
-        return all(observed_tensor_type(t) == ty for t, ty in zip(tensors, types))
-    check._plan_name = "prim::TypeCheck"
-    return check
-
-
-def _look_checker(vals):
+def _type_checker(vals):
+    """True when every tensor has the look of its profiled meta tensor in `vals` (the fusion pass's
+    checks): dtype, shape, strides, requires_grad and a CPU device."""
     from ember._core.tensor import Tensor
     looks = [(v._data.dtype, tuple(v.shape), v.stride(), v.requires_grad) for v in vals]
 
     def check(*tensors):
-        for t, (dtype, shape, strides, requires_grad) in zip(tensors, looks):
-            if not (isinstance(t, Tensor) and t._data.dtype == dtype and t._data.shape == shape and
-                    t.stride() == strides and t.requires_grad == requires_grad and t.device.type == "cpu"):
-                return False
-        return True
+        return all(isinstance(t, Tensor) and t._data.dtype == dtype and t._data.shape == shape and t.stride() ==
+                   strides and t.requires_grad == requires_grad and t.device.type == "cpu"
+                   for t, (dtype, shape, strides, requires_grad) in zip(tensors, looks))
     check._plan_name = "prim::TypeCheck"
     return check
 
@@ -274,6 +247,8 @@ def generate(graph, *, direct: bool = False):
     resolve = fast_resolve if direct else default_resolve
 
     def emit_call(node, ctx):
+        if direct and node.op == "call_function" and (lines := _int_getitem(node, ctx)) is not None:
+            return lines
         if node.op == "call_method":
             fn = resolve_method(node) if direct else None
             return None if fn is None else _direct_call(node, fn, ctx)
@@ -294,6 +269,26 @@ def generate(graph, *, direct: bool = False):
     fn = load_function(code, f"<ember.jit plan {id(graph):x}>")
     fn.__source__ = code.src.lstrip("\n")
     return fn
+
+
+def _int_getitem(node, ctx) -> list | None:
+    """``x[i]``, x a Tensor and i an int by the types: ``tensor_indexing.getitem``'s CPU path in line
+    (a view of the array sharing x's version counter); other keys, a dispatch mode, a subclass, a
+    bool, an index NumPy rejects (out of bounds, 0-d: eager raises its own error) call ``x[i]``."""
+    import ember
+    from ember._core.dispatch import tls
+    from ember._core.tensor import Tensor, wrap
+    from ember.ops.tensor_indexing import getitem
+    i = node.args[1] if node.target is operator.getitem and len(node.args) == 2 and not node.kwargs else None
+    if not ((type(i) is int or hasattr(i, "op") and isinstance(i.type, IntType)) and _is_tensor(node.args[0])
+            and ember.Tensor.__getitem__ is getitem):
+        return None
+    x, i, r = ctx.repr(node.args[0]), ctx.repr(i), node.name
+    tensor, wrap, tls = ctx.add_global("_Tensor", Tensor), ctx.add_global("_wrap", wrap), ctx.add_global("TLS", tls)
+    is_int = f" and {i}.__class__ is int" if i.isidentifier() else ""     # a bool is an int too
+    return [f"if {x}._keys == 1 and {x}.__class__ is {tensor}{is_int} and not {tls}.include:", "    try:",
+            f"        {r} = {wrap}({x}._data[{i}, ...])", "    except IndexError:", f"        {r} = {x}[{i}]",
+            f"    {r}._version_counter = {x}._shared_version_counter()", "else:", f"    {r} = {x}[{i}]"]
 
 
 def _direct_call(node, fn: DirectOp, ctx) -> list:

@@ -83,34 +83,69 @@ class FusedKernel:
                 "module_code": self.module.code if self.module is not None else None, "variants": variants}
 
 
+def _matmul_2d(a, b):
+    """ember.ops.cpu.linalg.matmul's hot path for inputs of these looks (2-D, one BLAS dtype):
+    its `_mm2d` on the arrays and a fresh C-contiguous result, else None (any other matmul)."""
+    from ember.ops.cpu import linalg
+    (sa, _, da), (sb, _, db) = a, b
+    if not (len(sa) == 2 == len(sb) and da is db and da in linalg._BLAS and sa[1] == sb[0]):
+        return None
+    return linalg._mm2d, contiguous_look((sa[0], sb[1]), da)
+
+
+# Extern ops a fast path runs on the arrays: op name -> rule(look of each argument) giving (what to
+# call on the arrays, the result's look), or None when those looks leave the op's CPU kernel hot path.
+# A look is (shape, byte strides, numpy dtype). fuse_groups lets these ops join groups.
+ARRAY_EXTERNS = {"aten::matmul": _matmul_2d}
+
+
 def fast_path(kernel: FusedKernel, wrapper):
     """What the compiled variant `wrapper` does, with its InputCheck as one guard in line (each
     input's exact array class/shape/strides/dtype, no other dispatch key, no dispatch mode) and
     `kernel`'s checked call when that fails: ~1 us instead of ~5 on tiny tensors (an RNN step).
-    None unless `wrapper` only checks and reads inputs, allocates outputs and launches kernels."""
+    Between the guard and the return it works on arrays: kernels launch on them, ARRAY_EXTERNS run
+    on them (the looks the guard pins prove which kernel path eager takes), outputs are wrapped last.
+    None unless `wrapper` only checks and reads inputs, allocates outputs, launches kernels and
+    calls such externs."""
     from functools import partial
     from ember._inductor.launch import launcher
-    from ember._inductor.wrapper import Alloc, InputCheck
+    from ember._inductor.wrapper import Alloc, ExpectLayout, InputCheck
     nodes = list(wrapper.graph.nodes) if wrapper is not None else []
     params = [n.name for n in nodes if n.op == "placeholder"]
     env = {"_kernel": kernel, "_tls": _tls, "_nd": np.ndarray, "_empty": np.empty, "_wrap": wrap}
     guard, body = [f"({' | '.join(p + '._keys' for p in params)}) != {_CPU_BIT} or _tls.include"], []
+    arrays, looks, tensors = {}, {}, {p: p for p in params}    # node name -> local of its array / look / tensor
     for i, n in enumerate(nodes):
-        args, g = [getattr(a, "name", a) for a in n.args], f"_g{i}"
+        args, g, op = [getattr(a, "name", a) for a in n.args], f"_g{i}", getattr(n.target, "name", None)
         env[g] = n.target
         if isinstance(n.target, InputCheck) and args == params:
-            for j, (p, (shape, strides, env[f"{g}_{j}"])) in enumerate(zip(params, n.target.specs)):
+            for j, (p, look) in enumerate(zip(params, n.target.specs)):
+                shape, strides, env[f"{g}_{j}"] = look
                 guard.append(f"(_d{j} := {p}._data).__class__ is not _nd or _d{j}.shape != {shape!r} or "
                              f"_d{j}.strides != {strides!r} or _d{j}.dtype is not {g}_{j}")
-        elif n.target is getattr and args[1] == "_data":
-            body.append(f"{n.name} = {args[0]}._data")
+                arrays[p], looks[p] = f"_d{j}", look
+        elif n.target is getattr and args[1] == "_data" and args[0] in arrays:
+            arrays[n.name] = arrays[args[0]]
         elif isinstance(n.target, Alloc):
-            body.append(f"{n.name} = _wrap(_empty({g}.shape, {g}.dtype))")
+            env[g] = n.target.dtype
+            body.append(f"{n.name}_d = _empty({n.target.shape!r}, {g})")
+            arrays[n.name], looks[n.name] = f"{n.name}_d", contiguous_look(n.target.shape, n.target.dtype)
+        elif op in ARRAY_EXTERNS and not n.kwargs and all(a in looks for a in args) and \
+                (found := ARRAY_EXTERNS[op](*(looks[a] for a in args))) is not None:
+            env[g], looks[n.name] = found
+            body.append(f"{n.name}_d = {g}({', '.join(arrays[a] for a in args)})")
+            arrays[n.name] = f"{n.name}_d"
+        elif isinstance(n.target, ExpectLayout) and args[0] in looks and _fits(looks[args[0]], n.target):
+            arrays[n.name], looks[n.name] = arrays[args[0]], looks[args[0]]
         elif isinstance(n.target, partial) and n.target.func is launcher() and not n.kwargs and \
-                all(isinstance(a, str) for a in args):      # arrays only (launch.py's convention)
-            body.append(f"{g}({', '.join(args)})")
-        elif n.op == "output" and isinstance(n.args[0], tuple) and all(hasattr(a, "name") for a in n.args[0]):
-            body.append(f"return {', '.join(a.name for a in n.args[0])}" + ("," if len(n.args[0]) > 1 else ""))
+                all(a in arrays for a in args):      # arrays only (launch.py's convention)
+            body.append(f"{g}({', '.join(arrays[a] for a in args)})")
+        elif n.op == "output" and isinstance(n.args[0], tuple) and all(getattr(a, "name", None) in arrays
+                                                                        for a in n.args[0]):
+            for a in (a.name for a in n.args[0] if a.name not in tensors):
+                body.append(f"{a} = _wrap({arrays[a]})")
+                tensors[a] = a
+            body.append(f"return {', '.join(tensors[a.name] for a in n.args[0])}" + ("," if len(n.args[0]) > 1 else ""))
         elif n.op != "placeholder":
             return None
     if not params or len(guard) != len(params) + 1:      # every input checked
@@ -119,6 +154,25 @@ def fast_path(kernel: FusedKernel, wrapper):
                          f"    return _kernel({', '.join(params)})", "_kernel.calls += 1", *body])
     exec(compile(src, f"<ember.jit fusion group {kernel.name}>", "exec"), env)
     return env["fused"]
+
+
+def contiguous_look(shape, dtype) -> tuple:
+    """The look of a fresh C-contiguous array: (shape, byte strides, dtype)."""
+    return tuple(shape), np.empty(shape, dtype).strides, dtype
+
+
+def look_of(t) -> tuple:
+    """The look of tensor `t` (a meta tensor too): (shape, byte strides, numpy dtype)."""
+    dtype = t._data.dtype
+    return tuple(t.shape), tuple(s * dtype.itemsize for s in t.stride()), dtype
+
+
+def _fits(look, layout) -> bool:
+    """An array of `look` passes ExpectLayout `layout` unchanged (same shape; same element strides
+    unless it has at most one element)."""
+    shape, strides, dtype = look
+    return tuple(shape) == layout.shape and (tuple(s // dtype.itemsize for s in strides) == layout.strides
+                                              or int(np.prod(shape)) <= 1)
 
 
 def _wrappers(fn) -> list:

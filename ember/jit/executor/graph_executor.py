@@ -117,26 +117,15 @@ def input_signature(inputs) -> tuple:
     per tensor input what it looked like (``spec_of``: class, device and requires_grad as the
     key set, dtype, shape and strides; the record dynamo's TENSOR_MATCH guard compares), per
     other input its Python type."""
-    sig = [not (_tls.exclude & _AUTOGRAD_BIT)]
-    for x in inputs:
-        if x.__class__ is _Tensor or isinstance(x, _Tensor):
-            sig.append(_spec_of(x))
-        else:
-            sig.append(x.__class__)
-    return tuple(sig)
+    return (not (_tls.exclude & _AUTOGRAD_BIT),
+            *[_spec_of(x) if x.__class__ is _Tensor or isinstance(x, _Tensor) else x.__class__ for x in inputs])
 
 
 def describe_signature(inputs) -> tuple:
     """A readable signature: per input ``(dtype, shape, requires_grad, device)`` for tensors,
     the Python type otherwise, then ``grad_enabled=...``."""
-    desc = []
-    for x in inputs:
-        if isinstance(x, _Tensor):
-            desc.append((x.dtype, tuple(x.shape), x.requires_grad, x.device))
-        else:
-            desc.append(type(x))
-    desc.append(f"grad_enabled={ember.is_grad_enabled()}")
-    return tuple(desc)
+    return (*[(x.dtype, tuple(x.shape), x.requires_grad, x.device) if isinstance(x, _Tensor) else type(x)
+              for x in inputs], f"grad_enabled={ember.is_grad_enabled()}")
 
 
 class _Runner:
@@ -241,13 +230,7 @@ class GraphExecutor:
 
     def _unspecialized_runner(self) -> _Runner:
         if self._unspecialized is None:
-            try:
-                graph = self._optimize(self.graph, None)
-            except Exception as e:  # noqa: BLE001 - see _profile_run
-                warnings.warn(f"ember.jit: optimising the graph failed ({type(e).__name__}: {e}); running it "
-                              f"unoptimised", RuntimeWarning, stacklevel=3)
-                graph = self.graph
-            self._unspecialized = _Runner(graph, optimized=True)
+            self._unspecialized = _Runner(self._optimize_or_generic(self.graph, None), optimized=True)
         return self._unspecialized
 
     __call__ = run
@@ -268,13 +251,7 @@ class GraphExecutor:
         result = runner.call(*inputs)
         entry[1] += 1
         if entry[1] >= max(1, config.num_profiled_runs):
-            try:
-                optimized = self._optimize(graph, inputs)
-            except Exception as e:  # noqa: BLE001 - compiler failures fall back, they never break a program
-                warnings.warn(f"ember.jit: optimising the graph failed ({type(e).__name__}: {e}); running it "
-                              f"unoptimised for these inputs", RuntimeWarning, stacklevel=3)
-                optimized = self.graph
-            self._install(sig, optimized, graph, describe_signature(inputs))
+            self._install(sig, self._optimize_or_generic(graph, inputs), graph, describe_signature(inputs))
             del self._profiling[sig]
         return result
 
@@ -290,6 +267,16 @@ class GraphExecutor:
         _log(graph, lambda: f"new plan for signature {runner.description}:\n{runner.plan}")
 
     # -- optimising -------------------------------------------------------------------------
+    def _optimize_or_generic(self, profiled: Graph, inputs) -> Graph:
+        """The optimised graph, or the generic one when optimising fails (compiler failures fall
+        back, they never break a program)."""
+        try:
+            return self._optimize(profiled, inputs)
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            warnings.warn(f"ember.jit: optimising the graph failed ({type(e).__name__}: {e}); running it "
+                          f"unoptimised", RuntimeWarning, stacklevel=4)
+            return self.graph
+
     def _optimize(self, profiled: Graph, inputs) -> Graph:
         from ..ir import clone
         from .profiling import keep_guaranteed_types

@@ -9,9 +9,7 @@ inline with jumps, and as much as possible is decided here, once, rather than on
 
 - constants (``prim::Constant``) are baked into the instructions that read them (no register);
 - call targets are resolved to Python callables (a PrimOp's ``fn``, a profiling recorder, a
-  nested plan for a callee graph or a fusion group's subgraph);
-- each call's positional arguments are a pre-built tuple "template" holding the constants,
-  plus a slot map ``((position, register), ...)`` of the values to fill in at run time.
+  nested plan for a callee graph or a fusion group's subgraph).
 
 Opcodes (``Instr.op``):
 
@@ -40,7 +38,7 @@ from typing import Any
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 
-from ..ir import prim
+from ..ir import block_returns, prim
 
 CALL, METHOD, MOVE, JUMP, JUMP_IF_FALSE, LOOP_TEST, INC, RET = range(8)
 OP_NAMES = ["CALL", "METHOD", "MOVE", "JUMP", "JUMP_IF_FALSE", "LOOP_TEST", "INC", "RET"]
@@ -100,9 +98,6 @@ class Instr:
     srcs: tuple = ()                # MOVE
     dsts: tuple = ()                # MOVE
     node: Node | None = None        # the node it came from (errors, printing)
-    # pre-built by `finalize` for the interpreter's fast path:
-    template: tuple | None = None   # args with constants in place (None when any arg is Nested)
-    slots: tuple = ()               # ((position, register), ...)
 
     def __str__(self):
         name = OP_NAMES[self.op]
@@ -287,7 +282,7 @@ class _Compiler:
 
     def if_node(self, node: Node) -> None:
         then_block, else_block = node.blocks
-        count = len(_returns_of(then_block))
+        count = len(block_returns(then_block))
         outs = self.output_registers(node, count)
         jif = self.emit(Instr(JUMP_IF_FALSE, args=(self.operand(node.args[0]),), node=node))
         rets = self.block(then_block)
@@ -326,13 +321,6 @@ def _make_tuple(*xs):
     return xs
 
 
-def _returns_of(block: Graph) -> list:
-    for n in reversed(block.nodes):
-        if n.op == "output":
-            return list(n.args[0])
-    return []
-
-
 def compile_graph(graph: Graph, resolve=None) -> Plan:
     """Compile `graph` into a Plan. `resolve(node) -> callable` picks the function a
     call_function node runs (default: ``codegen.default_resolve``, what generated plans run)."""
@@ -344,17 +332,5 @@ def compile_graph(graph: Graph, resolve=None) -> Plan:
             inputs.append(c.new_reg(node))
     rets = c.block(graph)
     c.emit(Instr(RET, args=(rets[0] if rets else Const(None),)))
-    for ins in c.code:
-        _finalize(ins)
     return Plan(graph, c.code, c.count, inputs, c.names)
 
-
-def _finalize(ins: Instr) -> None:
-    """Pre-build the argument template and slot map of a CALL/METHOD."""
-    if ins.op not in (CALL, METHOD):
-        return
-    if any(isinstance(a, Nested) for a in ins.args):
-        ins.template = None
-        return
-    ins.template = tuple(None if isinstance(a, Reg) else a.value for a in ins.args)
-    ins.slots = tuple((i, a.index) for i, a in enumerate(ins.args) if isinstance(a, Reg))

@@ -14,7 +14,7 @@ from .instructions import CALL, INC, JUMP, JUMP_IF_FALSE, LOOP_TEST, METHOD, MOV
 
 
 def _value(op, regs):
-    """An operand's value (the slow path: Nested containers and MOVE sources)."""
+    """An operand's value (a register, a constant, or a Nested container of those)."""
     if type(op) is Reg:
         return regs[op.index]
     if type(op) is Const:
@@ -40,13 +40,7 @@ def run_plan(plan, inputs) -> object:
         ins = code[pc]
         op = ins.op
         if op == CALL or op == METHOD:
-            template = ins.template
-            if template is None:
-                args = [_value(a, regs) for a in ins.args]
-            else:   # constants are already in place: fill in the registers
-                args = list(template)
-                for pos, r in ins.slots:
-                    args[pos] = regs[r]
+            args = [_value(a, regs) for a in ins.args]
             kwargs = {k: _value(v, regs) for k, v in ins.kwargs.items()} if ins.kwargs else None
             try:
                 if op == CALL:

@@ -12,7 +12,7 @@ from ember.fx.graph import Graph
 
 from ember._core.tensor_spec import meta_like
 
-from ..ir import block_params, prim, walk
+from ..ir import block_params, block_returns, prim, walk
 from ..ir.types import TensorType
 
 
@@ -55,7 +55,7 @@ def keep_guaranteed_types(graph: Graph, inputs) -> Graph:
         bad = set()
         for loop in loops:
             body = loop.blocks[0]
-            rets = _returns(body)[1:]
+            rets = block_returns(body)[1:]
             for k, p in enumerate(block_params(body)[1:]):
                 init = loop.args[2 + k] if 2 + k < len(loop.args) else None
                 ret = rets[k] if k < len(rets) else None
@@ -74,13 +74,6 @@ def keep_guaranteed_types(graph: Graph, inputs) -> Graph:
 
 def _specialised(t) -> bool:
     return isinstance(t, TensorType) and (t.dtype is not None or t.sizes is not None)
-
-
-def _returns(block: Graph) -> list:
-    for n in reversed(block.nodes):
-        if n.op == "output":
-            return list(n.args[0])
-    return []
 
 
 def _guaranteed(graph: Graph, inputs, assumed: set) -> set:
@@ -122,7 +115,7 @@ def _guaranteed(graph: Graph, inputs, assumed: set) -> set:
                     typed_ok.add(node)
             elif getattr(source, "target", None) is prim.If and isinstance(node.args[1], int):
                 k = node.args[1]   # both branches give a guaranteed value of the output's type
-                rets = [_returns(b) for b in source.blocks]
+                rets = [block_returns(b) for b in source.blocks]
                 if all(k < len(r) and r[k] in typed_ok and r[k].type == node.type for r in rets):
                     typed_ok.add(node)
             continue

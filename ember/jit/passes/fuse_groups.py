@@ -6,11 +6,12 @@ executor; TorchScript's TensorExpr fuser pass).
 (If / Loop bodies too). In each block it scans the nodes in order and grows a group from fusible
 nodes: a call the fuser has a lowering for (its TorchScript name ``aten::<op>`` against the
 ``<op>.<overload>`` keys of ``ember._inductor.lowering.LOWERINGS``: one table says what the fuser
-can compile), with a profiled tensor result (``meta["val"]``), deterministic and pure, whose other
-arguments are tensors with a profiled look or constants. A pure node that reads no member is
-stepped over (it stays where it is); anything else (a side effect, a block, a reader of a member)
-ends the group. A group of fewer than ``config.min_group_size`` ops is left alone (a kernel launch
-does not pay for one op). A member whose result may alias an argument (a view, ``contiguous``) is
+can compile) or that the group's fast path runs on arrays for its profiled argument looks (an
+extern of the compiled group: ``fused_kernel.ARRAY_EXTERNS``, a 2-D matmul), with a profiled tensor
+result (``meta["val"]``), deterministic and pure, whose other arguments are tensors with a profiled
+look or constants. A pure node that reads no member is stepped over (it stays where it is); anything
+else (a side effect, a block, a reader of a member) ends the group. A group of fewer than
+``config.min_group_size`` lowered ops is left alone (a kernel launch does not pay for one op). A member whose result may alias an argument (a view, ``contiguous``) is
 never a group output: fused outputs are fresh tensors.
 
 Each group becomes, at the position of its last member::
@@ -97,12 +98,20 @@ def _fusible_op(node: Node) -> bool:
     if prim.is_prim(node.target) or node.kwargs.get("out") is not None:
         return False
     name = op_name(node)
-    if not name.startswith("aten::") or name[6:] not in lowered_op_names():
+    if not name.startswith("aten::") or (name[6:] not in lowered_op_names() and not _array_extern(node)):
         return False
     if not isinstance(node.type, TensorType) or profiled_val(node) is None:
         return False
     props = purity.properties(node)
     return purity.is_pure(node) and not props.nondeterministic and not props.dynamic_output_shape
+
+
+def _array_extern(node: Node) -> bool:
+    """An op without a lowering that the group's fast path runs on arrays, its profiled argument looks
+    taking its CPU kernel's hot path (``fused_kernel.ARRAY_EXTERNS``: a 2-D matmul)."""
+    from ember.jit.executor.fused_kernel import ARRAY_EXTERNS, look_of
+    rule, vals = ARRAY_EXTERNS.get(op_name(node)), [profiled_val(a) if isinstance(a, Node) else None for a in node.args]
+    return rule is not None and not node.kwargs and None not in vals and rule(*map(look_of, vals)) is not None
 
 
 def _fusible(node: Node, candidates: set) -> bool:
@@ -139,7 +148,7 @@ def _groups_of(block: Graph, candidates: set, min_size: int) -> list:
             close()
     close()
     split = [g for group in groups for g in _split_at_aliasing_outputs(group)]
-    return [g for g in split if sum(1 for m in g if not purity.properties(m).is_view) >= min_size]
+    return [g for g in split if sum(1 for m in g if not purity.properties(m).is_view and not _array_extern(m)) >= min_size]
 
 
 def _outputs(group: list) -> list:
