@@ -110,8 +110,8 @@ def _graph_of(obj):
 
 
 def _inlined(obj):
-    from .ir import clone
-    return ser.inline_calls(clone(_graph_of(obj)))
+    from ._callable import inline_calls
+    return inline_calls(_graph_of(obj))
 
 
 def _encode_schema(schema: Signature, tensors) -> dict:

@@ -68,60 +68,24 @@ class TensorType(ScriptType):
         return TensorType()
 
 
-@dataclass(frozen=True, repr=False)
-class IntType(ScriptType):
-    kind = "int"
-    def __str__(self): return "int"
+def _simple(name: str, kind: str, text: str, doc: str | None = None) -> type:
+    """A type with no parameters: one instance value, printed as `text` (equal to any other
+    instance: frozen dataclasses without fields)."""
+    return dataclass(frozen=True, repr=False)(type(name, (ScriptType,), {
+        "kind": kind, "__str__": lambda self: text, "__doc__": doc, "__module__": __name__}))
 
 
-@dataclass(frozen=True, repr=False)
-class FloatType(ScriptType):
-    kind = "float"
-    def __str__(self): return "float"
-
-
-@dataclass(frozen=True, repr=False)
-class BoolType(ScriptType):
-    kind = "bool"
-    def __str__(self): return "bool"
-
-
-@dataclass(frozen=True, repr=False)
-class NumberType(ScriptType):
-    """int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments)."""
-    kind = "number"
-    def __str__(self): return "Scalar"
-
-
-@dataclass(frozen=True, repr=False)
-class StrType(ScriptType):
-    kind = "str"
-    def __str__(self): return "str"
-
-
-@dataclass(frozen=True, repr=False)
-class NoneType(ScriptType):
-    kind = "none"
-    def __str__(self): return "NoneType"
-
-
-@dataclass(frozen=True, repr=False)
-class DeviceType(ScriptType):
-    kind = "device"
-    def __str__(self): return "Device"
-
-
-@dataclass(frozen=True, repr=False)
-class DTypeType(ScriptType):
-    """An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object)."""
-    kind = "dtype"
-    def __str__(self): return "ScalarType"
-
-
-@dataclass(frozen=True, repr=False)
-class AnyType(ScriptType):
-    kind = "any"
-    def __str__(self): return "Any"
+IntType = _simple("IntType", "int", "int")
+FloatType = _simple("FloatType", "float", "float")
+BoolType = _simple("BoolType", "bool", "bool")
+NumberType = _simple("NumberType", "number", "Scalar",
+                     "int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments).")
+StrType = _simple("StrType", "str", "str")
+NoneType = _simple("NoneType", "none", "NoneType")
+DeviceType = _simple("DeviceType", "device", "Device")
+DTypeType = _simple("DTypeType", "dtype", "ScalarType",
+                    "An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object).")
+AnyType = _simple("AnyType", "any", "Any")
 
 
 @dataclass(frozen=True, repr=False)
@@ -184,9 +148,8 @@ class ClassType(ScriptType):
     def __str__(self): return f"__torch__.{self.qualified_name}"
 
 
-_SIMPLE = {"Tensor": TensorType(), "int": IntType(), "float": FloatType(), "bool": BoolType(),
-           "str": StrType(), "NoneType": NoneType(), "None": NoneType(), "Device": DeviceType(),
-           "ScalarType": DTypeType(), "Any": AnyType(), "Scalar": NumberType(), "number": NumberType()}
+_SIMPLE = {str(t()): t() for t in (TensorType, IntType, FloatType, BoolType, StrType, NoneType, DeviceType,
+                                   DTypeType, AnyType, NumberType)} | {"None": NoneType(), "number": NumberType()}
 
 
 def parse_type(text: str) -> ScriptType:
@@ -270,22 +233,10 @@ def type_of_value(value) -> ScriptType:
         type_of_value([1, 2])   # ListType(IntType())
     """
     import ember
-    if isinstance(value, ember.Tensor):
-        return TensorType()
-    if isinstance(value, bool):
-        return BoolType()
-    if isinstance(value, int):
-        return IntType()
-    if isinstance(value, float):
-        return FloatType()
-    if isinstance(value, str):
-        return StrType()
-    if value is None:
-        return NoneType()
-    if isinstance(value, ember.dtype):
-        return DTypeType()
-    if isinstance(value, ember.device):
-        return DeviceType()
+    for cls, typ in ((ember.Tensor, TensorType), (bool, BoolType), (int, IntType), (float, FloatType),
+                     (str, StrType), (type(None), NoneType), (ember.dtype, DTypeType), (ember.device, DeviceType)):
+        if isinstance(value, cls):   # bool before int: a bool is an int
+            return typ()
     if isinstance(value, tuple):
         return TupleType(tuple(type_of_value(v) for v in value))
     if isinstance(value, list):
