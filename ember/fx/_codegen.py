@@ -475,9 +475,12 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
             emit_block(loop_body, inner, lambda: assign(inner, carried, nexts))
         else:
             flag = temp(f"{node.name}_cond")
+            # a `while` statement's loop has the largest int64 as its trip count: no bound to test
+            bound = "" if is_constant(max_trips) and max_trips.args[0] == 2 ** 63 - 1 else \
+                f" and {trip} < {get_repr(max_trips)}"
             body.append(f"{indent}{trip} = 0\n")
             body.append(f"{indent}{flag} = {get_repr(start_cond)}\n")
-            body.append(f"{indent}while {flag} and {trip} < {get_repr(max_trips)}:\n")
+            body.append(f"{indent}while {flag}{bound}:\n")
 
             def tail():
                 assign(inner, [flag] + carried, [cond] + nexts)
