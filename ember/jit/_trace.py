@@ -30,8 +30,7 @@ from ..nn.modules.module import Module
 from .._functorch.make_fx import tracing
 from .ir.printer import ScriptGraph, drop_dead_int_nodes, format_graph, node_lines
 from . import _script, _sizes
-from ._tracing import (TorchScriptTracer, TracerWarning, install_conversion_warnings,
-                       uninstall_conversion_warnings)
+from ._tracing import TorchScriptTracer, TracerWarning, conversion_patches
 
 
 class TracingCheckError(Exception):
@@ -179,6 +178,7 @@ def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
 
 _patch_lock = threading.Lock()
 _patch_users = [0]
+_patched: list = []     # (owner, name, original) of what the first running trace replaced
 
 
 @contextlib.contextmanager
@@ -189,16 +189,18 @@ def patched_while_tracing():
     with _patch_lock:
         _patch_users[0] += 1
         if _patch_users[0] == 1:
-            install_conversion_warnings()
-            _sizes.install()
+            for owner, name, wrapper in conversion_patches() + _sizes.patches():
+                _patched.append((owner, name, owner.__dict__[name]))
+                setattr(owner, name, wrapper)
     try:
         yield
     finally:
         with _patch_lock:
             _patch_users[0] -= 1
             if _patch_users[0] == 0:
-                _sizes.uninstall()
-                uninstall_conversion_warnings()
+                for owner, name, original in reversed(_patched):
+                    setattr(owner, name, original)
+                _patched.clear()
 
 
 def _distinct_inputs(inputs: tuple) -> tuple:
