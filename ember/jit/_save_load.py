@@ -38,6 +38,7 @@ from .ir import prim
 from .ir import serialize as ser
 from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
                        TupleType, parse_type)
+from .passes.inline import callee_graph
 
 # ---------------------------------------------------------------------------------------------
 # save
@@ -97,21 +98,14 @@ def _schema_of(obj, default_name: str) -> Signature:
     schema = getattr(obj, "schema", None)
     if isinstance(schema, Signature):
         return schema
-    graph = _graph_of(obj)
+    graph = callee_graph(obj)
     args = tuple(Argument(n.target, n.type or TensorType()) for n in graph.nodes if n.op == "placeholder")
     return Signature(getattr(obj, "name", default_name), args, AnyType())
 
 
-def _graph_of(obj):
-    g = getattr(obj, "_graph", None)
-    if g is None:
-        g = getattr(obj, "graph", None)
-    return getattr(g, "fx_graph", g)
-
-
 def _inlined(obj):
     from ._callable import inline_calls
-    return inline_calls(_graph_of(obj))
+    return inline_calls(callee_graph(obj))
 
 
 def _encode_schema(schema: Signature, tensors) -> dict:
@@ -202,45 +196,36 @@ def _collect_attributes(graph, mod, out: dict) -> None:
     chains): the members the saved module declares, all a loaded graph may touch."""
     import ember
     from ..nn.modules.module import Module
-    from .ir import walk
-    paths: dict = {}
-    for node in walk(graph):
-        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
-            paths[node] = ()
-        elif node.target in (prim.GetAttr, prim.SetAttr) and node.args[0] in paths:
-            owner_path, name = paths[node.args[0]], node.args[1]
-            owner = mod
-            for part in owner_path:
-                owner = getattr(owner, part)
-            value = getattr(owner, name)
-            if isinstance(value, Module):
-                paths[node] = owner_path + (name,)
-            elif name in owner._parameters or name in owner._buffers or name == "training":
-                continue   # saved with the module tree
-            elif callable(value) and not isinstance(value, ember.Tensor):
-                raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
-            else:
-                typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
-                known = out.setdefault(owner_path, {})
-                if typ is not None or name not in known:
-                    known[name] = (str(typ) if typ is not None else "Any", value)
+    for node, owner, owner_path in _module_paths(graph, mod):
+        name = node.args[1] if node.target in (prim.GetAttr, prim.SetAttr) else None
+        value = getattr(owner, name) if name is not None else None
+        if name is None or isinstance(value, Module) or name in owner._parameters or name in owner._buffers \
+                or name == "training":
+            continue   # submodules, parameters, buffers and the flag are saved with the module tree
+        if callable(value) and not isinstance(value, ember.Tensor):
+            raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
+        typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
+        known = out.setdefault(owner_path, {})
+        if typ is not None or name not in known:
+            known[name] = (str(typ) if typ is not None else "Any", value)
 
 
 def _module_paths(graph, mod):
-    """Yield (node, owner module) for every node whose first input is a module reached from self."""
+    """Yield (node, owner module, its path from self) for every node whose first input is a
+    module reached from self through GetAttr chains."""
     from ..nn.modules.module import Module
     from .ir import walk
     values: dict = {}
     for node in walk(graph):
         if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
-            values[node] = mod
+            values[node] = (mod, ())
         elif node.op == "call_function" and node.args and node.args[0] in values:
-            owner = values[node.args[0]]
+            owner, path = values[node.args[0]]
             if node.target is prim.GetAttr:
                 value = getattr(owner, node.args[1], None)
                 if isinstance(value, Module):
-                    values[node] = value
-            yield node, owner
+                    values[node] = (value, path + (node.args[1],))
+            yield node, owner, path
 
 
 def _lower_unused_calls(graph, mod) -> None:
@@ -250,7 +235,7 @@ def _lower_unused_calls(graph, mod) -> None:
     import inspect
     from .frontend.calls import UNUSED_MESSAGE
     from .frontend.module_method import modifier_of
-    for node, owner in list(_module_paths(graph, mod)):
+    for node, owner, _ in list(_module_paths(graph, mod)):
         if node.target is not prim.CallMethod or "callee" in node.meta:
             continue
         info = owner.__dict__.get("_info")
