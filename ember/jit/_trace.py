@@ -56,6 +56,11 @@ def _indent(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 # the traced objects
 # ---------------------------------------------------------------------------------------
+def _traced_graph(traced) -> ScriptGraph:
+    """``.graph`` of a traced function or module: the recorded graph, printed as jit.trace's."""
+    return ScriptGraph(traced.graph_module.graph, traced=True, self_type=traced.__dict__.get("_self_type"))
+
+
 class ScriptFunction(_script.ScriptFunction):
     """A traced function: ``.graph`` (TorchScript-style text), ``.code`` (Python), callable.
 
@@ -66,15 +71,8 @@ class ScriptFunction(_script.ScriptFunction):
         self.name = self.__name__ = self.__qualname__ = name
         self.graph_module = graph_module
 
-    @property
-    def graph(self) -> ScriptGraph:
-        return ScriptGraph(self.graph_module.graph, traced=True)
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return self.graph_module.code
+    graph = inlined_graph = property(_traced_graph)
+    code = property(lambda self: self.graph_module.code)
 
     def __call__(self, *args):
         return self.graph_module(*args)
@@ -101,15 +99,8 @@ class TopLevelTracedModule(Module):
         self.__dict__["original_name"] = type(original).__name__
         self.__dict__["_self_type"] = f"__torch__.{type(original).__module__}.{type(original).__name__}"
 
-    @property
-    def graph(self) -> ScriptGraph:
-        return ScriptGraph(self.graph_module.graph, traced=True, self_type=self._self_type)
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return self.graph_module.code
+    graph = inlined_graph = ScriptFunction.graph
+    code = ScriptFunction.code
 
     def forward(self, *args):
         return self.graph_module(*args)
