@@ -507,27 +507,11 @@ class LoadedScriptModule(_module_base()):
             return methods[name]
         return super().__getattr__(name)
 
-    def forward(self, *args, **kwargs):
+    def _forward_method(self):
         method = self._methods.get("forward")
         if method is None:
             raise RuntimeError(f"ember.jit.load: module {self.original_name} was saved without a forward method")
-        return method(*args, **kwargs)
+        return method
 
-    @property
-    def graph(self):
-        return self._methods["forward"].graph
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return self._methods["forward"].code
-
-    def graph_for(self, *args, **kwargs):
-        return self._methods["forward"].graph_for(*args, **kwargs)
-
-    def _get_name(self) -> str:
-        return "RecursiveScriptModule"
-
-    def extra_repr(self) -> str:
-        return f"original_name={self.original_name}"
+    def forward(self, *args, **kwargs):
+        return self._forward_method()(*args, **kwargs)
