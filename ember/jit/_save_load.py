@@ -34,11 +34,10 @@ import numpy as np
 from ._archive import GRAPHS, open_archive
 from ._callable import CompiledGraphCallable
 from ._payload_check import Refused, check_payload
-from .ir import prim
+from .ir import callee_graph, prim
 from .ir import serialize as ser
 from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
                        TupleType, parse_type)
-from .passes.inline import callee_graph
 
 # ---------------------------------------------------------------------------------------------
 # save

@@ -108,6 +108,19 @@ def add_loop(graph: Graph, max_trip_count: Node, start_cond: Node, carried: list
     return node, unpack_outputs(node, carried_types)
 
 
+def callee_graph(callee) -> Graph | None:
+    """The fx Graph of a callee object (``._graph`` first: it may still hold calls, which are
+    inlined in turn; else ``.graph.fx_graph`` / ``.graph``)."""
+    if isinstance(callee, Graph):
+        return callee
+    for attr in ("_graph", "graph"):
+        g = getattr(callee, attr, None)
+        g = getattr(g, "fx_graph", g)
+        if isinstance(g, Graph):
+            return g
+    return None
+
+
 def _print_graph(graph) -> str:
     from .printer import format_graph
     return format_graph(graph)
