@@ -305,15 +305,25 @@ def _remaining(f) -> int | None:
         return None
 
 
-def _no_constant(name):
-    raise ValueError(f"{name} is not valid in a checkpoint manifest")
+def no_json_constant(name):
+    """``json.loads``' parse_constant for ember's loaders (checkpoints, jit archives): no NaN/Infinity."""
+    raise ValueError(f"{name} is not valid in an ember file")
 
 
-def _describe(head: bytes) -> str:
-    if head.startswith(b"PK"):
-        return " (it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save files)"
-    if head[:1] == b"\x80":
-        return " (it is a pickle; ember.load never unpickles)"
+# what a file ember's loaders refuse is, by its first bytes: (magic, the loader that says so, None: any)
+_FOREIGN = ((MAGIC, "ember.jit.load", "it is an ember.save checkpoint: load it with ember.load"),
+            (PICKLE_MAGIC, "ember.jit.load", "it is an ember.save checkpoint: load it with ember.load"),
+            (b"PK", "ember.load", "it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save "
+                                  "files"),
+            (b"\x80", None, "it is a pickle; {} never unpickles"))
+
+
+def describe_foreign(head: bytes, loader: str) -> str:
+    """Why `loader` ("ember.load" / "ember.jit.load") refuses a file starting with `head`, as a
+    message tail (empty when the bytes say nothing)."""
+    for magic, said_by, hint in _FOREIGN:
+        if head.startswith(magic) and said_by in (None, loader):
+            return f" ({hint.format(loader)})"
     return ""
 
 
@@ -351,7 +361,7 @@ def _load(fh, name, map_location, whole_file: bool, weights_only=True):
         if len(head) < len(MAGIC) or not head.startswith(MAGIC):
             if len(head) < len(MAGIC) and MAGIC.startswith(head) and head:
                 raise _Corrupt("truncated checkpoint: the header is incomplete")
-            raise _Corrupt("not an ember checkpoint (bad magic number)" + _describe(head))
+            raise _Corrupt("not an ember checkpoint (bad magic number)" + describe_foreign(head, "ember.load"))
         if len(head) < _HEADER.size:
             raise _Corrupt("truncated checkpoint: the header is incomplete")
         _, version, flags, mlen, dlen = _HEADER.unpack(head)
@@ -374,7 +384,7 @@ def _load(fh, name, map_location, whole_file: bool, weights_only=True):
         if h.digest() != digest:
             raise _Corrupt("corrupted checkpoint: checksum mismatch")
         try:
-            manifest = json.loads(mbytes.decode("utf-8"), parse_constant=_no_constant)
+            manifest = json.loads(mbytes.decode("utf-8"), parse_constant=no_json_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _Corrupt(f"malformed manifest: {exc}") from None
         del mbytes
