@@ -306,25 +306,16 @@ def _remaining(f) -> int | None:
 
 
 def no_json_constant(name):
-    """``json.loads``' parse_constant for ember's loaders (checkpoints, jit archives): no NaN/Infinity."""
-    raise ValueError(f"{name} is not valid in an ember file")
-
-
-# what a file ember's loaders refuse is, by its first bytes: (magic, the loader that says so, None: any)
-_FOREIGN = ((MAGIC, "ember.jit.load", "it is an ember.save checkpoint: load it with ember.load"),
-            (PICKLE_MAGIC, "ember.jit.load", "it is an ember.save checkpoint: load it with ember.load"),
-            (b"PK", "ember.load", "it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save "
-                                  "files"),
-            (b"\x80", None, "it is a pickle; {} never unpickles"))
+    raise ValueError(f"{name} is not valid in an ember file")   # json's parse_constant: no NaN, Infinity
 
 
 def describe_foreign(head: bytes, loader: str) -> str:
-    """Why `loader` ("ember.load" / "ember.jit.load") refuses a file starting with `head`, as a
-    message tail (empty when the bytes say nothing)."""
-    for magic, said_by, hint in _FOREIGN:
-        if head.startswith(magic) and said_by in (None, loader):
-            return f" ({hint.format(loader)})"
-    return ""
+    """Why `loader` ("ember.load" / "ember.jit.load") refuses a file starting with `head`, as a message tail."""
+    if head.startswith(b"PK") and loader == "ember.load":
+        return " (it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save files)"
+    if head.startswith((MAGIC, PICKLE_MAGIC)) and loader == "ember.jit.load":
+        return " (it is an ember.save checkpoint: load it with ember.load)"
+    return f" (it is a pickle; {loader} never unpickles)" if head[:1] == b"\x80" else ""
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
