@@ -260,89 +260,14 @@ def _lower_unused_calls(graph, mod) -> None:
 # ---------------------------------------------------------------------------------------------
 # traced programs -> the script form
 # ---------------------------------------------------------------------------------------------
-def _type_of_val(val):
-    import ember
-    if isinstance(val, ember.Tensor):
-        return TensorType()
-    if isinstance(val, tuple):
-        return TupleType(tuple(_type_of_val(v) for v in val))
-    if isinstance(val, list):
-        return ListType(_type_of_val(val[0]) if val else TensorType())
-    return AnyType()
-
-
-def _convert_traced(gm, module) -> tuple:
-    """A traced GraphModule's graph as a script graph (see the module docstring)."""
-    from ember.fx.graph import Graph
-    from ember.fx.node import map_arg
-    from .ir import call, constant
-    graph = Graph()
-    env: dict = {}
-    attr_nodes: dict = {}
-    self_node = None
-    if module is not None:
-        self_node = graph.placeholder("self", type_expr=ModuleType(_class_name(module)))
-    args = []
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            new = graph.placeholder(node.target, type_expr=_type_of_val(node.meta.get("val")))
-            args.append(Argument(node.target, new.type))
-        elif node.op == "get_attr":
-            new = _traced_attr(graph, gm, module, self_node, node.target, attr_nodes, constant, call)
-        elif node.op in ("call_function", "call_method"):
-            new = graph.create_node(node.op, node.target, map_arg(node.args, lambda n: env[n]),
-                                    map_arg(node.kwargs, lambda n: env[n]))
-            new.type = _type_of_val(node.meta.get("val"))
-        elif node.op == "output":
-            graph.output(map_arg(node.args[0], lambda n: env[n]))
-            continue
-        else:
-            raise RuntimeError(f"ember.jit.save: traced graph has a {node.op} node ({node.name})")
-        for key in ("jit_name", "jit_loc"):
-            if key in node.meta:
-                new.meta[key] = node.meta[key]
-        env[node] = new
-    if self_node is not None:
-        args.insert(0, Argument("self", self_node.type))
-    return graph, args
-
-
-def _traced_attr(graph, gm, module, self_node, target, cache, constant, call):
-    parts = target.split(".")
-    obj = module
-    for part in parts:
-        obj = getattr(obj, part, None) if obj is not None else None
-    if module is None or obj is None:   # a tensor constant of the trace
-        value = gm
-        for part in parts:
-            value = getattr(value, part)
-        return constant(graph, value, TensorType())
-    value, path = self_node, ()
-    for part in parts:
-        path = path + (part,)
-        if path not in cache:
-            with graph.inserting_after(value if value.op != "placeholder" else _last_placeholder(graph)):
-                cache[path] = call(graph, prim.GetAttr, (value, part), type_=TensorType())
-        value = cache[path]
-    return value
-
-
-def _last_placeholder(graph):
-    return [n for n in graph.nodes if n.op == "placeholder"][-1]
-
-
 def _traced_function_graph(fn) -> tuple:
-    graph, args = _convert_traced(fn.graph_module, None)
-    return graph, Signature(getattr(fn, "name", "forward"), tuple(args), AnyType())
+    from ._trace import script_form
+    return script_form(fn.graph_module, name=getattr(fn, "name", "forward"))
 
 
 def _traced_module_graph(mod) -> tuple:
-    graph, args = _convert_traced(mod.__dict__["graph_module"], mod)
-    # GetAttr chains for submodules are typed as modules (only the leaf is a tensor)
-    for node in graph.nodes:
-        if node.target is prim.GetAttr and any(u.target is prim.GetAttr and u.args[0] is node for u in node.users):
-            node.type = ModuleType(node.args[1])
-    return graph, Signature("forward", tuple(args), AnyType())
+    from ._trace import script_form
+    return script_form(mod.__dict__["graph_module"], mod, ModuleType(_class_name(mod)))
 
 
 # ---------------------------------------------------------------------------------------------

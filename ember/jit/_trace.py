@@ -263,6 +263,82 @@ def trace_module(mod, inputs, **kwargs):
 
 
 # ---------------------------------------------------------------------------------------
+# the script form of a trace (scripting a traced submodule, jit.save)
+# ---------------------------------------------------------------------------------------
+def script_form(gm, module=None, self_type=None, name: str = "forward") -> tuple:
+    """A traced program's graph in the script IR's form: (graph, Signature), what scripting a traced
+    submodule compiles and what jit.save stores. Values are typed from ``meta["val"]`` (a tensor is
+    ``Tensor``, a traced size or other value ``Any``), their names and locations kept; a returned
+    tuple or list is a prim::TupleConstruct / ListConstruct. With `module` (a traced module) a
+    ``self`` input of `self_type` comes first and ``get_attr "a.b"`` is a prim::GetAttr chain on it;
+    a get_attr of no member (a tensor constant of the trace) is a prim::Constant."""
+    from ..fx.node import Node, map_arg
+    from .ir import call, new_graph, prim
+    from .ir.types import AnyType, Argument, ListType, Signature, TensorType, TupleType
+    graph, env, chains, args = new_graph(), {}, {}, []
+    if module is not None:
+        chains[()] = graph.placeholder("self", type_expr=self_type)
+        args.append(Argument("self", self_type))
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            new = graph.placeholder(node.target, type_expr=_type_of_val(node.meta.get("val")))
+            args.append(Argument(node.target, new.type))
+        elif node.op == "get_attr":
+            new = _member(graph, gm, module, tuple(node.target.split(".")), chains)
+        elif node.op in ("call_function", "call_method"):
+            new = call(graph, node.target, map_arg(node.args, env.__getitem__), map_arg(node.kwargs, env.__getitem__),
+                       type_=_type_of_val(node.meta.get("val")))
+        elif node.op == "output":
+            result = map_arg(node.args[0], env.__getitem__)
+            if isinstance(result, (tuple, list)) and all(isinstance(r, Node) for r in result):
+                types = tuple(r.type for r in result)
+                result = call(graph, prim.TupleConstruct, tuple(result), type_=TupleType(types)) \
+                    if isinstance(result, tuple) else \
+                    call(graph, prim.ListConstruct, tuple(result), type_=ListType(types[0] if types else TensorType()))
+            graph.output(result)
+            return graph, Signature(name, tuple(args), result.type if isinstance(result, Node) else AnyType())
+        else:
+            raise RuntimeError(f"a traced graph has a {node.op} node ({node.name})")
+        new.meta.update({k: v for k, v in node.meta.items() if k in ("jit_name", "jit_loc")})
+        env[node] = new
+    raise RuntimeError("a traced graph has no output")
+
+
+def _member(graph, gm, module, path: tuple, chains: dict):
+    """``get_attr`` of `path`: a GetAttr chain from self (each prefix emitted once, where first
+    read), or the trace's tensor constant when the module has no such member."""
+    from .frontend.modules import qualified_name_of
+    from .ir import call, constant, prim
+    from .ir.types import ModuleType, TensorType
+    owner = module
+    for part in path:
+        owner = getattr(owner, part, None)
+    if owner is None:
+        value = gm
+        for part in path:
+            value = getattr(value, part)
+        return constant(graph, value, TensorType())
+    value = module
+    for k, part in enumerate(path, 1):
+        value = getattr(value, part)
+        if path[:k] not in chains:
+            typ = ModuleType(qualified_name_of(type(value))) if isinstance(value, Module) else TensorType()
+            chains[path[:k]] = call(graph, prim.GetAttr, (chains[path[:k - 1]], part), type_=typ)
+    return chains[path]
+
+
+def _type_of_val(val):
+    from .ir.types import AnyType, ListType, TensorType, TupleType
+    if isinstance(val, Tensor):
+        return TensorType()
+    if isinstance(val, tuple):
+        return TupleType(tuple(_type_of_val(v) for v in val))
+    if isinstance(val, list):
+        return ListType(_type_of_val(val[0]) if val else TensorType())
+    return AnyType()
+
+
+# ---------------------------------------------------------------------------------------
 # check_trace
 # ---------------------------------------------------------------------------------------
 def _flat_tensors(value) -> list:
