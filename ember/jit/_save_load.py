@@ -161,7 +161,6 @@ def _encode_module(mod, tensors, path: tuple = ()) -> dict:
     else:
         for name, method in _script_methods(mod, compile_forward=not path).items():
             graph = _inlined(method)
-            _lower_unused_calls(graph, mod)
             graphs[name] = (graph, _schema_of(method, name))
     attributes: dict = {}
     for graph, _ in graphs.values():
@@ -225,36 +224,6 @@ def _module_paths(graph, mod):
                 if isinstance(value, Module):
                     values[node] = (value, path + (node.args[1],))
             yield node, owner, path
-
-
-def _lower_unused_calls(graph, mod) -> None:
-    """A call of an @ember.jit.unused method (a CallMethod without callee) becomes what TorchScript
-    saves for it: prim::RaiseException then prim::Uninitialized. @ember.jit.ignore'd calls stay
-    (and make save fail: their Python cannot be saved)."""
-    import inspect
-    from .frontend.calls import UNUSED_MESSAGE
-    from .frontend.module_method import modifier_of
-    for node, owner, _ in list(_module_paths(graph, mod)):
-        if node.target is not prim.CallMethod or "callee" in node.meta:
-            continue
-        info = owner.__dict__.get("_info")
-        cls = type(getattr(info, "module", owner))
-        try:
-            fn = inspect.getattr_static(cls, node.args[1])
-        except AttributeError:
-            continue
-        if modifier_of(fn) != "unused":
-            continue
-        g = node.graph
-        with g.inserting_before(node):
-            raise_node = g.call_function(prim.RaiseException, (UNUSED_MESSAGE, "RuntimeError"))
-            raise_node.type = NoneType()
-            value = g.call_function(prim.Uninitialized, ())
-            value.type = node.type
-        value.meta.update({k: v for k, v in node.meta.items() if k in ("loc", "jit_name")})
-        raise_node.meta.update({k: v for k, v in node.meta.items() if k == "loc"})
-        node.replace_all_uses_with(value)
-        g.erase_node(node)
 
 
 # ---------------------------------------------------------------------------------------------
