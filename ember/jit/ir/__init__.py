@@ -36,8 +36,8 @@ from ember.fx.passes import jit_log
 from ember.fx.blocks import (add_block, block_params, block_returns, clone, inline_graph,  # noqa: F401
                              last_output_item, num_outputs, output_getitems, output_node, root_graph,
                              set_block_returns, walk)
-from .types import (AnyType, BoolType, ClassType, DeviceType, DictType, DTypeType, FloatType,  # noqa: F401
-                    FunctionType, IntType, ListType, ModuleType, NoneType, NumberType, OptionalType,
+from .types import (AnyType, BoolType, DeviceType, DictType, DTypeType, FloatType,  # noqa: F401
+                    IntType, ListType, ModuleType, NoneType, NumberType, OptionalType,
                     ScriptType, StrType, TensorType, TupleType, from_annotation, parse_type, type_of_value)
 
 

@@ -12,7 +12,7 @@ the profiling executor observed (dtype, sizes, requires_grad): ``Float(2, 3, req
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ember._core.schema import NO_DEFAULT, Argument  # noqa: F401  (one Argument for ops and scripts)
 
@@ -68,84 +68,31 @@ class TensorType(ScriptType):
         return TensorType()
 
 
-def _simple(name: str, kind: str, text: str, doc: str | None = None) -> type:
-    """A type with no parameters: one instance value, printed as `text` (equal to any other
-    instance: frozen dataclasses without fields)."""
-    return dataclass(frozen=True, repr=False)(type(name, (ScriptType,), {
-        "kind": kind, "__str__": lambda self: text, "__doc__": doc, "__module__": __name__}))
+def _script_type(name: str, kind: str, fields: str, text, doc: str | None = None) -> type:
+    """One kind of script type: a frozen dataclass (compare with ==) whose parameters are `fields`
+    ("elem", "key value"; "" for a type with none) and which prints as `text(t)`."""
+    namespace = {"kind": kind, "__str__": text, "__doc__": doc, "__module__": __name__, "__qualname__": name,
+                 "__annotations__": dict.fromkeys(fields.split(), typing.Any)}
+    return dataclass(frozen=True, repr=False)(type(name, (ScriptType,), namespace))
 
 
-IntType = _simple("IntType", "int", "int")
-FloatType = _simple("FloatType", "float", "float")
-BoolType = _simple("BoolType", "bool", "bool")
-NumberType = _simple("NumberType", "number", "Scalar",
-                     "int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments).")
-StrType = _simple("StrType", "str", "str")
-NoneType = _simple("NoneType", "none", "NoneType")
-DeviceType = _simple("DeviceType", "device", "Device")
-DTypeType = _simple("DTypeType", "dtype", "ScalarType",
-                    "An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object).")
-AnyType = _simple("AnyType", "any", "Any")
-
-
-@dataclass(frozen=True, repr=False)
-class ListType(ScriptType):
-    kind = "list"
-    elem: ScriptType
-
-    def __str__(self): return f"{self.elem}[]"
-
-
-@dataclass(frozen=True, repr=False)
-class TupleType(ScriptType):
-    kind = "tuple"
-    elems: tuple
-
-    def __str__(self): return "(" + ", ".join(str(e) for e in self.elems) + ")"
-
-
-@dataclass(frozen=True, repr=False)
-class OptionalType(ScriptType):
-    kind = "optional"
-    elem: ScriptType
-
-    def __str__(self): return f"{self.elem}?"
-
-
-@dataclass(frozen=True, repr=False)
-class DictType(ScriptType):
-    kind = "dict"
-    key: ScriptType
-    value: ScriptType
-
-    def __str__(self): return f"Dict({self.key}, {self.value})"
-
-
-@dataclass(frozen=True, repr=False)
-class ModuleType(ScriptType):
-    """A scripted module (``self``): ``__torch__.MyCell``. `qualified_name` is its class's name."""
-    kind = "module"
-    qualified_name: str
-
-    def __str__(self): return f"__torch__.{self.qualified_name}"
-
-
-@dataclass(frozen=True, repr=False)
-class FunctionType(ScriptType):
-    """A scripted function value (only as a prim::CallFunction callee)."""
-    kind = "function"
-    name: str
-
-    def __str__(self): return f"Function<{self.name}>"
-
-
-@dataclass(frozen=True, repr=False)
-class ClassType(ScriptType):
-    """A Python class used as a value in script (only its name is kept)."""
-    kind = "class"
-    qualified_name: str = field(default="")
-
-    def __str__(self): return f"__torch__.{self.qualified_name}"
+IntType = _script_type("IntType", "int", "", lambda t: "int")
+FloatType = _script_type("FloatType", "float", "", lambda t: "float")
+BoolType = _script_type("BoolType", "bool", "", lambda t: "bool")
+NumberType = _script_type("NumberType", "number", "", lambda t: "Scalar",
+                          "int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments).")
+StrType = _script_type("StrType", "str", "", lambda t: "str")
+NoneType = _script_type("NoneType", "none", "", lambda t: "NoneType")
+DeviceType = _script_type("DeviceType", "device", "", lambda t: "Device")
+DTypeType = _script_type("DTypeType", "dtype", "", lambda t: "ScalarType",
+                         "An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object).")
+AnyType = _script_type("AnyType", "any", "", lambda t: "Any")
+ListType = _script_type("ListType", "list", "elem", lambda t: f"{t.elem}[]")
+TupleType = _script_type("TupleType", "tuple", "elems", lambda t: "(" + ", ".join(str(e) for e in t.elems) + ")")
+OptionalType = _script_type("OptionalType", "optional", "elem", lambda t: f"{t.elem}?")
+DictType = _script_type("DictType", "dict", "key value", lambda t: f"Dict({t.key}, {t.value})")
+ModuleType = _script_type("ModuleType", "module", "qualified_name", lambda t: f"__torch__.{t.qualified_name}",
+                          "A scripted module (``self``): ``__torch__.MyCell``. `qualified_name` is its class's name.")
 
 
 _SIMPLE = {str(t()): t() for t in (TensorType, IntType, FloatType, BoolType, StrType, NoneType, DeviceType,
