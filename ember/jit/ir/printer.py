@@ -102,20 +102,9 @@ def format_constant_value(value) -> str | None:
     """The ``[value=...]`` text of a constant; None for ``None`` (printed ``prim::Constant()``)."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_float(value)
-    if isinstance(value, str):
-        return _quote(value)
-    if isinstance(value, _dt.dtype):
-        return str(value.scalar_type_code)
-    if isinstance(value, _device_cls):
-        return _quote(str(value))
-    if isinstance(value, Tensor):
-        return _tensor_literal(value)
+    for cls, text in _CONSTANT_TEXT:    # bool before int: a bool is an int
+        if isinstance(value, cls):
+            return text(value)
     if isinstance(value, (list, tuple)):
         items = ", ".join("None" if v is None else (format_constant_value(v) or "") for v in value)
         return f"[{items}]" if isinstance(value, list) else f"({items})"
@@ -124,6 +113,11 @@ def format_constant_value(value) -> str | None:
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+_CONSTANT_TEXT = ((bool, lambda v: str(int(v))), (int, str), (float, format_float), (str, _quote),
+                  (_dt.dtype, lambda v: str(v.scalar_type_code)), (_device_cls, lambda v: _quote(str(v))),
+                  (Tensor, _tensor_literal))
 
 
 def _literal_type(value) -> str:
