@@ -50,7 +50,7 @@ from ember._core.device import device as _device_cls
 from ember._core.tensor import Tensor
 from ember.fx.node import Node
 
-from . import prim
+from . import block_params, block_returns, prim
 from .op_names import _is_operator_handle, op_name
 from .types import ModuleType, TensorType
 
@@ -374,14 +374,10 @@ class _Printer:
         operands += [f"{k}=%{self.operand(v, indent, as_list=as_list)}" for k, v in node.kwargs.items()]
         self.emit(indent, f"{self.outputs_text(node)} = {name}{attr}({', '.join(operands)}){self.loc(node)}")
         for i, block in enumerate(node.blocks):
-            params = [p for p in block.nodes if p.op == "placeholder"]
-            header = ", ".join(f"%{self.fresh(p)} : {self.type_text(p)}" for p in params)
+            header = ", ".join(f"%{self.fresh(p)} : {self.type_text(p)}" for p in block_params(block))
             self.emit(indent, f"  block{i}({header}):")
             self.block(block, indent + "    ")
-            out = [n for n in block.nodes if n.op == "output"]
-            rets = list(out[0].args[0]) if out and isinstance(out[0].args[0], (tuple, list)) else (
-                [out[0].args[0]] if out else [])
-            ret_text = ", ".join("%" + self.operand(r, indent + "    ") for r in rets)
+            ret_text = ", ".join("%" + self.operand(r, indent + "    ") for r in block_returns(block))
             self.emit(indent, f"    -> ({ret_text})")
 
     def outputs_text(self, node: Node) -> str:
