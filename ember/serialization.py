@@ -305,16 +305,17 @@ def _remaining(f) -> int | None:
         return None
 
 
-def _no_constant(name):
-    raise ValueError(f"{name} is not valid in a checkpoint manifest")
+def no_json_constant(name):
+    raise ValueError(f"{name} is not valid in an ember file")   # json's parse_constant: no NaN, Infinity
 
 
-def _describe(head: bytes) -> str:
-    if head.startswith(b"PK"):
+def describe_foreign(head: bytes, loader: str) -> str:
+    """Why `loader` ("ember.load" / "ember.jit.load") refuses a file starting with `head`, as a message tail."""
+    if head.startswith(b"PK") and loader == "ember.load":
         return " (it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save files)"
-    if head[:1] == b"\x80":
-        return " (it is a pickle; ember.load never unpickles)"
-    return ""
+    if head.startswith((MAGIC, PICKLE_MAGIC)) and loader == "ember.jit.load":
+        return " (it is an ember.save checkpoint: load it with ember.load)"
+    return f" (it is a pickle; {loader} never unpickles)" if head[:1] == b"\x80" else ""
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
@@ -351,7 +352,7 @@ def _load(fh, name, map_location, whole_file: bool, weights_only=True):
         if len(head) < len(MAGIC) or not head.startswith(MAGIC):
             if len(head) < len(MAGIC) and MAGIC.startswith(head) and head:
                 raise _Corrupt("truncated checkpoint: the header is incomplete")
-            raise _Corrupt("not an ember checkpoint (bad magic number)" + _describe(head))
+            raise _Corrupt("not an ember checkpoint (bad magic number)" + describe_foreign(head, "ember.load"))
         if len(head) < _HEADER.size:
             raise _Corrupt("truncated checkpoint: the header is incomplete")
         _, version, flags, mlen, dlen = _HEADER.unpack(head)
@@ -374,7 +375,7 @@ def _load(fh, name, map_location, whole_file: bool, weights_only=True):
         if h.digest() != digest:
             raise _Corrupt("corrupted checkpoint: checksum mismatch")
         try:
-            manifest = json.loads(mbytes.decode("utf-8"), parse_constant=_no_constant)
+            manifest = json.loads(mbytes.decode("utf-8"), parse_constant=no_json_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise _Corrupt(f"malformed manifest: {exc}") from None
         del mbytes

@@ -236,7 +236,7 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
         generate_python_code(graph).src
     """
     from . import prim
-    from .blocks import block_params, block_returns, num_outputs, output_getitems, walk
+    from .blocks import block_params, block_returns, is_constant, num_outputs, output_getitems, walk
     namespace = Namespace()
     globals_: dict = {}
 
@@ -264,9 +264,6 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
         if hint not in temps:
             temps[hint] = namespace.create_name(hint, None)
         return temps[hint]
-
-    def is_constant(arg) -> bool:
-        return isinstance(arg, Node) and arg.op == "call_function" and arg.target is prim.Constant
 
     def is_true(arg) -> bool:
         return arg is True or (is_constant(arg) and arg.args[0] is True)
@@ -475,9 +472,12 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
             emit_block(loop_body, inner, lambda: assign(inner, carried, nexts))
         else:
             flag = temp(f"{node.name}_cond")
+            # a `while` statement's loop has the largest int64 as its trip count: no bound to test
+            bound = "" if is_constant(max_trips) and max_trips.args[0] == 2 ** 63 - 1 else \
+                f" and {trip} < {get_repr(max_trips)}"
             body.append(f"{indent}{trip} = 0\n")
             body.append(f"{indent}{flag} = {get_repr(start_cond)}\n")
-            body.append(f"{indent}while {flag} and {trip} < {get_repr(max_trips)}:\n")
+            body.append(f"{indent}while {flag}{bound}:\n")
 
             def tail():
                 assign(inner, [flag] + carried, [cond] + nexts)

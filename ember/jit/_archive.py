@@ -34,6 +34,7 @@ import zlib
 
 import numpy as np
 
+from ..serialization import describe_foreign, no_json_constant
 from ._payload_check import Refused
 
 GRAPHS = "code/graphs.json"
@@ -70,15 +71,6 @@ def open_archive(f, name: str):
     yield Archive(f if seekable is not None and seekable() else io.BytesIO(f.read()))
 
 
-def _describe(head: bytes) -> str:
-    from ember.serialization import MAGIC
-    if head.startswith(MAGIC):
-        return " (it is an ember.save checkpoint: load it with ember.load)"
-    if head[:1] == b"\x80":
-        return " (it is a pickle; ember.jit.load never unpickles)"
-    return ""
-
-
 class Archive:
     """The entries of one archive: `read_json`, then `read_array` per tensor."""
 
@@ -102,13 +94,13 @@ class Archive:
         if self.size < _EOCD.size:
             head = self._read_at(0, self.size) if self.size else b""
             raise Refused(("the file is empty" if not head else f"the file is too short ({self.size} bytes)")
-                          + " to be an ember.jit archive" + _describe(head))
+                          + " to be an ember.jit archive" + describe_foreign(head, "ember.jit.load"))
         sig, disk, cd_disk, n_disk, count, cd_size, cd_offset, comment = _EOCD.unpack(
             self._read_at(self.size - _EOCD.size, _EOCD.size))
         if sig != b"PK\x05\x06" or comment:
             head = self._read_at(0, min(self.size, 8))
             raise Refused("not an ember.jit archive: the file does not end with a zip end record (it is truncated, "
-                          "has bytes appended, or is not a zip archive)" + _describe(head))
+                          "has bytes appended, or is not a zip archive)" + describe_foreign(head, "ember.jit.load"))
         end = self.size - _EOCD.size
         # a zip64 end record (its locator right before this one) is written when the counts or
         # offsets overflow, and by some writers (PyTorch's) always
@@ -171,7 +163,7 @@ class Archive:
         if zlib.crc32(text) != crc:
             raise Refused(f"CRC-32 mismatch in {GRAPHS}: the file is corrupted")
         try:
-            payload = json.loads(text.decode("utf-8"), parse_constant=_no_constant)
+            payload = json.loads(text.decode("utf-8"), parse_constant=no_json_constant)
         except (UnicodeDecodeError, ValueError) as exc:
             raise Refused(f"{GRAPHS} is not valid JSON ({exc})") from None
         del text
@@ -315,7 +307,3 @@ def _npy_header(head: bytes, name: str) -> tuple:
     if len(shape) > _MAX_DIMS:
         raise Refused(f"{name} declares {len(shape)} dimensions")
     return shape, fortran == "True", dtype, length
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not valid in an ember.jit archive")

@@ -26,7 +26,7 @@ from __future__ import annotations
 from ember.fx import prim
 
 from .ir import allowlist
-from .ir.serialize import FORMAT_VERSION
+from .ir.serialize import DECODERS, FORMAT_VERSION
 from .ir.types import parse_type
 
 _MAX_OUTPUTS = 1 << 16      # outputs of one multi-output node (save writes the real count)
@@ -37,7 +37,6 @@ _MODULE_KEYS = {"class", "training", "parameters", "buffers", "non_persistent", 
                 "methods"}
 _NODE_KEYS = {"id", "op", "name", "target", "args", "kwargs", "type", "loc", "jit_name", "num_outputs",
               "output_of", "blocks"}
-_VALUE_TAGS = {"$node", "$tuple", "$dict", "$float", "$dtype", "$device", "$tensor", "$slice", "$ellipsis"}
 
 
 class Refused(Exception):
@@ -388,57 +387,58 @@ class _Graph:
     def value(self, v, entry, what: str, nodes: bool = True) -> None:
         """A value of the JSON value grammar (serialize's module docstring); `nodes`: whether it may
         name nodes. A module value is refused here: only GetAttr/SetAttr receive modules."""
-        if v is None or type(v) in (bool, int, str):
-            return
-        if type(v) is float:
+        if v is None or type(v) in (bool, int, str, float):
             return
         if type(v) is list:
             for x in v:
                 self.value(x, entry, what, nodes)
             return
-        if type(v) is not dict or len(v) != 1 or next(iter(v)) not in _VALUE_TAGS:
+        if type(v) is not dict or len(v) != 1 or next(iter(v)) not in _VALUE_CHECKS:
             self.refuse(entry, f"{what}: malformed value {str(v)[:80]}")
         (tag, payload), = v.items()
-        if tag == "$node":
-            if not nodes or type(payload) is not int or payload not in self.scope:
-                self.refuse(entry, f"{what} names value {_shown(payload)}, which is not defined before it in scope")
-            if payload in self.modules:
-                self.refuse(entry, f"{what} is a module; modules are only read by prim::GetAttr")
-        elif tag in ("$tuple", "$slice"):
-            if type(payload) is not list or (tag == "$slice" and len(payload) != 3):
-                self.refuse(entry, f"{what}: malformed {tag}")
-            for x in payload:
-                self.value(x, entry, what, nodes)
-        elif tag == "$dict":
-            if type(payload) is not list:
-                self.refuse(entry, f"{what}: malformed $dict")
-            for pair in payload:
-                if type(pair) is not list or len(pair) != 2 or not _hashable(pair[0]):
-                    self.refuse(entry, f"{what}: a $dict item is a [hashable key, value] pair")
-                self.value(pair[0], entry, what, nodes)
-                self.value(pair[1], entry, what, nodes)
-        elif tag == "$float":
-            if payload not in ("nan", "inf", "-inf"):
-                self.refuse(entry, f"{what}: malformed float {_shown(payload)}")
-        elif tag == "$dtype":
-            if _dtype(payload) is None:
-                self.refuse(entry, f"{what}: unknown dtype {_shown(payload)}")
-        elif tag == "$device":
-            self.device(payload, entry, what)
-        elif tag == "$tensor":
-            if type(payload) is not int or not 0 <= payload < self.n_tensors:
-                self.refuse(entry, f"{what} refers to tensor {_shown(payload)}, which the table lacks")
-        elif payload is not True:
-            self.refuse(entry, f"{what}: malformed $ellipsis")
+        problem, children = _VALUE_CHECKS[tag](self, payload, nodes)
+        if problem:
+            self.refuse(entry, what + problem.format(_shown(payload)))
+        for x in children:
+            self.value(x, entry, what, nodes)
 
-    def device(self, text, entry, what: str) -> None:
-        import ember
-        try:
-            if not isinstance(text, str):
-                raise TypeError("a device is a string")
-            ember.device(text)
-        except (RuntimeError, TypeError, ValueError):
-            self.refuse(entry, f"{what}: bad device {_shown(text)}")
+    def node_ref(self, ident, nodes: bool):
+        if not nodes or type(ident) is not int or ident not in self.scope:
+            return " names value {}, which is not defined before it in scope", ()
+        return (" is a module; modules are only read by prim::GetAttr" if ident in self.modules else None), ()
+
+
+# tag -> check(graph checker, payload, may name nodes) -> (problem or None, nested values to check);
+# a problem is a message tail, "{}" standing for the payload. One row per tag of serialize.DECODERS.
+_VALUE_CHECKS = {
+    "$node": _Graph.node_ref,
+    "$tuple": lambda g, p, nodes: (": malformed $tuple", ()) if type(p) is not list else (None, p),
+    "$slice": lambda g, p, nodes: (": malformed $slice", ()) if type(p) is not list or len(p) != 3 else (None, p),
+    "$dict": lambda g, p, nodes: _dict_items(p),
+    "$float": lambda g, p, nodes: (None if p in ("nan", "inf", "-inf") else ": malformed float {}", ()),
+    "$dtype": lambda g, p, nodes: (None if _dtype(p) is not None else ": unknown dtype {}", ()),
+    "$device": lambda g, p, nodes: (None if _device_ok(p) else ": bad device {}", ()),
+    "$tensor": lambda g, p, nodes: (None if type(p) is int and 0 <= p < g.n_tensors
+                                    else " refers to tensor {}, which the table lacks", ()),
+    "$ellipsis": lambda g, p, nodes: (None if p is True else ": malformed $ellipsis", ()),
+}
+assert set(_VALUE_CHECKS) == set(DECODERS)
+
+
+def _dict_items(items) -> tuple:
+    if type(items) is not list:
+        return ": malformed $dict", ()
+    if any(type(i) is not list or len(i) != 2 or not _hashable(i[0]) for i in items):
+        return ": a $dict item is a [hashable key, value] pair", ()
+    return None, [x for item in items for x in item]
+
+
+def _device_ok(text) -> bool:
+    import ember
+    try:
+        return isinstance(text, str) and ember.device(text) is not None
+    except (RuntimeError, TypeError, ValueError):
+        return False
 
 
 def _hashable(key) -> bool:

@@ -34,7 +34,7 @@ import numpy as np
 from ._archive import GRAPHS, open_archive
 from ._callable import CompiledGraphCallable
 from ._payload_check import Refused, check_payload
-from .ir import prim
+from .ir import callee_graph, prim
 from .ir import serialize as ser
 from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
                        TupleType, parse_type)
@@ -97,21 +97,14 @@ def _schema_of(obj, default_name: str) -> Signature:
     schema = getattr(obj, "schema", None)
     if isinstance(schema, Signature):
         return schema
-    graph = _graph_of(obj)
+    graph = callee_graph(obj)
     args = tuple(Argument(n.target, n.type or TensorType()) for n in graph.nodes if n.op == "placeholder")
     return Signature(getattr(obj, "name", default_name), args, AnyType())
 
 
-def _graph_of(obj):
-    g = getattr(obj, "_graph", None)
-    if g is None:
-        g = getattr(obj, "graph", None)
-    return getattr(g, "fx_graph", g)
-
-
 def _inlined(obj):
-    from .ir import clone
-    return ser.inline_calls(clone(_graph_of(obj)))
+    from ._callable import inline_calls
+    return inline_calls(callee_graph(obj))
 
 
 def _encode_schema(schema: Signature, tensors) -> dict:
@@ -168,7 +161,6 @@ def _encode_module(mod, tensors, path: tuple = ()) -> dict:
     else:
         for name, method in _script_methods(mod, compile_forward=not path).items():
             graph = _inlined(method)
-            _lower_unused_calls(graph, mod)
             graphs[name] = (graph, _schema_of(method, name))
     attributes: dict = {}
     for graph, _ in graphs.values():
@@ -202,163 +194,49 @@ def _collect_attributes(graph, mod, out: dict) -> None:
     chains): the members the saved module declares, all a loaded graph may touch."""
     import ember
     from ..nn.modules.module import Module
-    from .ir import walk
-    paths: dict = {}
-    for node in walk(graph):
-        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
-            paths[node] = ()
-        elif node.target in (prim.GetAttr, prim.SetAttr) and node.args[0] in paths:
-            owner_path, name = paths[node.args[0]], node.args[1]
-            owner = mod
-            for part in owner_path:
-                owner = getattr(owner, part)
-            value = getattr(owner, name)
-            if isinstance(value, Module):
-                paths[node] = owner_path + (name,)
-            elif name in owner._parameters or name in owner._buffers or name == "training":
-                continue   # saved with the module tree
-            elif callable(value) and not isinstance(value, ember.Tensor):
-                raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
-            else:
-                typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
-                known = out.setdefault(owner_path, {})
-                if typ is not None or name not in known:
-                    known[name] = (str(typ) if typ is not None else "Any", value)
+    for node, owner, owner_path in _module_paths(graph, mod):
+        name = node.args[1] if node.target in (prim.GetAttr, prim.SetAttr) else None
+        value = getattr(owner, name) if name is not None else None
+        if name is None or isinstance(value, Module) or name in owner._parameters or name in owner._buffers \
+                or name == "training":
+            continue   # submodules, parameters, buffers and the flag are saved with the module tree
+        if callable(value) and not isinstance(value, ember.Tensor):
+            raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
+        typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
+        known = out.setdefault(owner_path, {})
+        if typ is not None or name not in known:
+            known[name] = (str(typ) if typ is not None else "Any", value)
 
 
 def _module_paths(graph, mod):
-    """Yield (node, owner module) for every node whose first input is a module reached from self."""
+    """Yield (node, owner module, its path from self) for every node whose first input is a
+    module reached from self through GetAttr chains."""
     from ..nn.modules.module import Module
     from .ir import walk
     values: dict = {}
     for node in walk(graph):
         if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
-            values[node] = mod
+            values[node] = (mod, ())
         elif node.op == "call_function" and node.args and node.args[0] in values:
-            owner = values[node.args[0]]
+            owner, path = values[node.args[0]]
             if node.target is prim.GetAttr:
                 value = getattr(owner, node.args[1], None)
                 if isinstance(value, Module):
-                    values[node] = value
-            yield node, owner
-
-
-def _lower_unused_calls(graph, mod) -> None:
-    """A call of an @ember.jit.unused method (a CallMethod without callee) becomes what TorchScript
-    saves for it: prim::RaiseException then prim::Uninitialized. @ember.jit.ignore'd calls stay
-    (and make save fail: their Python cannot be saved)."""
-    import inspect
-    from .frontend.calls import UNUSED_MESSAGE
-    from .frontend.module_method import modifier_of
-    for node, owner in list(_module_paths(graph, mod)):
-        if node.target is not prim.CallMethod or "callee" in node.meta:
-            continue
-        info = owner.__dict__.get("_info")
-        cls = type(getattr(info, "module", owner))
-        try:
-            fn = inspect.getattr_static(cls, node.args[1])
-        except AttributeError:
-            continue
-        if modifier_of(fn) != "unused":
-            continue
-        g = node.graph
-        with g.inserting_before(node):
-            raise_node = g.call_function(prim.RaiseException, (UNUSED_MESSAGE, "RuntimeError"))
-            raise_node.type = NoneType()
-            value = g.call_function(prim.Uninitialized, ())
-            value.type = node.type
-        value.meta.update({k: v for k, v in node.meta.items() if k in ("loc", "jit_name")})
-        raise_node.meta.update({k: v for k, v in node.meta.items() if k == "loc"})
-        node.replace_all_uses_with(value)
-        g.erase_node(node)
+                    values[node] = (value, path + (node.args[1],))
+            yield node, owner, path
 
 
 # ---------------------------------------------------------------------------------------------
 # traced programs -> the script form
 # ---------------------------------------------------------------------------------------------
-def _type_of_val(val):
-    import ember
-    if isinstance(val, ember.Tensor):
-        return TensorType()
-    if isinstance(val, tuple):
-        return TupleType(tuple(_type_of_val(v) for v in val))
-    if isinstance(val, list):
-        return ListType(_type_of_val(val[0]) if val else TensorType())
-    return AnyType()
-
-
-def _convert_traced(gm, module) -> tuple:
-    """A traced GraphModule's graph as a script graph (see the module docstring)."""
-    from ember.fx.graph import Graph
-    from ember.fx.node import map_arg
-    from .ir import call, constant
-    graph = Graph()
-    env: dict = {}
-    attr_nodes: dict = {}
-    self_node = None
-    if module is not None:
-        self_node = graph.placeholder("self", type_expr=ModuleType(_class_name(module)))
-    args = []
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            new = graph.placeholder(node.target, type_expr=_type_of_val(node.meta.get("val")))
-            args.append(Argument(node.target, new.type))
-        elif node.op == "get_attr":
-            new = _traced_attr(graph, gm, module, self_node, node.target, attr_nodes, constant, call)
-        elif node.op in ("call_function", "call_method"):
-            new = graph.create_node(node.op, node.target, map_arg(node.args, lambda n: env[n]),
-                                    map_arg(node.kwargs, lambda n: env[n]))
-            new.type = _type_of_val(node.meta.get("val"))
-        elif node.op == "output":
-            graph.output(map_arg(node.args[0], lambda n: env[n]))
-            continue
-        else:
-            raise RuntimeError(f"ember.jit.save: traced graph has a {node.op} node ({node.name})")
-        for key in ("jit_name", "jit_loc"):
-            if key in node.meta:
-                new.meta[key] = node.meta[key]
-        env[node] = new
-    if self_node is not None:
-        args.insert(0, Argument("self", self_node.type))
-    return graph, args
-
-
-def _traced_attr(graph, gm, module, self_node, target, cache, constant, call):
-    parts = target.split(".")
-    obj = module
-    for part in parts:
-        obj = getattr(obj, part, None) if obj is not None else None
-    if module is None or obj is None:   # a tensor constant of the trace
-        value = gm
-        for part in parts:
-            value = getattr(value, part)
-        return constant(graph, value, TensorType())
-    value, path = self_node, ()
-    for part in parts:
-        path = path + (part,)
-        if path not in cache:
-            with graph.inserting_after(value if value.op != "placeholder" else _last_placeholder(graph)):
-                cache[path] = call(graph, prim.GetAttr, (value, part), type_=TensorType())
-        value = cache[path]
-    return value
-
-
-def _last_placeholder(graph):
-    return [n for n in graph.nodes if n.op == "placeholder"][-1]
-
-
 def _traced_function_graph(fn) -> tuple:
-    graph, args = _convert_traced(fn.graph_module, None)
-    return graph, Signature(getattr(fn, "name", "forward"), tuple(args), AnyType())
+    from ._trace import script_form
+    return script_form(fn.graph_module, name=getattr(fn, "name", "forward"))
 
 
 def _traced_module_graph(mod) -> tuple:
-    graph, args = _convert_traced(mod.__dict__["graph_module"], mod)
-    # GetAttr chains for submodules are typed as modules (only the leaf is a tensor)
-    for node in graph.nodes:
-        if node.target is prim.GetAttr and any(u.target is prim.GetAttr and u.args[0] is node for u in node.users):
-            node.type = ModuleType(node.args[1])
-    return graph, Signature("forward", tuple(args), AnyType())
+    from ._trace import script_form
+    return script_form(mod.__dict__["graph_module"], mod, ModuleType(_class_name(mod)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -522,27 +400,11 @@ class LoadedScriptModule(_module_base()):
             return methods[name]
         return super().__getattr__(name)
 
-    def forward(self, *args, **kwargs):
+    def _forward_method(self):
         method = self._methods.get("forward")
         if method is None:
             raise RuntimeError(f"ember.jit.load: module {self.original_name} was saved without a forward method")
-        return method(*args, **kwargs)
+        return method
 
-    @property
-    def graph(self):
-        return self._methods["forward"].graph
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return self._methods["forward"].code
-
-    def graph_for(self, *args, **kwargs):
-        return self._methods["forward"].graph_for(*args, **kwargs)
-
-    def _get_name(self) -> str:
-        return "RecursiveScriptModule"
-
-    def extra_repr(self) -> str:
-        return f"original_name={self.original_name}"
+    def forward(self, *args, **kwargs):
+        return self._forward_method()(*args, **kwargs)

@@ -25,14 +25,9 @@ import sys
 
 from .._core.tensor import Size, Tensor
 from .._functorch.make_fx import EMBER_DIR, MACHINERY_DIRS, current_tracer
-from ._tracing import is_recording, warn_at_user_frame
+from ._tracing import CONVERSIONS, is_recording, warn_at_user_frame
 
-_TAIL = (" might cause the trace to be incorrect. We can't record the data flow of Python values, so this value "
-         "will be treated as a constant in the future. This means that the trace might not generalize to other "
-         "inputs!")
-_INT_MSG = "Converting a tensor to a Python integer" + _TAIL
-_FLOAT_MSG = "Converting a tensor to a Python float" + _TAIL
-_BOOL_MSG = "Converting a tensor to a Python boolean" + _TAIL
+_INT_MSG, _FLOAT_MSG, _BOOL_MSG = (CONVERSIONS[m][0] for m in ("__int__", "__float__", "__bool__"))
 
 
 def _from_user_code(depth: int = 2) -> bool:
@@ -185,23 +180,15 @@ def _traced(tracer, node, value: int, frame) -> TracedInt:
     return traced
 
 
-def record_size(tracer, t: Tensor, dim: int, value: int, frame):
-    """``t.size(dim)`` as a ``call_method size`` node and a TracedInt holding it (a plain int
-    when `t` is no traced value: sizes of constants are constants)."""
+def record_shape(tracer, t: Tensor, method: str, args: tuple, value: int, frame):
+    """``t.size(dim)`` / ``t.numel()`` as a ``call_method`` node (PyTorch's ``aten::size`` /
+    ``aten::numel``) and a TracedInt holding it (a plain int when `t` is no traced value: sizes of
+    constants are constants)."""
     entry = tracer.values.get(id(t))
     if entry is None or entry[0] is not t:
         return value
     tracer.on_use(entry[1], t, frame)
-    return _traced(tracer, tracer.graph.call_method("size", (entry[1], dim)), value, frame)
-
-
-def record_numel(tracer, t: Tensor, value: int, frame):
-    """``t.numel()`` as a ``call_method numel`` node (PyTorch's ``aten::numel``) and its TracedInt."""
-    entry = tracer.values.get(id(t))
-    if entry is None or entry[0] is not t:
-        return value
-    tracer.on_use(entry[1], t, frame)
-    return _traced(tracer, tracer.graph.call_method("numel", (entry[1],)), value, frame)
+    return _traced(tracer, tracer.graph.call_method(method, (entry[1], *args)), value, frame)
 
 
 def record_int(tracer, op, operands: tuple, value: int, frame):
@@ -220,31 +207,19 @@ def record_int(tracer, op, operands: tuple, value: int, frame):
 # ---------------------------------------------------------------------------------------
 # Tensor.size / Tensor.shape while tracing
 # ---------------------------------------------------------------------------------------
-_originals: dict = {}
-_ap_originals: dict = {}
-
-
-def _traced_sizes(t: Tensor, dim, original_size):
-    recorder = current_tracer()
+def _shape_query(t: Tensor, method: str, dim, original):
+    """What ``t.size(dim)`` / ``t.size()`` / ``t.numel()`` returns while a trace records."""
     frame = sys._getframe(2)
-    name = frame.f_code.co_filename
-    if name.startswith(MACHINERY_DIRS) or name.startswith("<ember"):
+    if frame.f_code.co_filename.startswith(MACHINERY_DIRS + ("<ember",)):
         # shapes read by the dispatcher, the bindings or the jit itself (compiling a
         # script_if_tracing function) are its own business, not the traced program's
-        return original_size(t) if dim is None else original_size(t, dim)
+        return original(t) if dim is None else original(t, dim)
+    tracer = current_tracer()
+    if method == "numel":
+        return record_shape(tracer, t, "numel", (), original(t), frame)
     if dim is not None:
-        value = original_size(t, dim)
-        return record_size(recorder, t, dim, value, frame)
-    shape = original_size(t)
-    return Size(record_size(recorder, t, d, s, frame) for d, s in enumerate(shape))
-
-
-def _traced_numel(t: Tensor, original_numel):
-    frame = sys._getframe(2)
-    name = frame.f_code.co_filename
-    if name.startswith(MACHINERY_DIRS) or name.startswith("<ember"):
-        return original_numel(t)
-    return record_numel(current_tracer(), t, original_numel(t), frame)
+        return record_shape(tracer, t, "size", (dim,), original(t, dim), frame)
+    return Size(record_shape(tracer, t, "size", (d,), s, frame) for d, s in enumerate(original(t)))
 
 
 def _keep_traced(original, is_list: bool):
@@ -262,46 +237,23 @@ def _keep_traced(original, is_list: bool):
     return convert
 
 
-def install() -> None:
-    """Wrap Tensor.size, Tensor.shape and Tensor.numel, and the int argument converters
-    (jit/_trace.py's `patched_while_tracing` calls it)."""
+def patches() -> list:
+    """(owner, name, wrapper) for Tensor.size, .shape, .numel / .nelement and the int argument
+    converters (jit/_trace.py's `patched_while_tracing` installs them)."""
     from ..ops import argparse as ap
-    for name, is_list in (("to_int", False), ("to_number", False), ("to_int_list", True)):
-        original = ap.__dict__[name]
-        _ap_originals[name] = original
-        setattr(ap, name, _keep_traced(original, is_list))
-    original_size = Tensor.__dict__["size"]
-    original_shape = Tensor.__dict__["shape"]
+    original_size, original_shape = Tensor.__dict__["size"], Tensor.__dict__["shape"]
     original_numel = Tensor.__dict__["numel"]
-    _originals.update(size=original_size, shape=original_shape, numel=original_numel,
-                      nelement=Tensor.__dict__["nelement"])
 
     def size(self, dim=None):
-        if not is_recording():
-            return original_size(self, dim)
-        return _traced_sizes(self, dim, original_size)
+        return _shape_query(self, "size", dim, original_size) if is_recording() else original_size(self, dim)
     size.__doc__ = original_size.__doc__
 
     def shape(self):
-        if not is_recording():
-            return original_shape.fget(self)
-        return _traced_sizes(self, None, original_size)
+        return _shape_query(self, "size", None, original_size) if is_recording() else original_shape.fget(self)
 
     def numel(self):
-        if not is_recording():
-            return original_numel(self)
-        return _traced_numel(self, original_numel)
-    Tensor.size = size
-    Tensor.shape = property(shape, doc=original_shape.__doc__)
-    Tensor.numel = Tensor.nelement = numel
-
-
-def uninstall() -> None:
-    """Restore what `install` wrapped."""
-    for name, original in _originals.items():
-        setattr(Tensor, name, original)
-    _originals.clear()
-    from ..ops import argparse as ap
-    for name, original in _ap_originals.items():
-        setattr(ap, name, original)
-    _ap_originals.clear()
+        return _shape_query(self, "numel", None, original_numel) if is_recording() else original_numel(self)
+    return [(ap, name, _keep_traced(ap.__dict__[name], is_list))
+            for name, is_list in (("to_int", False), ("to_number", False), ("to_int_list", True))] + [
+        (Tensor, "size", size), (Tensor, "shape", property(shape, doc=original_shape.__doc__)),
+        (Tensor, "numel", numel), (Tensor, "nelement", numel)]

@@ -30,8 +30,7 @@ from ..nn.modules.module import Module
 from .._functorch.make_fx import tracing
 from .ir.printer import ScriptGraph, drop_dead_int_nodes, format_graph, node_lines
 from . import _script, _sizes
-from ._tracing import (TorchScriptTracer, TracerWarning, install_conversion_warnings,
-                       uninstall_conversion_warnings)
+from ._tracing import TorchScriptTracer, TracerWarning, conversion_patches
 
 
 class TracingCheckError(Exception):
@@ -57,6 +56,11 @@ def _indent(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 # the traced objects
 # ---------------------------------------------------------------------------------------
+def _traced_graph(traced) -> ScriptGraph:
+    """``.graph`` of a traced function or module: the recorded graph, printed as jit.trace's."""
+    return ScriptGraph(traced.graph_module.graph, traced=True, self_type=traced.__dict__.get("_self_type"))
+
+
 class ScriptFunction(_script.ScriptFunction):
     """A traced function: ``.graph`` (TorchScript-style text), ``.code`` (Python), callable.
 
@@ -67,15 +71,8 @@ class ScriptFunction(_script.ScriptFunction):
         self.name = self.__name__ = self.__qualname__ = name
         self.graph_module = graph_module
 
-    @property
-    def graph(self) -> ScriptGraph:
-        return ScriptGraph(self.graph_module.graph, traced=True)
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return self.graph_module.code
+    graph = inlined_graph = property(_traced_graph)
+    code = property(lambda self: self.graph_module.code)
 
     def __call__(self, *args):
         return self.graph_module(*args)
@@ -102,15 +99,8 @@ class TopLevelTracedModule(Module):
         self.__dict__["original_name"] = type(original).__name__
         self.__dict__["_self_type"] = f"__torch__.{type(original).__module__}.{type(original).__name__}"
 
-    @property
-    def graph(self) -> ScriptGraph:
-        return ScriptGraph(self.graph_module.graph, traced=True, self_type=self._self_type)
-
-    inlined_graph = graph
-
-    @property
-    def code(self) -> str:
-        return self.graph_module.code
+    graph = inlined_graph = ScriptFunction.graph
+    code = ScriptFunction.code
 
     def forward(self, *args):
         return self.graph_module(*args)
@@ -179,6 +169,7 @@ def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
 
 _patch_lock = threading.Lock()
 _patch_users = [0]
+_patched: list = []     # (owner, name, original) of what the first running trace replaced
 
 
 @contextlib.contextmanager
@@ -189,16 +180,18 @@ def patched_while_tracing():
     with _patch_lock:
         _patch_users[0] += 1
         if _patch_users[0] == 1:
-            install_conversion_warnings()
-            _sizes.install()
+            for owner, name, wrapper in conversion_patches() + _sizes.patches():
+                _patched.append((owner, name, owner.__dict__[name]))
+                setattr(owner, name, wrapper)
     try:
         yield
     finally:
         with _patch_lock:
             _patch_users[0] -= 1
             if _patch_users[0] == 0:
-                _sizes.uninstall()
-                uninstall_conversion_warnings()
+                for owner, name, original in reversed(_patched):
+                    setattr(owner, name, original)
+                _patched.clear()
 
 
 def _distinct_inputs(inputs: tuple) -> tuple:
@@ -267,6 +260,82 @@ def trace_module(mod, inputs, **kwargs):
     if set(inputs) != {"forward"}:
         raise NotImplementedError("ember.jit.trace_module: only the 'forward' method can be traced")
     return trace(mod, inputs["forward"], **kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# the script form of a trace (scripting a traced submodule, jit.save)
+# ---------------------------------------------------------------------------------------
+def script_form(gm, module=None, self_type=None, name: str = "forward") -> tuple:
+    """A traced program's graph in the script IR's form: (graph, Signature), what scripting a traced
+    submodule compiles and what jit.save stores. Values are typed from ``meta["val"]`` (a tensor is
+    ``Tensor``, a traced size or other value ``Any``), their names and locations kept; a returned
+    tuple or list is a prim::TupleConstruct / ListConstruct. With `module` (a traced module) a
+    ``self`` input of `self_type` comes first and ``get_attr "a.b"`` is a prim::GetAttr chain on it;
+    a get_attr of no member (a tensor constant of the trace) is a prim::Constant."""
+    from ..fx.node import Node, map_arg
+    from .ir import call, new_graph, prim
+    from .ir.types import AnyType, Argument, ListType, Signature, TensorType, TupleType
+    graph, env, chains, args = new_graph(), {}, {}, []
+    if module is not None:
+        chains[()] = graph.placeholder("self", type_expr=self_type)
+        args.append(Argument("self", self_type))
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            new = graph.placeholder(node.target, type_expr=_type_of_val(node.meta.get("val")))
+            args.append(Argument(node.target, new.type))
+        elif node.op == "get_attr":
+            new = _member(graph, gm, module, tuple(node.target.split(".")), chains)
+        elif node.op in ("call_function", "call_method"):
+            new = call(graph, node.target, map_arg(node.args, env.__getitem__), map_arg(node.kwargs, env.__getitem__),
+                       type_=_type_of_val(node.meta.get("val")))
+        elif node.op == "output":
+            result = map_arg(node.args[0], env.__getitem__)
+            if isinstance(result, (tuple, list)) and all(isinstance(r, Node) for r in result):
+                types = tuple(r.type for r in result)
+                result = call(graph, prim.TupleConstruct, tuple(result), type_=TupleType(types)) \
+                    if isinstance(result, tuple) else \
+                    call(graph, prim.ListConstruct, tuple(result), type_=ListType(types[0] if types else TensorType()))
+            graph.output(result)
+            return graph, Signature(name, tuple(args), result.type if isinstance(result, Node) else AnyType())
+        else:
+            raise RuntimeError(f"a traced graph has a {node.op} node ({node.name})")
+        new.meta.update({k: v for k, v in node.meta.items() if k in ("jit_name", "jit_loc")})
+        env[node] = new
+    raise RuntimeError("a traced graph has no output")
+
+
+def _member(graph, gm, module, path: tuple, chains: dict):
+    """``get_attr`` of `path`: a GetAttr chain from self (each prefix emitted once, where first
+    read), or the trace's tensor constant when the module has no such member."""
+    from .frontend.modules import qualified_name_of
+    from .ir import call, constant, prim
+    from .ir.types import ModuleType, TensorType
+    owner = module
+    for part in path:
+        owner = getattr(owner, part, None)
+    if owner is None:
+        value = gm
+        for part in path:
+            value = getattr(value, part)
+        return constant(graph, value, TensorType())
+    value = module
+    for k, part in enumerate(path, 1):
+        value = getattr(value, part)
+        if path[:k] not in chains:
+            typ = ModuleType(qualified_name_of(type(value))) if isinstance(value, Module) else TensorType()
+            chains[path[:k]] = call(graph, prim.GetAttr, (chains[path[:k - 1]], part), type_=typ)
+    return chains[path]
+
+
+def _type_of_val(val):
+    from .ir.types import AnyType, ListType, TensorType, TupleType
+    if isinstance(val, Tensor):
+        return TensorType()
+    if isinstance(val, tuple):
+        return TupleType(tuple(_type_of_val(v) for v in val))
+    if isinstance(val, list):
+        return ListType(_type_of_val(val[0]) if val else TensorType())
+    return AnyType()
 
 
 # ---------------------------------------------------------------------------------------

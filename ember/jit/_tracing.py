@@ -171,10 +171,7 @@ def _register_tensor_constant_hook() -> None:
 
 _register_tensor_constant_hook()
 
-_originals: dict = {}
-
-
-def _wrap(name, original, message, untraced):
+def _wrap(original, message, untraced):
     @functools.wraps(original)
     def converting(self, *args, **kwargs):
         if not is_recording():
@@ -184,21 +181,10 @@ def _wrap(name, original, message, untraced):
             with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
                 return original(self, *args, **kwargs)
         return original(self, *args, **kwargs)
-    converting._ember_trace_wrapper = True
     return converting
 
 
-def install_conversion_warnings() -> None:
-    """Wrap the conversions on Tensor (jit/_trace.py's `patched_while_tracing` calls it)."""
-    for name, (message, untraced) in CONVERSIONS.items():
-        original = Tensor.__dict__.get(name)
-        if original is not None:
-            _originals[name] = original
-            setattr(Tensor, name, _wrap(name, original, message, untraced))
-
-
-def uninstall_conversion_warnings() -> None:
-    """Restore the original methods."""
-    for name, original in _originals.items():
-        setattr(Tensor, name, original)
-    _originals.clear()
+def conversion_patches() -> list:
+    """(Tensor, name, wrapper) for each conversion (jit/_trace.py's `patched_while_tracing` installs them)."""
+    return [(Tensor, name, _wrap(Tensor.__dict__[name], message, untraced))
+            for name, (message, untraced) in CONVERSIONS.items() if name in Tensor.__dict__]

@@ -207,49 +207,8 @@ def unused_method_builder(fn):
 
 def traced_forward(info):
     """Build the forward of an ``ember.jit.trace``d module (mixing tracing and scripting, as torch
-    allows): its recorded graph, with ``get_attr "a.b"`` as a ``prim::GetAttr`` chain on self.
+    allows): its recorded graph in the script form (``ember.jit._trace.script_form``).
 
-    Returns (graph, Signature) like ``compile_function``; every value is typed Tensor except where
-    the traced node carries a script type."""
-    from ember.fx.node import map_arg
-    from ember.jit import ir
-    from ember.jit.ir import prim
-    from ember.jit.ir.types import Argument, ScriptType, Signature, TensorType, TupleType
-    source = info.module.graph_module.graph
-    graph = ir.new_graph()
-    self_value = graph.placeholder("self", type_expr=info.type)
-    self_value.meta["jit_name"] = "self"
-    env, args = {}, [Argument("self", info.type)]
-
-    def typed(node):
-        t = getattr(node, "type", None)
-        return t if isinstance(t, ScriptType) else TensorType()
-
-    for node in source.nodes:
-        if node.op == "placeholder":
-            env[node] = graph.placeholder(node.name, type_expr=typed(node))
-            env[node].meta["jit_name"] = node.name
-            args.append(Argument(node.name, typed(node)))
-        elif node.op == "get_attr":
-            value, owner = self_value, info
-            for part in str(node.target).split("."):
-                attr = owner.attribute(part) if owner is not None else None
-                t = attr.type if attr is not None and attr.type is not None else TensorType()
-                value = ir.call(graph, prim.GetAttr, (value, part), type_=t)
-                owner = attr.module_info if attr is not None else None
-            env[node] = value
-        elif node.op in ("call_function", "call_method"):
-            new = ir.call(graph, node.target, map_arg(node.args, env.__getitem__),
-                          map_arg(node.kwargs, env.__getitem__), type_=typed(node))
-            new.meta.update({k: v for k, v in node.meta.items() if k in ("loc",)})
-            env[node] = new
-        elif node.op == "output":
-            result = map_arg(node.args[0], env.__getitem__)
-            if isinstance(result, (tuple, list)):
-                result = ir.call(graph, prim.TupleConstruct, tuple(result),
-                                 type_=TupleType(tuple(r.type for r in result)))
-            graph.output(result)
-            return graph, Signature("forward", tuple(args), result.type)
-        else:
-            raise NotImplementedError(f"scripting a traced module: {node.op} nodes are not supported")
-    raise RuntimeError("scripting a traced module: its graph has no output")
+    Returns (graph, Signature) like ``compile_function``."""
+    from ember.jit._trace import script_form
+    return script_form(info.module.graph_module, info.module, info.type)

@@ -321,12 +321,8 @@ def _defined_on_base(cls, name: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # the scripted module objects
 # ---------------------------------------------------------------------------------------------
-class ScriptModule(Module):
-    """Public base of scripted modules (``isinstance(m, ember.jit.ScriptModule)``)."""
-
-
 class _ForwardView:
-    """A read-only view of one property of the compiled forward (see RecursiveScriptModule)."""
+    """A read-only view of one property of the compiled forward (see ScriptModule)."""
 
     def __init__(self, attr: str, doc: str):
         self.attr, self.__doc__ = attr, doc
@@ -334,7 +330,33 @@ class _ForwardView:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return getattr(obj._info.method("forward"), self.attr)
+        return getattr(obj._forward_method(), self.attr)
+
+
+class ScriptModule(Module):
+    """Public base of scripted modules (``isinstance(m, ember.jit.ScriptModule)``): scripted ones
+    (RecursiveScriptModule) and loaded ones (``ember.jit.load``), which show their forward's
+    graph, code and schema; a subclass says where its forward is (`_forward_method`)."""
+
+    # Non-data descriptors, so a user attribute of the same name (a GNN's ``self.graph``) wins,
+    # both for Python access and for prim::GetAttr at run time.
+    graph = _ForwardView("graph", "forward's graph (inlined; TorchScript-style when printed)")
+    inlined_graph = _ForwardView("graph", "forward's graph (inlined)")
+    code = _ForwardView("code", "forward's code, rebuilt from the IR")
+    schema = _ForwardView("schema", "forward's Signature")
+
+    def _forward_method(self):
+        raise NotImplementedError
+
+    def graph_for(self, *args, **kwargs):
+        """forward's optimised graph for these inputs."""
+        return self._forward_method().graph_for(*args, **kwargs)
+
+    def _get_name(self) -> str:
+        return "RecursiveScriptModule"
+
+    def extra_repr(self) -> str:
+        return f"original_name={self.original_name}"
 
 
 class RecursiveScriptModule(ScriptModule):
@@ -349,27 +371,13 @@ class RecursiveScriptModule(ScriptModule):
             bound = self.__dict__["_forward_bound"] = _BoundMethod(self._info.method("forward"))
         return bound
 
-    # Non-data descriptors, so a user attribute of the same name (a GNN's ``self.graph``) wins,
-    # both for Python access and for prim::GetAttr at run time.
-    graph = _ForwardView("graph", "forward's graph (inlined; TorchScript-style when printed)")
-    inlined_graph = _ForwardView("graph", "forward's graph (inlined)")
-    code = _ForwardView("code", "forward's code, rebuilt from the IR")
-    schema = _ForwardView("schema", "forward's Signature")
-
-    def graph_for(self, *args, **kwargs):
-        """forward's optimised graph for these inputs."""
-        return self._info.method("forward").graph_for(*args, **kwargs)
+    def _forward_method(self):
+        return self._info.method("forward")
 
     def save(self, path_or_buffer, **kwargs):
         """``ember.jit.save(self, path_or_buffer)``."""
         import ember.jit
         return ember.jit.save(self, path_or_buffer, **kwargs)
-
-    def _get_name(self) -> str:
-        return "RecursiveScriptModule"
-
-    def extra_repr(self) -> str:
-        return f"original_name={self.original_name}"
 
     def __getattr__(self, name):
         try:

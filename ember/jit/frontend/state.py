@@ -23,6 +23,7 @@ import builtins
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ember.fx.blocks import is_constant  # noqa: F401  (the frontend reads it from here)
 from ember.fx.node import Node
 from ember.jit.ir import call, constant, new_graph, prim
 from ember.jit.ir.types import AnyType, ModuleType, OptionalType, from_annotation, type_of_value
@@ -81,11 +82,6 @@ class ModuleDictView:
 class Unrolled:
     """Compile-time list of values a for loop unrolls over (a ModuleDict's items/keys/values)."""
     values: list
-
-
-def is_constant(v) -> bool:
-    """True for a prim::Constant node."""
-    return isinstance(v, Node) and v.op == "call_function" and v.target is prim.Constant
 
 
 class FunctionState:

@@ -34,9 +34,10 @@ from ember.fx.node import Node
 from ember.fx import prim  # the IR's own operators and block helpers live with the IR (ember.fx)
 from ember.fx.passes import jit_log
 from ember.fx.blocks import (add_block, block_params, block_returns, clone, inline_graph,  # noqa: F401
-                             num_outputs, output_getitems, output_node, root_graph, set_block_returns, walk)
-from .types import (AnyType, BoolType, ClassType, DeviceType, DictType, DTypeType, FloatType,  # noqa: F401
-                    FunctionType, IntType, ListType, ModuleType, NoneType, NumberType, OptionalType,
+                             last_output_item, num_outputs, output_getitems, output_node, root_graph,
+                             set_block_returns, walk)
+from .types import (AnyType, BoolType, DeviceType, DictType, DTypeType, FloatType,  # noqa: F401
+                    IntType, ListType, ModuleType, NoneType, NumberType, OptionalType,
                     ScriptType, StrType, TensorType, TupleType, from_annotation, parse_type, type_of_value)
 
 
@@ -74,19 +75,21 @@ def call(graph: Graph, target: Callable | str, args: tuple = (), kwargs: dict | 
 
 
 def unpack_outputs(node: Node, types: list) -> list:
-    """Give a multi-output node one ``operator.getitem`` node per output, right after it."""
-    outputs = []
-    anchor = node
-    for i, t in enumerate(types):
+    """Give a multi-output node one ``operator.getitem`` node per output of `types`, after its
+    existing ones (a new node has none); returns the new getitem nodes."""
+    count = num_outputs(node)
+    anchor = last_output_item(node)
+    items = []
+    for j, t in enumerate(types):
         with node.graph.inserting_after(anchor):
-            item = node.graph.call_function(operator.getitem, (node, i))
-        item.type = t
-        item.meta["output_of"] = node
-        outputs.append(item)
-        anchor = item
-    node.type = TupleType(tuple(types))
-    node.meta["num_outputs"] = len(types)
-    return outputs
+            anchor = node.graph.call_function(operator.getitem, (node, count + j))
+        anchor.type = t
+        anchor.meta["output_of"] = node
+        items.append(anchor)
+    elems = node.type.elems if isinstance(node.type, TupleType) else (None,) * count
+    node.type = TupleType(tuple(elems) + tuple(types))
+    node.meta["num_outputs"] = count + len(types)
+    return items
 
 
 def add_if(graph: Graph, cond: Node, output_types: list, loc=None) -> tuple:
@@ -103,6 +106,19 @@ def add_loop(graph: Graph, max_trip_count: Node, start_cond: Node, carried: list
     node = call(graph, prim.Loop, (max_trip_count, start_cond, *carried), loc=loc)
     add_block(node, [IntType(), *carried_types], ["i"] + [f"c{i}" for i in range(len(carried_types))])
     return node, unpack_outputs(node, carried_types)
+
+
+def callee_graph(callee) -> Graph | None:
+    """The fx Graph of a callee object (``._graph`` first: it may still hold calls, which are
+    inlined in turn; else ``.graph.fx_graph`` / ``.graph``)."""
+    if isinstance(callee, Graph):
+        return callee
+    for attr in ("_graph", "graph"):
+        g = getattr(callee, attr, None)
+        g = getattr(g, "fx_graph", g)
+        if isinstance(g, Graph):
+            return g
+    return None
 
 
 def _print_graph(graph) -> str:

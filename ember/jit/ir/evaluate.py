@@ -12,7 +12,7 @@ from typing import Any
 from ember.fx.graph import Graph
 from ember.fx.node import map_arg
 
-from . import prim
+from . import callee_graph, prim
 
 
 def evaluate(graph: Graph, inputs: list, env: dict | None = None) -> Any:
@@ -63,12 +63,7 @@ def _run_node(node, env: dict) -> Any:
         inputs = list(args[2:]) if target is prim.CallMethod else list(args)
         if target is prim.CallMethod:
             inputs = [args[0]] + inputs
-        return evaluate(_graph_of(callee), inputs)
+        return evaluate(callee_graph(callee), inputs)
     if target is prim.profile:
         return args[0]
     return target(*args, **kwargs)
-
-
-def _graph_of(callee) -> Graph:
-    graph = getattr(callee, "_graph", None) or getattr(callee, "graph", None)
-    return getattr(graph, "fx_graph", graph)

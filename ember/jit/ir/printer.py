@@ -50,7 +50,7 @@ from ember._core.device import device as _device_cls
 from ember._core.tensor import Tensor
 from ember.fx.node import Node
 
-from . import prim
+from . import block_params, block_returns, prim
 from .op_names import _is_operator_handle, op_name
 from .types import ModuleType, TensorType
 
@@ -102,20 +102,9 @@ def format_constant_value(value) -> str | None:
     """The ``[value=...]`` text of a constant; None for ``None`` (printed ``prim::Constant()``)."""
     if value is None:
         return None
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_float(value)
-    if isinstance(value, str):
-        return _quote(value)
-    if isinstance(value, _dt.dtype):
-        return str(value.scalar_type_code)
-    if isinstance(value, _device_cls):
-        return _quote(str(value))
-    if isinstance(value, Tensor):
-        return _tensor_literal(value)
+    for cls, text in _CONSTANT_TEXT:    # bool before int: a bool is an int
+        if isinstance(value, cls):
+            return text(value)
     if isinstance(value, (list, tuple)):
         items = ", ".join("None" if v is None else (format_constant_value(v) or "") for v in value)
         return f"[{items}]" if isinstance(value, list) else f"({items})"
@@ -124,6 +113,11 @@ def format_constant_value(value) -> str | None:
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+_CONSTANT_TEXT = ((bool, lambda v: str(int(v))), (int, str), (float, format_float), (str, _quote),
+                  (_dt.dtype, lambda v: str(v.scalar_type_code)), (_device_cls, lambda v: _quote(str(v))),
+                  (Tensor, _tensor_literal))
 
 
 def _literal_type(value) -> str:
@@ -380,14 +374,10 @@ class _Printer:
         operands += [f"{k}=%{self.operand(v, indent, as_list=as_list)}" for k, v in node.kwargs.items()]
         self.emit(indent, f"{self.outputs_text(node)} = {name}{attr}({', '.join(operands)}){self.loc(node)}")
         for i, block in enumerate(node.blocks):
-            params = [p for p in block.nodes if p.op == "placeholder"]
-            header = ", ".join(f"%{self.fresh(p)} : {self.type_text(p)}" for p in params)
+            header = ", ".join(f"%{self.fresh(p)} : {self.type_text(p)}" for p in block_params(block))
             self.emit(indent, f"  block{i}({header}):")
             self.block(block, indent + "    ")
-            out = [n for n in block.nodes if n.op == "output"]
-            rets = list(out[0].args[0]) if out and isinstance(out[0].args[0], (tuple, list)) else (
-                [out[0].args[0]] if out else [])
-            ret_text = ", ".join("%" + self.operand(r, indent + "    ") for r in rets)
+            ret_text = ", ".join("%" + self.operand(r, indent + "    ") for r in block_returns(block))
             self.emit(indent, f"    -> ({ret_text})")
 
     def outputs_text(self, node: Node) -> str:

@@ -18,7 +18,6 @@ on save and on load.
 """
 from __future__ import annotations
 
-import builtins
 import math
 
 from ember.fx.graph import Graph
@@ -48,33 +47,6 @@ def target_name(target) -> str:
     raise RuntimeError(f"ember.jit.save: cannot save a call of {qual}: a saved program may only call operators "
                        f"of the op table and ember's functions over them, prim ops, and a subset of "
                        f"operator/math/builtins (see ember.jit.ir.allowlist)")
-
-
-def resolve_target(name: str):
-    """The callable a saved target name stands for, looked up only in the allowlist.
-
-        resolve_target("aten::add.Tensor")   # ember.ops.aten.add.Tensor
-        resolve_target("os.system")          # RuntimeError: unknown target
-    """
-    fn = allowlist.function_by_name(name)
-    if fn is None:
-        raise RuntimeError(f"ember.jit.load: unknown target {name!r} in the saved graph: a saved program may only "
-                           f"call operators, ember functions over them, prim ops and a subset of "
-                           f"operator/math/builtins")
-    return fn
-
-
-def _check_method_name(name) -> str:
-    if not allowlist.is_method_name(name):
-        raise RuntimeError(f"ember.jit.load: method name {name!r} is not allowed in a saved graph")
-    return name
-
-
-def _check_attr_name(name) -> str:
-    if not isinstance(name, str) or (name.startswith("__") and name.endswith("__")) or \
-            not (name.isidentifier() or name.isdigit()):
-        raise RuntimeError(f"ember.jit.load: attribute name {name!r} is not allowed in a saved graph")
-    return name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,44 +99,30 @@ def encode_value(value, tensors: TensorTable, ids: dict | None = None):
     raise RuntimeError(f"ember.jit.save: cannot save a value of type {type(value).__name__}: {value!r}")
 
 
+# tag -> decoder(payload, decode) where decode(value) decodes a nested value; the tags are also
+# what ember.jit._payload_check admits (it checks every payload before load decodes it)
+DECODERS = {
+    "$node": lambda p, decode, nodes, tensors: nodes[p],
+    "$tuple": lambda p, decode, nodes, tensors: tuple(decode(v) for v in p),
+    "$dict": lambda p, decode, nodes, tensors: {decode(k): decode(v) for k, v in p},
+    "$float": lambda p, decode, nodes, tensors: float(p),
+    "$tensor": lambda p, decode, nodes, tensors: tensors[p],
+    "$dtype": lambda p, decode, nodes, tensors: getattr(__import__("ember"), p),
+    "$device": lambda p, decode, nodes, tensors: __import__("ember").device(p),
+    "$slice": lambda p, decode, nodes, tensors: slice(*(decode(v) for v in p)),
+    "$ellipsis": lambda p, decode, nodes, tensors: Ellipsis,
+}
+
+
 def decode_value(data, tensors: list, nodes: dict | None = None):
-    """The inverse of `encode_value` (`tensors`: the loaded tensor list, `nodes`: id -> Node)."""
-    import ember
-    if data is None or isinstance(data, (bool, int, float, str)):
-        return data
+    """The inverse of `encode_value` (`tensors`: the loaded tensor list, `nodes`: id -> Node), for
+    a value that passed ``check_payload`` (which refuses unknown tags, dangling ids and the like)."""
     if isinstance(data, list):
         return [decode_value(v, tensors, nodes) for v in data]
-    if not isinstance(data, dict) or len(data) != 1:
-        raise RuntimeError(f"ember.jit.load: malformed value {data!r}")
+    if not isinstance(data, dict):
+        return data
     (tag, payload), = data.items()
-    if tag == "$node":
-        if nodes is None or payload not in nodes:
-            raise RuntimeError(f"ember.jit.load: reference to unknown value {payload!r}")
-        return nodes[payload]
-    if tag == "$tuple":
-        return tuple(decode_value(v, tensors, nodes) for v in payload)
-    if tag == "$dict":
-        return {decode_value(k, tensors, nodes): decode_value(v, tensors, nodes) for k, v in payload}
-    if tag == "$float":
-        if payload not in ("nan", "inf", "-inf"):
-            raise RuntimeError(f"ember.jit.load: malformed float {payload!r}")
-        return float(payload)
-    if tag == "$tensor":
-        if not isinstance(payload, int) or not 0 <= payload < len(tensors):
-            raise RuntimeError(f"ember.jit.load: reference to unknown tensor {payload!r}")
-        return tensors[payload]
-    if tag == "$dtype":
-        dt = getattr(ember, str(payload), None) if str(payload).isidentifier() else None
-        if not isinstance(dt, ember.dtype):
-            raise RuntimeError(f"ember.jit.load: unknown dtype {payload!r}")
-        return dt
-    if tag == "$device":
-        return ember.device(str(payload))
-    if tag == "$slice":
-        return slice(*(decode_value(v, tensors, nodes) for v in payload))
-    if tag == "$ellipsis":
-        return Ellipsis
-    raise RuntimeError(f"ember.jit.load: unknown value tag {tag!r}")
+    return DECODERS[tag](payload, lambda v: decode_value(v, tensors, nodes), nodes, tensors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,97 +170,32 @@ def encode_graph(graph: Graph, tensors: TensorTable, ids: dict | None = None) ->
 
 
 def decode_graph(data: dict, tensors: list, nodes: dict | None = None, *, parent: Node | None = None) -> Graph:
-    """Rebuild a graph from `encode_graph`'s JSON, resolving targets through the whitelist."""
+    """Rebuild a graph from `encode_graph`'s JSON that passed ``check_payload``: its targets are
+    names of the allowlist (looked up there, never imported), its values well formed."""
     from . import root_graph
     nodes = {} if nodes is None else nodes
     graph = Graph()
     if parent is not None:
         graph.parent_node = parent
         graph._namespace = root_graph(parent.graph)._namespace
-    for entry in _field(data, "nodes", list):
-        op = entry.get("op")
-        if op not in ("placeholder", "call_function", "call_method", "output"):
-            raise RuntimeError(f"ember.jit.load: node kind {op!r} is not allowed in a saved graph")
-        raw_target = entry.get("target")
+    for entry in data["nodes"]:
+        op, target = entry["op"], entry["target"]
         if op == "call_function":
-            target = resolve_target(raw_target)
-            if target in (prim.CallMethod, prim.CallFunction):
-                raise RuntimeError(f"ember.jit.load: {raw_target} is not allowed in a saved graph")
-        elif op == "call_method":
-            target = _check_method_name(raw_target)
-        elif op == "placeholder":
-            target = raw_target if isinstance(raw_target, str) and raw_target.isidentifier() else "arg"
-        else:
-            target = "output"
-        args = decode_value(entry.get("args", []), tensors, nodes)
-        kwargs = {k: decode_value(v, tensors, nodes) for k, v in entry.get("kwargs", [])}
-        if not isinstance(args, list) or not all(isinstance(k, str) and k.isidentifier() for k in kwargs):
-            raise RuntimeError(f"ember.jit.load: malformed arguments of node {entry.get('name')!r}")
-        if op == "call_function" and target in (prim.GetAttr, prim.SetAttr) or \
-                (op == "call_function" and target is builtins.getattr):
-            if len(args) < 2:
-                raise RuntimeError(f"ember.jit.load: {raw_target} needs an attribute name")
-            _check_attr_name(args[1])
-        name = entry.get("name")
-        name = name if isinstance(name, str) and name.isidentifier() else None
+            target = allowlist.function_by_name(target)
+        elif op == "placeholder" and not target.isidentifier():
+            target = "arg"
+        args = decode_value(entry["args"], tensors, nodes)
+        kwargs = {k: decode_value(v, tensors, nodes) for k, v in entry["kwargs"]}
+        name = entry["name"] if entry["name"].isidentifier() else None
         node = graph.create_node(op, target, tuple(args), kwargs, name=name)
         if "type" in entry:
-            node.type = parse_type(str(entry["type"]))
-        if "loc" in entry:
-            node.meta["loc"] = tuple(entry["loc"])
-        if isinstance(entry.get("jit_name"), str):
-            node.meta["jit_name"] = entry["jit_name"]
-        if isinstance(entry.get("num_outputs"), int):
-            node.meta["num_outputs"] = entry["num_outputs"]
-        if entry.get("output_of") in nodes:
+            node.type = parse_type(entry["type"])
+        for key in ("loc", "jit_name", "num_outputs"):
+            if key in entry:
+                node.meta[key] = tuple(entry[key]) if key == "loc" else entry[key]
+        if "output_of" in entry:
             node.meta["output_of"] = nodes[entry["output_of"]]
-        nodes[entry.get("id")] = node
+        nodes[entry["id"]] = node
         for block in entry.get("blocks", []):
             node.blocks.append(decode_graph(block, tensors, nodes, parent=node))
     return graph
-
-
-def _field(data, key, kind):
-    value = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(value, kind):
-        raise RuntimeError(f"ember.jit.load: malformed file: {key!r} missing or not a {kind.__name__}")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-# inlining calls before saving (the saved program has no Python callees)
-# ---------------------------------------------------------------------------------------------
-def _callee_graph(callee) -> Graph:
-    for attr in ("_graph", "graph"):
-        g = getattr(callee, attr, None)
-        g = getattr(g, "fx_graph", g)
-        if isinstance(g, Graph):
-            return g
-    raise RuntimeError(f"ember.jit.save: cannot find the graph of callee {callee!r}")
-
-
-def inline_calls(graph: Graph, depth: int = 0) -> Graph:
-    """Replace every prim::CallFunction / CallMethod that has a ``meta["callee"]`` by a copy of
-    the callee's graph (recursively); mutates and returns `graph` (pass a clone)."""
-    from . import inline_graph, walk
-    if depth > 64:
-        raise RuntimeError("ember.jit.save: calls nest more than 64 deep (recursion?)")
-    changed = True
-    while changed:
-        changed = False
-        for node in list(walk(graph)):
-            if node.target not in (prim.CallFunction, prim.CallMethod) or "callee" not in node.meta:
-                continue
-            callee = inline_calls(_clone(_callee_graph(node.meta["callee"])), depth + 1)
-            inputs = list(node.args) if node.target is prim.CallFunction else [node.args[0], *node.args[2:]]
-            result = inline_graph(node.graph, node, callee, inputs)
-            node.replace_all_uses_with(result)
-            node.graph.erase_node(node)
-            changed = True
-            break
-    return graph
-
-
-def _clone(graph: Graph) -> Graph:
-    from . import clone
-    return clone(graph)

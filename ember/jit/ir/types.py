@@ -12,7 +12,7 @@ the profiling executor observed (dtype, sizes, requires_grad): ``Float(2, 3, req
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ember._core.schema import NO_DEFAULT, Argument  # noqa: F401  (one Argument for ops and scripts)
 
@@ -68,125 +68,35 @@ class TensorType(ScriptType):
         return TensorType()
 
 
-@dataclass(frozen=True, repr=False)
-class IntType(ScriptType):
-    kind = "int"
-    def __str__(self): return "int"
+def _script_type(name: str, kind: str, fields: str, text, doc: str | None = None) -> type:
+    """One kind of script type: a frozen dataclass (compare with ==) whose parameters are `fields`
+    ("elem", "key value"; "" for a type with none) and which prints as `text(t)`."""
+    namespace = {"kind": kind, "__str__": text, "__doc__": doc, "__module__": __name__, "__qualname__": name,
+                 "__annotations__": dict.fromkeys(fields.split(), typing.Any)}
+    return dataclass(frozen=True, repr=False)(type(name, (ScriptType,), namespace))
 
 
-@dataclass(frozen=True, repr=False)
-class FloatType(ScriptType):
-    kind = "float"
-    def __str__(self): return "float"
+IntType = _script_type("IntType", "int", "", lambda t: "int")
+FloatType = _script_type("FloatType", "float", "", lambda t: "float")
+BoolType = _script_type("BoolType", "bool", "", lambda t: "bool")
+NumberType = _script_type("NumberType", "number", "", lambda t: "Scalar",
+                          "int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments).")
+StrType = _script_type("StrType", "str", "", lambda t: "str")
+NoneType = _script_type("NoneType", "none", "", lambda t: "NoneType")
+DeviceType = _script_type("DeviceType", "device", "", lambda t: "Device")
+DTypeType = _script_type("DTypeType", "dtype", "", lambda t: "ScalarType",
+                         "An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object).")
+AnyType = _script_type("AnyType", "any", "", lambda t: "Any")
+ListType = _script_type("ListType", "list", "elem", lambda t: f"{t.elem}[]")
+TupleType = _script_type("TupleType", "tuple", "elems", lambda t: "(" + ", ".join(str(e) for e in t.elems) + ")")
+OptionalType = _script_type("OptionalType", "optional", "elem", lambda t: f"{t.elem}?")
+DictType = _script_type("DictType", "dict", "key value", lambda t: f"Dict({t.key}, {t.value})")
+ModuleType = _script_type("ModuleType", "module", "qualified_name", lambda t: f"__torch__.{t.qualified_name}",
+                          "A scripted module (``self``): ``__torch__.MyCell``. `qualified_name` is its class's name.")
 
 
-@dataclass(frozen=True, repr=False)
-class BoolType(ScriptType):
-    kind = "bool"
-    def __str__(self): return "bool"
-
-
-@dataclass(frozen=True, repr=False)
-class NumberType(ScriptType):
-    """int or float, unknown which (``Tensor.item()``, ``Scalar`` arguments)."""
-    kind = "number"
-    def __str__(self): return "Scalar"
-
-
-@dataclass(frozen=True, repr=False)
-class StrType(ScriptType):
-    kind = "str"
-    def __str__(self): return "str"
-
-
-@dataclass(frozen=True, repr=False)
-class NoneType(ScriptType):
-    kind = "none"
-    def __str__(self): return "NoneType"
-
-
-@dataclass(frozen=True, repr=False)
-class DeviceType(ScriptType):
-    kind = "device"
-    def __str__(self): return "Device"
-
-
-@dataclass(frozen=True, repr=False)
-class DTypeType(ScriptType):
-    """An ember dtype value (TorchScript stores it as an int ScalarType; we keep the object)."""
-    kind = "dtype"
-    def __str__(self): return "ScalarType"
-
-
-@dataclass(frozen=True, repr=False)
-class AnyType(ScriptType):
-    kind = "any"
-    def __str__(self): return "Any"
-
-
-@dataclass(frozen=True, repr=False)
-class ListType(ScriptType):
-    kind = "list"
-    elem: ScriptType
-
-    def __str__(self): return f"{self.elem}[]"
-
-
-@dataclass(frozen=True, repr=False)
-class TupleType(ScriptType):
-    kind = "tuple"
-    elems: tuple
-
-    def __str__(self): return "(" + ", ".join(str(e) for e in self.elems) + ")"
-
-
-@dataclass(frozen=True, repr=False)
-class OptionalType(ScriptType):
-    kind = "optional"
-    elem: ScriptType
-
-    def __str__(self): return f"{self.elem}?"
-
-
-@dataclass(frozen=True, repr=False)
-class DictType(ScriptType):
-    kind = "dict"
-    key: ScriptType
-    value: ScriptType
-
-    def __str__(self): return f"Dict({self.key}, {self.value})"
-
-
-@dataclass(frozen=True, repr=False)
-class ModuleType(ScriptType):
-    """A scripted module (``self``): ``__torch__.MyCell``. `qualified_name` is its class's name."""
-    kind = "module"
-    qualified_name: str
-
-    def __str__(self): return f"__torch__.{self.qualified_name}"
-
-
-@dataclass(frozen=True, repr=False)
-class FunctionType(ScriptType):
-    """A scripted function value (only as a prim::CallFunction callee)."""
-    kind = "function"
-    name: str
-
-    def __str__(self): return f"Function<{self.name}>"
-
-
-@dataclass(frozen=True, repr=False)
-class ClassType(ScriptType):
-    """A Python class used as a value in script (only its name is kept)."""
-    kind = "class"
-    qualified_name: str = field(default="")
-
-    def __str__(self): return f"__torch__.{self.qualified_name}"
-
-
-_SIMPLE = {"Tensor": TensorType(), "int": IntType(), "float": FloatType(), "bool": BoolType(),
-           "str": StrType(), "NoneType": NoneType(), "None": NoneType(), "Device": DeviceType(),
-           "ScalarType": DTypeType(), "Any": AnyType(), "Scalar": NumberType(), "number": NumberType()}
+_SIMPLE = {str(t()): t() for t in (TensorType, IntType, FloatType, BoolType, StrType, NoneType, DeviceType,
+                                   DTypeType, AnyType, NumberType)} | {"None": NoneType(), "number": NumberType()}
 
 
 def parse_type(text: str) -> ScriptType:
@@ -270,22 +180,10 @@ def type_of_value(value) -> ScriptType:
         type_of_value([1, 2])   # ListType(IntType())
     """
     import ember
-    if isinstance(value, ember.Tensor):
-        return TensorType()
-    if isinstance(value, bool):
-        return BoolType()
-    if isinstance(value, int):
-        return IntType()
-    if isinstance(value, float):
-        return FloatType()
-    if isinstance(value, str):
-        return StrType()
-    if value is None:
-        return NoneType()
-    if isinstance(value, ember.dtype):
-        return DTypeType()
-    if isinstance(value, ember.device):
-        return DeviceType()
+    for cls, typ in ((ember.Tensor, TensorType), (bool, BoolType), (int, IntType), (float, FloatType),
+                     (str, StrType), (type(None), NoneType), (ember.dtype, DTypeType), (ember.device, DeviceType)):
+        if isinstance(value, cls):   # bool before int: a bool is an int
+            return typ()
     if isinstance(value, tuple):
         return TupleType(tuple(type_of_value(v) for v in value))
     if isinstance(value, list):

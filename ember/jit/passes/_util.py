@@ -6,13 +6,12 @@ outputs of multi-output nodes (prim::If / prim::Loop) for LowerSimpleTuples.
 """
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from ember.fx.blocks import (constant_value, drop_outputs, last_output_item, make_constant,  # noqa: F401
                              num_outputs, output_getitems, replace_outputs, replace_value)
 from ember.fx.node import Node
-from ember.jit.ir import TupleType, block_returns, set_block_returns
+from ember.jit.ir import block_returns, set_block_returns, unpack_outputs
 from ember.jit.ir.types import type_of_value
 
 
@@ -32,7 +31,7 @@ def add_outputs(node: Node, types: list, block_values: list) -> list:
     count = num_outputs(node)
     for block, values in zip(node.blocks, block_values):
         set_block_returns(block, block_returns(block) + list(values))
-    return _append_output_items(node, count, types)
+    return unpack_outputs(node, types)
 
 
 def add_loop_carried(node: Node, inits: list, types: list, returns: list) -> tuple:
@@ -49,22 +48,4 @@ def add_loop_carried(node: Node, inits: list, types: list, returns: list) -> tup
         anchor = p
     node.args = tuple(node.args) + tuple(inits)
     set_block_returns(body, block_returns(body) + list(returns))
-    return params, _append_output_items(node, count, types)
-
-
-def _append_output_items(node: Node, count: int, types: list) -> list:
-    """Add outputs `count`, `count + 1`, ... of `types` to a multi-output node (its type and
-    ``num_outputs``); return their getitem nodes, placed after its existing ones."""
-    anchor = last_output_item(node)
-    items = []
-    for j, t in enumerate(types):
-        with node.graph.inserting_after(anchor):
-            item = node.graph.call_function(operator.getitem, (node, count + j))
-        item.type = t
-        item.meta["output_of"] = node
-        items.append(item)
-        anchor = item
-    elems = node.type.elems if isinstance(node.type, TupleType) else (None,) * count
-    node.type = TupleType(tuple(elems) + tuple(types))
-    node.meta["num_outputs"] = count + len(types)
-    return items
+    return params, unpack_outputs(node, types)

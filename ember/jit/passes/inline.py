@@ -15,22 +15,9 @@ from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes.jit_log import log_update
 from ember.fx.passes.pass_manager import PassResult, finish
-from ember.jit.ir import clone, inline_graph, prim, walk
+from ember.jit.ir import callee_graph, clone, inline_graph, prim, walk
 
 from ._util import make_constant_before, replace_value
-
-
-def callee_graph(callee) -> Graph | None:
-    """The fx Graph of a callee object (``._graph`` first: it may still hold calls, which are
-    inlined in turn; else ``.graph.fx_graph`` / ``.graph``)."""
-    if isinstance(callee, Graph):
-        return callee
-    for attr in ("_graph", "graph"):
-        g = getattr(callee, attr, None)
-        g = getattr(g, "fx_graph", g)
-        if isinstance(g, Graph):
-            return g
-    return None
 
 
 def _inlinable(node: Node) -> bool:

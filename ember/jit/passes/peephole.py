@@ -217,12 +217,6 @@ def _list_is_frozen(lst: Node) -> bool:
     return True
 
 
-def _known(x) -> TensorType | None:
-    if isinstance(x, Node) and isinstance(x.type, TensorType) and x.type.sizes is not None:
-        return x.type
-    return None
-
-
 def _sizes_only_indexed(node: Node) -> bool:
     """A constant tuple may stand for ``x.size()`` (an ember.Size) only where the difference cannot
     show: every user indexes it or takes its length (fx stores constant tuples as plain tuples)."""

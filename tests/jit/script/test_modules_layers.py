@@ -149,3 +149,43 @@ def test_traced_submodule_inside_scripted_module():
     scripted = _check(Top(), lambda: ember.randn(5, 3))
     assert "__torch__.ember.nn.modules.container.Sequential" in str(scripted.graph)
     assert scripted.feat.original_name == "Sequential"
+
+
+class _ShiftAndSum(nn.Module):
+    """Traced with a tensor made from Python data (a constant of the trace, not a member of the
+    module), a traced size and a tuple result."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x) + ember.tensor([1.0, -2.0, 0.5])
+        return y.view(x.size(0), -1), y.sum()
+
+
+class _UsesTraced(nn.Module):
+    def __init__(self, traced):
+        super().__init__()
+        self.traced = traced
+
+    def forward(self, x):
+        a, b = self.traced(x)
+        return a * b
+
+
+@pytest.mark.filterwarnings("ignore::ember.jit.TracerWarning")
+def test_traced_submodule_with_trace_constants_scripts_and_saves(tmp_path):
+    # one script form of a trace serves scripting and jit.save: the trace's tensor constants are
+    # prim::Constants there (a GetAttr of them on the module used to fail at run time)
+    traced = ember.jit.trace(_ShiftAndSum(), ember.randn(2, 3))
+    top = _UsesTraced(traced)
+    scripted = _check(top, _randn(4, 3))
+    for program in (traced, scripted):
+        ember.jit.save(program, tmp_path / "p.pt")
+        loaded = ember.jit.load(tmp_path / "p.pt")
+        for rows in (4, 6):   # the traced size follows the input
+            x = ember.randn(rows, 3)
+            got, want = loaded(x), program(x)
+            for g, w in zip(*((got, want) if isinstance(want, tuple) else ((got,), (want,)))):
+                _close(g, w)
