@@ -11,7 +11,8 @@ from __future__ import annotations
 __all__ = ["is_available", "device_count", "is_initialized", "manual_seed", "manual_seed_all", "seed", "seed_all",
            "synchronize", "current_device", "set_device", "device", "get_device_name", "get_device_capability",
            "empty_cache", "is_bf16_supported", "memory_allocated", "max_memory_allocated", "memory_reserved",
-           "reset_peak_memory_stats", "Stream", "Event", "current_stream", "stream", "default_generator"]
+           "reset_peak_memory_stats", "Stream", "Event", "current_stream", "stream", "default_generator",
+           "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"]
 
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _count: list = []          # [number of devices], probed once
@@ -241,3 +242,11 @@ def reset_peak_memory_stats(device=None) -> None:
 def empty_cache() -> None:
     if is_available():
         _cupy().get_default_memory_pool().free_all_blocks()
+
+
+# -- CUDA graphs: ember/_cuda/graphs.py, imported on first use ------------------------------
+def __getattr__(name):
+    if name in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"):
+        from ._cuda import graphs
+        return getattr(graphs, name)
+    raise AttributeError(f"module 'ember.cuda' has no attribute {name!r}")
