@@ -12,7 +12,7 @@ __all__ = ["is_available", "device_count", "is_initialized", "manual_seed", "man
            "synchronize", "current_device", "set_device", "device", "get_device_name", "get_device_capability",
            "empty_cache", "is_bf16_supported", "memory_allocated", "max_memory_allocated", "memory_reserved",
            "reset_peak_memory_stats", "Stream", "Event", "current_stream", "stream", "default_generator",
-           "CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"]
+           "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing"]
 
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _count: list = []          # [number of devices], probed once
@@ -249,4 +249,7 @@ def __getattr__(name):
     if name in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"):
         from ._cuda import graphs
         return getattr(graphs, name)
+    if name == "make_graphed_callables":
+        from ._cuda.graphed_callables import make_graphed_callables
+        return make_graphed_callables
     raise AttributeError(f"module 'ember.cuda' has no attribute {name!r}")

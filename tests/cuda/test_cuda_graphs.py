@@ -356,3 +356,56 @@ def test_optimizer_steps_that_would_not_replay_exactly_are_refused():
     with pytest.raises(RuntimeError, match="Adam.*capturable"):
         capture(adam)
     assert [s["step"].item() for s in adam.state.values()] == steps
+
+
+# -- make_graphed_callables ------------------------------------------------------------------
+def test_make_graphed_callables_modules_train_as_eager_step_by_step():
+    batches = _batches(6)
+
+    def build():
+        ember.manual_seed(3)
+        return ember.nn.Linear(16, 32).cuda(), ember.nn.Sequential(ember.nn.Tanh(), ember.nn.Linear(32, 4)).cuda()
+    eager1, eager2 = build()
+    graphed1, graphed2 = build()
+    x = ember.zeros(8, 16, device="cuda")
+    h = ember.zeros(8, 32, device="cuda", requires_grad=True)
+    graphed1, graphed2 = ember.cuda.make_graphed_callables((graphed1, graphed2), ((x,), (h,)))
+    opts = [ember.optim.SGD([*m1.parameters(), *m2.parameters()], lr=0.1) for m1, m2 in
+            ((eager1, eager2), (graphed1, graphed2))]
+    for data, target in batches:
+        losses = []
+        for (m1, m2), opt in zip(((eager1, eager2), (graphed1, graphed2)), opts):
+            opt.zero_grad(set_to_none=True)
+            loss = ember.nn.functional.mse_loss(m2(m1(ember.from_numpy(data).cuda())), ember.from_numpy(target).cuda())
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    for p, q in zip([*graphed1.parameters(), *graphed2.parameters()], [*eager1.parameters(), *eager2.parameters()]):
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+    graphed1.eval()                       # another training mode: the original forward runs
+    x.copy_(ember.from_numpy(batches[0][0]).cuda())
+    np.testing.assert_array_equal(graphed1(x).detach().cpu().numpy(),
+                                  ember.nn.functional.linear(x, graphed1.weight, graphed1.bias).detach().cpu().numpy())
+
+
+def test_make_graphed_callables_function_gradients_match_eager():
+    def fn(a, b):
+        return (a * b).sin() + a.exp(), b.sum()
+    rng = np.random.default_rng(4)
+    a0 = ember.zeros(5, device="cuda", requires_grad=True)
+    b0 = ember.zeros(5, device="cuda")
+    graphed = ember.cuda.make_graphed_callables(fn, (a0, b0))
+    for _ in range(3):
+        av, bv = rng.standard_normal(5).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+        a = ember.from_numpy(av).cuda().requires_grad_()
+        a_eager = ember.from_numpy(av).cuda().requires_grad_()
+        b = ember.from_numpy(bv).cuda()
+        out, total = graphed(a, b)
+        want, want_total = fn(a_eager, b)
+        np.testing.assert_allclose(out.detach().cpu().numpy(), want.detach().cpu().numpy(), rtol=1e-6)
+        assert total.item() == want_total.item()     # (requires grad, as every output of torch's Graphed)
+        (out * 3.0).sum().backward()
+        (want * 3.0).sum().backward()
+        np.testing.assert_allclose(a.grad.cpu().numpy(), a_eager.grad.cpu().numpy(), rtol=1e-6)
+

@@ -106,10 +106,11 @@ def test_reduce_overhead_on_cpu_imports_no_cupy():
 def test_cuda_graph_api_without_cuda_raises_as_a_cpu_build_of_torch():
     if ember.cuda.is_available() or torch.cuda.is_available():
         pytest.skip("a GPU is present: tests/cuda/test_cuda_graphs.py covers the API there")
-    for name in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"):
+    for name in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables"):
         assert callable(getattr(ember.cuda, name)) and callable(getattr(torch.cuda, name))
     calls = [lambda lib: lib.cuda.CUDAGraph(), lambda lib: lib.cuda.graph_pool_handle(),
-             lambda lib: lib.cuda.graph(None), lambda lib: lib.cuda.is_current_stream_capturing()]
+             lambda lib: lib.cuda.graph(None), lambda lib: lib.cuda.is_current_stream_capturing(),
+             lambda lib: lib.cuda.make_graphed_callables(lambda x: x * 2, (lib.ones(2),))]
     for call in calls:
         with pytest.raises(RuntimeError) as expected:
             call(torch)
@@ -118,3 +119,13 @@ def test_cuda_graph_api_without_cuda_raises_as_a_cpu_build_of_torch():
         assert str(got.value).replace("ember", "torch") == str(expected.value)
     with pytest.raises(AttributeError):
         ember.cuda.no_such_graph_api
+
+
+def test_make_graphed_callables_validates_arguments_as_torch():
+    for lib in (ember, torch):
+        model = lib.nn.Linear(2, 2)
+        model.register_forward_hook(lambda *args: None)
+        with pytest.raises(AssertionError, match="must not have hooks"):
+            lib.cuda.make_graphed_callables(model, (lib.ones(1, 2),))
+        with pytest.raises(AssertionError, match="must contain only Tensors"):
+            lib.cuda.make_graphed_callables(lambda x, n: x * n, (lib.ones(2), 3))
