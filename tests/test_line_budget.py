@@ -32,7 +32,7 @@ BUDGET = {
                           # of existing ops in a lazily loaded family file (functional_pool/_margin_losses/_ctc/
                           # _sampling/_misc, modules/padding, pooling_extra, loss_extra, spatial, ...)
     "_core": 1640,        # +60 CUDA: mixing devices in one call (0-d CPU scalars, CPU index tensors), CuPy views, default factory device
-    "_cuda": 755,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+    "_cuda": 760,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
                           # +190 graphs.py: CUDA graphs (CUDAGraph, graph, pools, refusals of host draws and host
                           # optimizer state) and cuBLAS GEMMs under capture through ctypes (CuPy refuses cuBLAS there)
                           # +115 graphed_callables.py: make_graphed_callables (forward and backward graphs)
@@ -47,7 +47,7 @@ BUDGET = {
     "distributed": 1540,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
                           # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
-    "<top>": 1570,        # +10: ember.cuda's CUDA-graph names (lazy), the cudagraphs log artifact
+    "<top>": 1576,        # +16: ember.cuda's CUDA-graph names (lazy) and graph pools in memory_allocated/reserved; the cudagraphs log artifact
                           # +40: library.register_autograd (a derivative formula from setup_context/backward)
                           # +165 ember/cuda.py (devices, streams, events, seeding, memory of the CUDA backend), default device, matmul precision
                           # +50 ember/futures.py (the Future that DDP communication hooks return)

@@ -19,8 +19,10 @@ Importing this module imports no CuPy; without a GPU its functions raise as ``em
 from __future__ import annotations
 
 import sys
+import weakref
 
 captures_underway = [0]      # captures begun and not ended in this process: random kernels check it first
+live_pools = weakref.WeakSet()   # graph pools alive: ember.cuda.memory_allocated/reserved count them
 
 
 def _cupy(what="CUDAGraph"):
@@ -34,10 +36,11 @@ def _cupy(what="CUDAGraph"):
 class _PoolHandle:
     """The opaque token of a graph memory pool (``graph_pool_handle()``, ``CUDAGraph.pool()``)."""
 
-    __slots__ = ("memory",)
+    __slots__ = ("memory", "__weakref__")
 
     def __init__(self):
         self.memory = _cupy("_graph_pool_handle").cuda.MemoryPool()
+        live_pools.add(self)
 
     def used_bytes(self) -> int:
         return self.memory.used_bytes()

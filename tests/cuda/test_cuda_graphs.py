@@ -111,6 +111,22 @@ def test_buffers_freed_during_capture_are_not_reused_by_later_tensors():
         assert bool((t == 7.0).all())
 
 
+def test_graph_pools_count_in_memory_allocated_until_released():
+    import gc
+    gc.collect()
+    before = ember.cuda.memory_allocated()
+    x = ember.ones(1 << 20, device="cuda")                   # 4 MiB outside the graph
+    g = ember.cuda.CUDAGraph()
+    with ember.cuda.graph(g):
+        y = x * 2.0                                         # 4 MiB in the graph's pool
+    assert ember.cuda.memory_allocated() >= before + (8 << 20)
+    assert ember.cuda.memory_reserved() >= ember.cuda.memory_allocated()
+    del y
+    g.reset()
+    gc.collect()
+    assert ember.cuda.memory_allocated() < before + (8 << 20)
+
+
 def test_capture_api_errors_match_torch():
     g = ember.cuda.CUDAGraph()
     with pytest.raises(RuntimeError, match="without a preceding successful capture"):
