@@ -9,12 +9,15 @@ tensors made later, which a replay would otherwise overwrite. Graphs that share 
 (``pool=other.pool()``) must be replayed in the order they were captured, as in PyTorch.
 
 What a capture cannot record exactly raises instead of being baked in: CuPy refuses device-host
-transfers on a capturing stream (``.item()``, ``.cpu()``, ``nonzero`` ...: a RuntimeError), and
+transfers on a capturing stream (``.item()``, ``.cpu()``, ``nonzero`` ...: a RuntimeError);
 ember's CUDA random ops, which draw on the host and copy, raise naming the op (a replay would
-give the same numbers every time). Captures run in CUDA's relaxed mode by default: CuPy's pool
+give the same numbers every time); so does an optimizer step with host state
+(`refuse_host_optimizer_state`). CuPy refuses cuBLAS under capture, so products on a capturing
+stream run `captured_matmul` (cuBLAS through ctypes). Captures run in CUDA's relaxed mode by default: CuPy's pool
 grows with ``cudaMalloc``, which the global mode refuses (PyTorch's allocator switches to relaxed
 around its own ``cudaMalloc`` for the same reason).
-Importing this module imports no CuPy; without a GPU its functions raise as ``ember.cuda`` does.
+Importing this module imports no CuPy; without a GPU its functions raise what a CPU build of
+PyTorch raises.
 """
 from __future__ import annotations
 
@@ -42,9 +45,6 @@ class _PoolHandle:
         self.memory = _cupy("_graph_pool_handle").cuda.MemoryPool()
         live_pools.add(self)
 
-    def used_bytes(self) -> int:
-        return self.memory.used_bytes()
-
 
 def graph_pool_handle() -> _PoolHandle:
     """A new private memory pool that several captures may share (``graph(g, pool=handle)``)."""
@@ -63,7 +63,8 @@ _MODES = {"global": "streamCaptureModeGlobal", "thread_local": "streamCaptureMod
 
 class CUDAGraph:
     """A captured CUDA graph: ``capture_begin``/``capture_end`` around the work (or ``with
-    ember.cuda.graph(g):``), then ``replay()`` launches it on the current stream."""
+    ember.cuda.graph(g):``), then ``replay()`` launches it on the current stream. (`keep_graph`
+    is accepted for PyTorch's signature: CuPy instantiates the graph at ``capture_end``.)"""
 
     def __init__(self, keep_graph: bool = False):
         _cupy()
@@ -116,7 +117,7 @@ class CUDAGraph:
         invalidated it is the one to report, not the end of capture's 'invalidated')."""
         try:
             self.capture_end()
-        except RuntimeError:    # cudaErrorStreamCaptureInvalidated: the body's own error says why
+        except _cupy().cuda.runtime.CUDARuntimeError:   # StreamCaptureInvalidated: the body's error says why
             pass
         self.reset()
 
@@ -134,7 +135,7 @@ class CUDAGraph:
     def pool(self) -> _PoolHandle:
         """The token of this graph's memory pool, to share it with a later capture."""
         if self._pool is None:
-            raise RuntimeError("CUDAGraph.pool: the graph has no memory pool (capture it first)")
+            raise RuntimeError("Called CUDAGraph::pool() without a preceding successful capture.")
         return self._pool
 
 
