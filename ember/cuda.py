@@ -8,10 +8,13 @@ Memory figures are CuPy's memory pool (the caching allocator of ember's CUDA ten
 """
 from __future__ import annotations
 
+import sys
+
 __all__ = ["is_available", "device_count", "is_initialized", "manual_seed", "manual_seed_all", "seed", "seed_all",
            "synchronize", "current_device", "set_device", "device", "get_device_name", "get_device_capability",
            "empty_cache", "is_bf16_supported", "memory_allocated", "max_memory_allocated", "memory_reserved",
-           "reset_peak_memory_stats", "Stream", "Event", "current_stream", "stream", "default_generator"]
+           "reset_peak_memory_stats", "Stream", "Event", "current_stream", "stream", "default_generator",
+           "CUDAGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing"]
 
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _count: list = []          # [number of devices], probed once
@@ -196,8 +199,16 @@ manual_seed_all, seed_all = manual_seed, seed
 
 
 # -- memory: CuPy's pool is the caching allocator -------------------------------------------
+def _graph_pools(measure) -> int:
+    """Bytes of the CUDA graphs' private pools (by `measure`: "used_bytes" or "total_bytes")."""
+    graphs = sys.modules.get("ember._cuda.graphs")
+    return sum(getattr(pool.memory, measure)() for pool in list(graphs.live_pools)) if graphs else 0
+
+
 def memory_allocated(device=None) -> int:
-    return _cupy().get_default_memory_pool().used_bytes() if is_available() else 0
+    if not is_available():
+        return 0
+    return _cupy().get_default_memory_pool().used_bytes() + _graph_pools("used_bytes")
 
 
 def _track_peak() -> None:
@@ -224,20 +235,33 @@ def max_memory_allocated(device=None) -> int:
     either function: peaks are recorded from then on)."""
     if not is_available():
         return 0
-    _track_peak()
-    return max(_peak[0], memory_allocated(device))
+    _track_peak()      # (the peak is the default pool's; graph pools count as they are now)
+    return max(_peak[0] + _graph_pools("used_bytes"), memory_allocated(device))
 
 
 def memory_reserved(device=None) -> int:
-    return _cupy().get_default_memory_pool().total_bytes() if is_available() else 0
+    if not is_available():
+        return 0
+    return _cupy().get_default_memory_pool().total_bytes() + _graph_pools("total_bytes")
 
 
 def reset_peak_memory_stats(device=None) -> None:
     if is_available():
         _track_peak()
-        _peak[0] = memory_allocated(device)
+        _peak[0] = _cupy().get_default_memory_pool().used_bytes()
 
 
 def empty_cache() -> None:
     if is_available():
         _cupy().get_default_memory_pool().free_all_blocks()
+
+
+# -- CUDA graphs: ember/_cuda/graphs.py, imported on first use ------------------------------
+def __getattr__(name):
+    if name in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing"):
+        from ._cuda import graphs
+        return getattr(graphs, name)
+    if name == "make_graphed_callables":
+        from ._cuda.graphed_callables import make_graphed_callables
+        return make_graphed_callables
+    raise AttributeError(f"module 'ember.cuda' has no attribute {name!r}")

@@ -20,7 +20,8 @@ BUDGET = {
     "_functorch": 4800,
     "_inductor": 5000,
     "_subclasses": 20,
-    "_dynamo": 7560,      # +350: module_guards.py (module-tree guards behind a state version), IMPORT_NAME
+    "_dynamo": 7735,      # +175: backends/cudagraphs.py (mode="reduce-overhead": warm-up, record, replay per input signature; fallbacks)
+                          # +350: module_guards.py (module-tree guards behind a state version), IMPORT_NAME
                           # +40: source._record (Source records without dataclass processing: a third of
                           # dynamo's import, paid by every process's first ember.compile)
                           # (+30: backends/common.py, aot_autograd, nop: torch._dynamo.backends.common)
@@ -32,10 +33,14 @@ BUDGET = {
                           # of existing ops in a lazily loaded family file (functional_pool/_margin_losses/_ctc/
                           # _sampling/_misc, modules/padding, pooling_extra, loss_extra, spatial, ...)
     "_core": 1640,        # +60 CUDA: mixing devices in one call (0-d CPU scalars, CPU index tensors), CuPy views, default factory device
-    "_cuda": 450,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+    "_cuda": 760,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+                          # +190 graphs.py: CUDA graphs (CUDAGraph, graph, pools, refusals of host draws and host
+                          # optimizer state) and cuBLAS GEMMs under capture through ctypes (CuPy refuses cuBLAS there)
+                          # +115 graphed_callables.py: make_graphed_callables (forward and backward graphs)
     "amp": 240,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler
     "autograd": 1400,
-    "optim": 1910,        # +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
+    "optim": 1915,        # +5 a captured optimizer step refuses host state (ember/_cuda/graphs.py says why)
+                          # +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
     "utils": 990,         # +280: cpp_extension.py (load_inline/load) and _cpp_header_gen.py (the C++ header from the op table)
                           # +60: data/distributed.py (DistributedSampler)
     "profiler": 600,
@@ -43,7 +48,8 @@ BUDGET = {
     "distributed": 1540,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
                           # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
-    "<top>": 1560,        # +40: library.register_autograd (a derivative formula from setup_context/backward)
+    "<top>": 1576,        # +16: ember.cuda's CUDA-graph names (lazy) and graph pools in memory_allocated/reserved; the cudagraphs log artifact
+                          # +40: library.register_autograd (a derivative formula from setup_context/backward)
                           # +165 ember/cuda.py (devices, streams, events, seeding, memory of the CUDA backend), default device, matmul precision
                           # +50 ember/futures.py (the Future that DDP communication hooks return)
 }

@@ -10,6 +10,7 @@ import numpy
 from cupyx.scipy import special as _special
 
 from .._core import dtype as _dt
+from . import graphs
 
 _F64 = numpy.dtype(numpy.float64)
 _HALF = {numpy.dtype(numpy.float16), _dt.bfloat16.np}
@@ -35,6 +36,8 @@ _compute_type = [None]
 def matmul(x, y, *args, **kwargs):
     """cupy.matmul (cuBLAS) with float32 products on TF32 tensor cores exactly when
     ``ember.backends.cuda.matmul.allow_tf32`` says so (set_float32_matmul_precision sets it)."""
+    if graphs.captures_underway[0] and not args and not kwargs and graphs.is_current_stream_capturing():
+        return graphs.captured_matmul(x, y)    # CuPy refuses cuBLAS under capture
     from cupy._core import _routines_linalg as blas
     wanted = blas.COMPUTE_TYPE_TF32 if _tf32_allowed() else blas.COMPUTE_TYPE_PEDANTIC
     if _compute_type[0] != wanted:
@@ -58,6 +61,8 @@ class _DeviceDraws:
 
 
 def rng(generator):
+    if graphs.captures_underway[0]:
+        graphs.refuse_host_draw()    # a capture would record this one draw for every replay
     from .._core import random as host_random
     from .. import cuda
     return _DeviceDraws(host_random.rng(cuda.default_generator() if generator is None else generator))

@@ -117,14 +117,16 @@ def _always(*args, **kwargs):
 class _CompileOptions:
     """Backend and flags shared by a compiled function, its resume functions and its callees."""
 
-    def __init__(self, backend, fullgraph=False, options=None, backend_name=None):
+    def __init__(self, backend, fullgraph=False, options=None, backend_name=None, mode=None):
         self.backend = lookup_backend(backend)
         if options:
             backend_fn = self.backend
             self.backend = lambda gm, example_inputs: backend_fn(gm, example_inputs, **options)
+        if mode == "reduce-overhead":      # each graph's compiled callable replayed from CUDA graphs
+            self.backend = _replayed_from_cuda_graphs(self.backend)
         self.backend_name = backend_name if backend_name is not None else backend
         self.fullgraph = fullgraph
-        self.key = (lookup_backend(backend), fullgraph, tuple(sorted((options or {}).items(), key=repr)))
+        self.key = (lookup_backend(backend), fullgraph, tuple(sorted((options or {}).items(), key=repr)), mode)
 
     def wrap_resume(self, fn):
         """`fn` routed through the compile entry (compiled on its first call) -- interfaces D3."""
@@ -139,6 +141,14 @@ class _CompileOptions:
         if getattr(fn, "_ember_dynamo_disable", False) or not isinstance(fn, types.FunctionType):
             return fn
         return functools.partial(_call_routed, fn, self)
+
+
+def _replayed_from_cuda_graphs(backend):
+    def compile_then_cudagraphify(gm, example_inputs):
+        from .backends.cudagraphs import cudagraphify
+        compiled = backend(gm, example_inputs)
+        return cudagraphify(gm.forward if compiled is None else compiled, gm)
+    return compile_then_cudagraphify
 
 
 def _call_routed(fn, opts, *args, **kwargs):
@@ -444,7 +454,7 @@ def compile(fn_or_module=None, *, backend="inductor", fullgraph: bool = False, d
                                   options=options, disable=disable)
     if disable:
         return fn_or_module
-    opts = _CompileOptions(backend, fullgraph, options)
+    opts = _CompileOptions(backend, fullgraph, options, mode=mode)
     return _compile_callable(fn_or_module, opts)
 
 

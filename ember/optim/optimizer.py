@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -180,6 +181,8 @@ class Optimizer:
             with ember.enable_grad():
                 loss = closure()
         state_of = self.state
+        graphs = sys.modules.get("ember._cuda.graphs")     # loaded once a CUDA graph was made
+        capturing = graphs is not None and graphs.captures_underway[0] and graphs.is_current_stream_capturing()
         with ember.no_grad():
             for group in self.param_groups:
                 # check the whole group before touching any parameter, so an error leaves it unchanged
@@ -196,8 +199,12 @@ class Optimizer:
                     fresh = state is None
                     if fresh:
                         state = {}
+                    elif capturing:
+                        graphs.refuse_host_optimizer_state(self, state)
                     update(param, -grad if negate else grad, state, group)
                     if fresh and state:
+                        if capturing:
+                            graphs.refuse_host_optimizer_state(self, None)
                         state_of[param] = state
         return loss
 
