@@ -121,7 +121,11 @@ def manual_seed(seed) -> Generator:
     """Seed the default generator (``ember.manual_seed(0)``); returns it. Like PyTorch's, the
     seed goes through ``int()`` first (``manual_seed("3")`` works, ``manual_seed("a")`` is a
     ValueError)."""
-    return default_generator.manual_seed(int(seed))
+    seed = int(seed)
+    gen = default_generator.manual_seed(seed)
+    from .. import cuda
+    cuda._seed_from_cpu(seed)
+    return gen
 
 
 def seed() -> int:
