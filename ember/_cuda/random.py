@@ -18,7 +18,7 @@ import cupy
 import numpy
 from cupy.cuda import curand
 
-_PHILOX = 104           # CURAND_RNG_PSEUDO_PHILOX4_32_10: counter-based, seeding is cheap
+_PHILOX = 161           # CURAND_RNG_PSEUDO_PHILOX4_32_10 (curand.h): counter-based, seeding is cheap
 _handles: dict = {}     # device id -> cuRAND generator
 _U64 = numpy.dtype(numpy.uint64)
 

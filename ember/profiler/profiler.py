@@ -343,9 +343,8 @@ class profile:
         self._cycle = []
         _stack.open = []
         self._had_bit = bool(tls.include & PROFILER_BIT)
-        if ProfilerActivity.CUDA in self.activities:
-            from .. import cuda
-            _device_timing[0] = cuda.is_available()
+        from .. import cuda
+        _device_timing[0] = ProfilerActivity.CUDA in self.activities and cuda.is_available()
         _active = self
         tls.include |= PROFILER_BIT
 
