@@ -14,32 +14,11 @@ import cupy
 import numpy
 
 from .._core import dtype as _dt
-from . import blas
+from . import blas, fused
 
 _HALF = {numpy.dtype(numpy.float16): "half", _dt.bfloat16.np: "bf16"}
 
-_SOURCE = r"""
-#define NEG_INF __int_as_float(0xff800000)
-__device__ __forceinline__ float load_bf16(unsigned short h) { return __uint_as_float(((unsigned int)h) << 16); }
-__device__ __forceinline__ unsigned short store_bf16(float f) {
-    unsigned int u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;            // NaN stays NaN
-    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16); // round to nearest even
-}
-__device__ __forceinline__ float load_half(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-__device__ __forceinline__ unsigned short store_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-
-template <bool MAX> __device__ float block_reduce(float v, float* shared) {
-    for (int o = 16; o > 0; o >>= 1) { float w = __shfl_xor_sync(0xffffffffu, v, o); v = MAX ? fmaxf(v, w) : v + w; }
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    __syncthreads();
-    if (lane == 0) shared[warp] = v;
-    __syncthreads();
-    v = lane < warps ? shared[lane] : (MAX ? NEG_INF : 0.f);
-    for (int o = 16; o > 0; o >>= 1) { float w = __shfl_xor_sync(0xffffffffu, v, o); v = MAX ? fmaxf(v, w) : v + w; }
-    return v;
-}
-
+_SOURCE = fused.PRELUDE + r"""
 // p[row] = softmax(s[row]) over the columns j < limit (j <= row % L when causal), 0 beyond
 extern "C" __global__ void softmax_rows_DT(const float* s, unsigned short* p, long long cols, long long L, int causal) {
     __shared__ float shared[32];
@@ -72,20 +51,10 @@ extern "C" __global__ void softmax_grad_rows_DT(const unsigned short* p, const f
     }
 }
 """
-_modules: dict = {}
 
 
 def _kernel(name, dtype):
-    tag = _HALF[dtype]
-    mod = _modules.get(tag)
-    if mod is None:
-        mod = _modules[tag] = cupy.RawModule(code=_SOURCE.replace("DT", tag), options=("-std=c++14",))
-    return mod.get_function(f"{name}_{tag}")
-
-
-def _rows(kernel, n_rows, cols, args):
-    threads = 128 if cols <= 512 else 256 if cols <= 2048 else 1024
-    kernel((n_rows,), (threads,), args)
+    return fused.kernel(_SOURCE, name, dtype)
 
 
 def fast_path(q, k, v, attn_mask, dropout_p, enable_gqa) -> bool:
@@ -102,7 +71,7 @@ def _weights(Q, K, is_causal, scale):
     scores = blas.gemm(Q, K.swapaxes(-1, -2), out_dtype=numpy.float32, alpha=sc)
     p = cupy.empty(scores.shape, Q.dtype)
     n_rows = scores.size // S
-    _rows(_kernel("softmax_rows", Q.dtype), n_rows, S,
+    fused.rows(_kernel("softmax_rows", Q.dtype), n_rows, S,
           (scores, p.view(numpy.uint16), numpy.int64(S), numpy.int64(L), numpy.int32(bool(is_causal))))
     return p, sc
 
@@ -124,7 +93,7 @@ def sdpa_backward(grad, q, k, v, is_causal, scale):
     dp = blas.gemm(G, V.swapaxes(-1, -2), out_dtype=numpy.float32)
     S = p.shape[-1]
     ds = cupy.empty(p.shape, Q.dtype)
-    _rows(_kernel("softmax_grad_rows", Q.dtype), p.size // S, S,
+    fused.rows(_kernel("softmax_grad_rows", Q.dtype), p.size // S, S,
           (p.view(numpy.uint16), dp, ds.view(numpy.uint16), numpy.int64(S), numpy.float32(sc)))
     del dp
     dq = blas.gemm(ds, K)

@@ -86,10 +86,11 @@ class Around:
         self.make = make
 
 
-def _attention(name):
+def _around(module, name):
+    """`name` of the CUDA kernel module `module`, made from the CPU kernel it replaces."""
     def make(original):
-        from . import attention
-        return getattr(attention, name)(original)
+        import importlib
+        return getattr(importlib.import_module(f"ember._cuda.{module}"), name)(original)
     return Around(make)
 
 
@@ -98,8 +99,10 @@ OVERRIDES = {
     "ember.ops.cpu.pool": {"not_implemented": _pool_floats_only},
     "ember.ops.cpu.special_math": {"erf_array": _erf, "erfc_array": _in_float64(_special.erfc),
                                    "erfinv_array": _in_float64(_special.erfinv)},
-    "ember.ops.cpu.activation": {"_erf": _erf},
-    "ember.ops.cpu.nn": {"scaled_dot_product_attention": _attention("sdpa"), "linear": _attention("linear")},
+    "ember.ops.cpu.activation": {"_erf": _erf, "gelu": _around("fused", "gelu")},
+    "ember.ops.cpu.loss": {"cross_entropy_loss": _around("fused", "cross_entropy")},
+    "ember.ops.cpu.nn": {"scaled_dot_product_attention": _around("attention", "sdpa"),
+                         "linear": _around("attention", "linear")},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
     "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm,
                            "_mm2d": matmul},

@@ -83,3 +83,52 @@ def test_sdpa_takes_the_kernels_only_where_they_apply(monkeypatch):
     assert calls == []
     with pytest.raises(RuntimeError):     # the argument checks run before the kernels
         ember.nn.functional.scaled_dot_product_attention(q.bfloat16(), q[..., :3].bfloat16(), q.bfloat16())
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES + [("float32", 1e-6)])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_kernels_match_torch(dtype, tol, approximate):
+    """One kernel each way (ember/_cuda/fused.py), float32 math as PyTorch's; inf/NaN pass through
+    as on PyTorch CUDA; a transposed (non-contiguous) input too."""
+    (ex, x) = _pair((6, 40), dtype, 0, True)
+    with torch.no_grad():
+        x[0, :3] = torch.tensor([float("inf"), float("-inf"), float("nan")], device="cuda")
+    with ember.no_grad():
+        ex[0, :3] = ember.tensor([float("inf"), float("-inf"), float("nan")], device="cuda")
+    for view in (lambda a: a, lambda a: a.mT):
+        ey = ember.nn.functional.gelu(view(ex), approximate=approximate)
+        y = torch.nn.functional.gelu(view(x), approximate=approximate)
+        _close(ey, y, tol)
+        eg, g = _pair(y.shape, dtype, 5)
+        e_grad, = ember.autograd.grad(ey, ex, eg)
+        t_grad, = torch.autograd.grad(y, x, g)
+        _close(e_grad, t_grad, 2 * tol)
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES + [("float32", 1e-5)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("C", [3, 1000, 50257])
+def test_cross_entropy_matches_torch(dtype, tol, reduction, C):
+    """Class-index cross entropy: the row kernels of ember/_cuda/fused.py (mean, sum) or the math
+    path (none), ignore_index rows included, forward and the logits' gradient."""
+    (ex, x) = _pair((37, C), dtype, 0, True)
+    t = np.random.default_rng(1).integers(0, C, 37)
+    t[[3, 20]] = -100
+    et, tt = ember.tensor(t, device="cuda"), torch.tensor(t, device="cuda")
+    ey = ember.nn.functional.cross_entropy(ex, et, reduction=reduction)
+    y = torch.nn.functional.cross_entropy(x, tt, reduction=reduction)
+    _close(ey, y, tol)
+    eg, g = _pair(y.shape, dtype, 2)
+    e_grad, = ember.autograd.grad(ey, ex, eg)
+    t_grad, = torch.autograd.grad(y, x, g)
+    _close(e_grad, t_grad, 2 * tol)
+
+
+def test_cross_entropy_edge_cases():
+    x = ember.randn(4, 5, device="cuda")
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        ember.nn.functional.cross_entropy(x, ember.tensor([0, 7, 1, 2], device="cuda"))
+    all_ignored = ember.full((4,), -100, dtype=ember.int64, device="cuda")
+    assert ember.nn.functional.cross_entropy(x, all_ignored).isnan().item()
+    assert torch.nn.functional.cross_entropy(torch.randn(4, 5, device="cuda"),
+                                             torch.full((4,), -100, device="cuda")).isnan().item()

@@ -415,6 +415,11 @@ def _nll(grad, self, target, weight, reduction, ignore_index):
 
 def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
     e = _e()
+    if self.device.type == "cuda" and not e.is_grad_enabled():   # (create_graph: the formula below)
+        from ..._cuda import fused
+        gx = fused.cross_entropy_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
+        if gx is not None:
+            return gx, None, None
     axis = 0 if self.ndim == 1 else 1
     c = self.shape[axis]
     lp = self.log_softmax(axis)
