@@ -72,7 +72,7 @@ def _weights(Q, K, is_causal, scale):
     p = cupy.empty(scores.shape, Q.dtype)
     n_rows = scores.size // S
     fused.rows(_kernel("softmax_rows", Q.dtype), n_rows, S,
-          (scores, p.view(numpy.uint16), numpy.int64(S), numpy.int64(L), numpy.int32(bool(is_causal))))
+               (scores, p.view(numpy.uint16), numpy.int64(S), numpy.int64(L), numpy.int32(bool(is_causal))))
     return p, sc
 
 
@@ -94,7 +94,7 @@ def sdpa_backward(grad, q, k, v, is_causal, scale):
     S = p.shape[-1]
     ds = cupy.empty(p.shape, Q.dtype)
     fused.rows(_kernel("softmax_grad_rows", Q.dtype), p.size // S, S,
-          (p.view(numpy.uint16), dp, ds.view(numpy.uint16), numpy.int64(S), numpy.float32(sc)))
+               (p.view(numpy.uint16), dp, ds.view(numpy.uint16), numpy.int64(S), numpy.float32(sc)))
     del dp
     dq = blas.gemm(ds, K)
     dk = blas.gemm(ds.swapaxes(-1, -2), Q)

@@ -1,7 +1,8 @@
 """Hand-written CUDA kernels for what the CPU kernels' source computes in many whole-array passes
 on the GPU: GELU forward and backward (one pass each instead of ten to thirty, half types
-converted in registers rather than through float32 copies), and the compile helper the
-attention kernels share.
+converted in registers rather than through float32 copies), class-index cross-entropy forward
+and backward (row kernels: no one-hot, no materialised log-probabilities), and the prelude and
+compile helper the attention kernels share.
 
 Kernel sources are templated by dtype tag: ``DT`` (bf16 / half / f32) names the load/store
 functions, ``ELEM_T`` the storage type (16-bit halves travel as unsigned short). Math is float32
@@ -190,7 +191,7 @@ def cross_entropy(math_path):
         losses = cupy.empty(X.shape[0], numpy.float32)
         bad = cupy.zeros(1, numpy.int32)
         rows(kernel(_CROSS_ENTROPY, "ce_fwd", X.dtype), X.shape[0], X.shape[1],
-              (storage(X), T, losses, bad, numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
+             (storage(X), T, losses, bad, numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
         if bad.item():
             out_of_range = T[(T != ignore_index) & ((T < 0) | (T >= X.shape[1]))]
             raise IndexError(f"cross_entropy(): Target {int(out_of_range[0])} is out of bounds.")
@@ -212,5 +213,5 @@ def cross_entropy_backward(grad, x, target, weight, reduction, ignore_index, lab
         cupy.ones(1, numpy.float32)
     dx = cupy.empty(X.shape, X.dtype)
     rows(kernel(_CROSS_ENTROPY, "ce_bwd", X.dtype), X.shape[0], X.shape[1],
-          (storage(X), T, storage(dx), g, denom, numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
+         (storage(X), T, storage(dx), g, denom, numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
     return wrap_cuda(dx)
