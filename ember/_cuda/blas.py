@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import cupy
 import numpy
-from cupy.cuda import cublas, device
 
 from .._core import dtype as _dt
 
@@ -74,6 +73,7 @@ def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None):
     scalars = _scalars.get(key)
     if scalars is None:
         scalars = _scalars[key] = numpy.array(key, numpy.float32)
+    from cupy.cuda import cublas, device     # (here: loading cuBLAS needs the CUDA libraries)
     # row-major C = X @ Y is column-major C^T = Y^T @ X^T: cuBLAS gets (Y, X) and writes C^T
     cublas.gemmStridedBatchedEx(
         device.get_cublas_handle(), yop, xop, N, M, K, scalars.ctypes.data,

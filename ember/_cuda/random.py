@@ -16,7 +16,6 @@ import math
 
 import cupy
 import numpy
-from cupy.cuda import curand
 
 _PHILOX = 161           # CURAND_RNG_PSEUDO_PHILOX4_32_10 (curand.h): counter-based, seeding is cheap
 _handles: dict = {}     # device id -> cuRAND generator
@@ -24,6 +23,7 @@ _U64 = numpy.dtype(numpy.uint64)
 
 
 def _handle():
+    from cupy.cuda import curand    # (here: loading cuRAND needs the CUDA libraries)
     dev = cupy.cuda.runtime.getDevice()
     h = _handles.get(dev)
     if h is None:
@@ -35,6 +35,7 @@ def _handle():
 def draw(generator, kind: str, shape) -> cupy.ndarray:
     """`shape` values from `generator`: kind "bits" (uint64, uniform over all 64 bits) or "normal"
     (float64, standard normal)."""
+    from cupy.cuda import curand
     seed = int(generator._rng.bit_generator.random_raw())
     n = math.prod(shape)
     h = _handle()

@@ -2,8 +2,6 @@
 seeds it too (torch.manual_seed seeds every device), ember.random.fork_rng restores it, and
 ember.cuda.manual_seed leaves the CPU generator alone. Runs on any machine: the generator's
 state lives on the host (ember/_cuda/random.py seeds cuRAND from it per draw)."""
-import sys
-
 import numpy as np
 
 import ember
@@ -20,7 +18,6 @@ def test_manual_seed_seeds_the_cuda_generator_made_later_and_earlier():
     first = _next_words(gen)
     ember.manual_seed(11)
     assert _next_words(gen) == first and gen.device.type == "cuda"
-    assert "cupy" not in sys.modules or ember.cuda.is_available()
 
 
 def test_fork_rng_restores_the_cuda_generator():
