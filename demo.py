@@ -11,6 +11,9 @@ fuser's generated C kernels for the forward and the backward; `--eager` trains w
 training the demo times one step eagerly and compiled on the same batch, and the compile time
 cold (an empty kernel cache) and cached (a second model compiled from the on-disk cache).
 `--show-kernels` prints the generated wrapper and C kernels (EMBER_LOGS=output_code does too).
+
+On a machine with a GPU (``torch.cuda.is_available()``) the demo trains there, eagerly (the
+compiler's generated kernels are C for the CPU), and says so; `--cpu` keeps it on the CPU.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ parser.add_argument("--batch-size", type=int, default=32)
 parser.add_argument("--torch", action="store_true", help="run the same program with PyTorch")
 parser.add_argument("--eager", action="store_true", help="train without compiling the model")
 parser.add_argument("--show-kernels", action="store_true", help="print the generated C kernels")
+parser.add_argument("--cpu", action="store_true", help="stay on the CPU even where a GPU is available")
 args = parser.parse_args()
 
 if args.torch:
@@ -38,6 +42,7 @@ else:
     torch.set_num_threads(1)            # the generated kernels' OpenMP threads
 from tqdm import tqdm
 
+DEVICE = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
 nn = torch.nn  # not `from torch import nn`: that would import the real torch by its module name
 DataLoader, TensorDataset = torch.utils.data.DataLoader, torch.utils.data.TensorDataset
 
@@ -52,7 +57,7 @@ def load_data(seed=0):
     mean, std = x[train_idx].mean(), x[train_idx].std()
     x = ((x - mean) / std).astype(np.float32).reshape(-1, 1, 8, 8)
     y = y.astype(np.int64)
-    as_tensors = lambda idx: (torch.from_numpy(x[idx]), torch.from_numpy(y[idx]))  # noqa: E731
+    as_tensors = lambda idx: (torch.from_numpy(x[idx]).to(DEVICE), torch.from_numpy(y[idx]).to(DEVICE))  # noqa: E731
     return as_tensors(train_idx), as_tensors(test_idx)
 
 
@@ -143,15 +148,19 @@ def main():
     torch.manual_seed(0)
     (x_train, y_train), (x_test, y_test) = load_data()
     print(f"{'PyTorch' if args.torch else 'ember'}: digits, {len(x_train)} train / {len(x_test)} test images of 8x8")
+    if DEVICE == "cuda":
+        print(f"device: GPU ({torch.cuda.get_device_name()}), training eagerly on it")
+    else:
+        print("device: CPU" + (" (--cpu)" if args.cpu else " (no GPU available)"))
     generator = torch.Generator().manual_seed(0)
     # drop_last: every batch has one shape, so the compiled graphs are specialised once
     loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch_size, shuffle=True,
                         generator=generator, drop_last=True)
-    compiling = not (args.torch or args.eager)
+    compiling = not (args.torch or args.eager) and DEVICE == "cpu"
     if compiling:
         compare_eager_and_compiled(x_train[:args.batch_size], y_train[:args.batch_size])
         torch.manual_seed(0)
-    model = DigitsCNN()
+    model = DigitsCNN().to(DEVICE)
     print(model)
     forward = torch.compile(model) if compiling else model
     if args.show_kernels and compiling:
@@ -180,8 +189,8 @@ def main():
     # checkpoint: save the state dict, load it into a fresh model, compare predictions
     path = os.path.join(tempfile.gettempdir(), "digits_cnn_torch.pt" if args.torch else "digits_cnn_ember.pt")
     torch.save(model.state_dict(), path)
-    reloaded = DigitsCNN()
-    reloaded.load_state_dict(torch.load(path))
+    reloaded = DigitsCNN().to(DEVICE)
+    reloaded.load_state_dict(torch.load(path, map_location=DEVICE))
     pred, acc = evaluate(model, x_test, y_test)
     pred2, acc2 = evaluate(reloaded, x_test, y_test)
     same = bool((pred == pred2).all())

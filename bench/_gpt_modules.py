@@ -111,3 +111,58 @@ def gpt_block(lib, dropout=0.0, d=256, heads=4):
             x = x + self.drop(self.proj(y))
             return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
     return Block()
+
+
+def gpt2_classes(lib):
+    """GPT-2 (Radford et al. 2019) written once for `lib` (ember or torch): learned position
+    embeddings, pre-LayerNorm blocks with causal `F.scaled_dot_product_attention` and a tanh-GELU
+    MLP, a final LayerNorm and an LM head tied to the token embedding. GPT-2 small: the defaults."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Attention(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.c_attn, self.c_proj, self.heads = nn.Linear(d, 3 * d), nn.Linear(d, d), heads
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+            k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+            v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    class Block(nn.Module):
+        def __init__(self, d, heads):
+            super().__init__()
+            self.ln_1, self.attn, self.ln_2 = nn.LayerNorm(d), Attention(d, heads), nn.LayerNorm(d)
+            self.c_fc, self.gelu, self.c_proj = nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.c_proj(self.gelu(self.c_fc(self.ln_2(x))))
+
+    class GPT2(nn.Module):
+        def __init__(self, vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab_size, n_embd), nn.Embedding(block_size, n_embd)
+            self.h = nn.ModuleList([Block(n_embd, n_head) for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd)
+            self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+            self.lm_head.weight = self.wte.weight      # tied, as GPT-2's
+            for name, p in self.named_parameters():    # GPT-2's initialisation
+                if p.dim() == 2:
+                    nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * n_layer) if name.endswith("c_proj.weight") else 0.02)
+                elif name.endswith("bias"):
+                    nn.init.zeros_(p)
+
+        def forward(self, idx, targets):
+            pos = lib.arange(idx.shape[1], device=idx.device)
+            x = self.wte(idx) + self.wpe(pos)
+            for block in self.h:
+                x = block(x)
+            logits = self.lm_head(self.ln_f(x))
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return GPT2

@@ -20,6 +20,7 @@ _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _count: list = []          # [number of devices], probed once
 _peak = [0, False]         # [peak bytes since the last reset, whether allocations are tracked]
 _generator: list = []
+_pending_seed: list = []   # a seed given before the CUDA default generator existed
 
 
 def _cupy():
@@ -182,7 +183,18 @@ def default_generator(index=None):
     if not _generator:
         from ._core.random import Generator
         _generator.append(Generator("cuda"))
+        if _pending_seed:
+            _generator[0].manual_seed(_pending_seed[-1])
     return _generator[0]
+
+
+def _seed_from_cpu(seed: int) -> None:
+    """``ember.manual_seed`` seeds CUDA too, as torch.manual_seed does: the default generator if
+    it exists, else the one made first (no CuPy import, no device probe)."""
+    if _generator:
+        _generator[0].manual_seed(seed)
+    else:
+        _pending_seed[:] = [seed]
 
 
 def manual_seed(seed) -> None:

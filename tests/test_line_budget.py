@@ -13,7 +13,8 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # package (a folder under ember/, or "<top>" for the modules directly in ember/) -> cap
 BUDGET = {
-    "ops": 14345,         # +25 eager speed: max-pool tap-offset indices and disjoint-window scatter, in-place norm affine; +790 Tensor-method breadth: special functions (kernels on NumPy, no SciPy), composite math (diff, cov, renorm, matrix_exp ...), Python-level Tensor methods, counting ops (bincount, histogram, index_reduce ...); +25 conv backward as ops under a trace (AOT); wrapped-number precision, dropout draws; Proxy in overload resolution
+    "ops": 14365,         # +20 sdpa/gelu/cross-entropy backward through the CUDA kernels where the forward took them
+                          # +25 eager speed: max-pool tap-offset indices and disjoint-window scatter, in-place norm affine; +790 Tensor-method breadth: special functions (kernels on NumPy, no SciPy), composite math (diff, cov, renorm, matrix_exp ...), Python-level Tensor methods, counting ops (bincount, histogram, index_reduce ...); +25 conv backward as ops under a trace (AOT); wrapped-number precision, dropout draws; Proxy in overload resolution
                           # +80 CUDA: the lazy CUDA kernel slot and in-place fast path of a row, view(dtype) on device memory, from_dlpack of device memory, pin_memory
     "jit": 8401,          # +350 fusion groups (passes/fuse_groups.py, executor/fused_kernel.py, ember.jit.fuser); +40 the fusion group fast path (fused_kernel.fast_path)
                           # -590 folds: .code from fx's code generator, one script form of a trace, load decodes what the check admitted, script types from one factory
@@ -33,22 +34,25 @@ BUDGET = {
                           # of existing ops in a lazily loaded family file (functional_pool/_margin_losses/_ctc/
                           # _sampling/_misc, modules/padding, pooling_extra, loss_extra, spatial, ...)
     "_core": 1640,        # +60 CUDA: mixing devices in one call (0-d CPU scalars, CPU index tensors), CuPy views, default factory device
-    "_cuda": 760,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+    "_cuda": 1260,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
+                          # +240: half GEMMs on cuBLAS (blas.py: CuPy sends batched bfloat16 to an integer kernel),
+                          # attention and linear in half (attention.py), cuRAND draws (random.py), one-kernel Adam (optim.py),
+                          # GELU and cross-entropy kernels (fused.py): one pass where the CPU source takes ten to thirty
                           # +190 graphs.py: CUDA graphs (CUDAGraph, graph, pools, refusals of host draws and host
                           # optimizer state) and cuBLAS GEMMs under capture through ctypes (CuPy refuses cuBLAS there)
                           # +115 graphed_callables.py: make_graphed_callables (forward and backward graphs)
     "amp": 240,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler
     "autograd": 1400,
-    "optim": 1915,        # +5 a captured optimizer step refuses host state (ember/_cuda/graphs.py says why)
+    "optim": 1916,        # +1 Adam's one-kernel CUDA update; +5 a captured optimizer step refuses host state (ember/_cuda/graphs.py says why)
                           # +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
     "utils": 990,         # +280: cpp_extension.py (load_inline/load) and _cpp_header_gen.py (the C++ header from the op table)
                           # +60: data/distributed.py (DistributedSampler)
-    "profiler": 600,
+    "profiler": 645,      # +45 CUDA device times from events (ProfilerActivity.CUDA) and the table's CUDA columns
     "backends": 100,
     "distributed": 1540,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
                           # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
-    "<top>": 1576,        # +16: ember.cuda's CUDA-graph names (lazy) and graph pools in memory_allocated/reserved; the cudagraphs log artifact
+    "<top>": 1587,        # +16: ember.cuda's CUDA-graph names (lazy) and graph pools in memory_allocated/reserved; the cudagraphs log artifact; +10 ember.manual_seed seeds the CUDA generator (cuda._seed_from_cpu)
                           # +40: library.register_autograd (a derivative formula from setup_context/backward)
                           # +165 ember/cuda.py (devices, streams, events, seeding, memory of the CUDA backend), default device, matmul precision
                           # +50 ember/futures.py (the Future that DDP communication hooks return)

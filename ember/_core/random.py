@@ -121,7 +121,11 @@ def manual_seed(seed) -> Generator:
     """Seed the default generator (``ember.manual_seed(0)``); returns it. Like PyTorch's, the
     seed goes through ``int()`` first (``manual_seed("3")`` works, ``manual_seed("a")`` is a
     ValueError)."""
-    return default_generator.manual_seed(int(seed))
+    seed = int(seed)
+    gen = default_generator.manual_seed(seed)
+    from .. import cuda
+    cuda._seed_from_cpu(seed)
+    return gen
 
 
 def seed() -> int:
@@ -145,12 +149,16 @@ def set_rng_state(new_state) -> None:
 
 @contextlib.contextmanager
 def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"):
-    """Context manager: the default generator's state is restored on exit."""
+    """Context manager: the default generators' states (CPU, and CUDA's once made) are restored on exit."""
     if not enabled:
         yield
         return
+    from .. import cuda
     state = get_rng_state()
+    cuda_state = cuda._generator[0].get_state() if cuda._generator else None
     try:
         yield
     finally:
         set_rng_state(state)
+        if cuda_state is not None:
+            cuda._generator[0].set_state(cuda_state)

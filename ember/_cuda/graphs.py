@@ -10,7 +10,7 @@ tensors made later, which a replay would otherwise overwrite. Graphs that share 
 
 What a capture cannot record exactly raises instead of being baked in: CuPy refuses device-host
 transfers on a capturing stream (``.item()``, ``.cpu()``, ``nonzero`` ...: a RuntimeError);
-ember's CUDA random ops, which draw on the host and copy, raise naming the op (a replay would
+ember's CUDA random ops, seeded from the host generator per draw, raise naming the op (a replay would
 give the same numbers every time); so does an optimizer step with host state
 (`refuse_host_optimizer_state`). CuPy refuses cuBLAS under capture, so products on a capturing
 stream run `captured_matmul` (cuBLAS through ctypes). Captures run in CUDA's relaxed mode by default: CuPy's pool
@@ -180,7 +180,7 @@ class graph:
 # -- what a capture refuses ---------------------------------------------------------------
 def refuse_host_draw() -> None:
     """Raise if a CUDA graph is capturing on the current stream: called by ember's CUDA random
-    kernels before they draw on the host (`overrides.rng`). The op is named from the stack: the
+    draws before they seed cuRAND from the host generator (`random.draw`). The op is named from the stack: the
     nearest public function of an ember kernel module."""
     if not is_current_stream_capturing():
         return
@@ -191,7 +191,7 @@ def refuse_host_draw() -> None:
             op = name
             break
         frame = frame.f_back
-    raise RuntimeError(f"{op}: ember's CUDA random ops draw on the host and copy the numbers to the device, "
+    raise RuntimeError(f"{op}: ember's CUDA random ops seed each draw from the host generator, "
                        f"which a CUDA graph capture would record once: every replay would give the same "
                        f"numbers. Draw outside the captured region (or pass the random tensor as an input).")
 

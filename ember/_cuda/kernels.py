@@ -48,12 +48,12 @@ class _Namespace(types.SimpleNamespace):
 def _module_view(name):
     """What a variant sees of a shared module that makes arrays: its names, with the CUDA forms of
     ``wrap`` (array -> tensor) and ``rng`` (the generator random kernels draw from)."""
-    from . import overrides
+    from . import random as device_random
     real = importlib.import_module(name)
     view = types.ModuleType(name)
     view.__dict__.update(vars(real))
     view.__dict__.update({"ember._core.tensor": {"wrap": wrap_cuda},
-                          "ember._core.random": {"rng": overrides.rng}}[name])
+                          "ember._core.random": {"rng": device_random.rng}}[name])
     return view
 
 
@@ -97,9 +97,9 @@ def variant(module_name: str) -> types.ModuleType:
     with open(real.__file__) as f:
         code = compile(f.read(), real.__file__, "exec")
     exec(code, mod.__dict__)
-    from .overrides import OVERRIDES
+    from .overrides import OVERRIDES, Around
     for name, value in OVERRIDES.get(module_name, {}).items():
-        mod.__dict__[name] = value
+        mod.__dict__[name] = value.make(mod.__dict__[name]) if isinstance(value, Around) else value
     return mod
 
 

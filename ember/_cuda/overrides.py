@@ -38,34 +38,15 @@ def matmul(x, y, *args, **kwargs):
     ``ember.backends.cuda.matmul.allow_tf32`` says so (set_float32_matmul_precision sets it)."""
     if graphs.captures_underway[0] and not args and not kwargs and graphs.is_current_stream_capturing():
         return graphs.captured_matmul(x, y)    # CuPy refuses cuBLAS under capture
+    if x.dtype in _HALF and y.dtype == x.dtype and x.ndim >= 2 and y.ndim >= 2 and not args and not kwargs:
+        from .blas import gemm   # CuPy's batched bfloat16 matmul falls back to an integer kernel
+        return gemm(x, y)
     from cupy._core import _routines_linalg as blas
     wanted = blas.COMPUTE_TYPE_TF32 if _tf32_allowed() else blas.COMPUTE_TYPE_PEDANTIC
     if _compute_type[0] != wanted:
         blas.set_compute_type(numpy.dtype(numpy.float32), wanted)
         _compute_type[0] = wanted
     return cupy.matmul(x, y, *args, **kwargs)
-
-
-class _DeviceDraws:
-    """A NumPy Generator whose draws land on the device: CUDA random ops draw on the host from
-    the CUDA default generator (or the one given) and copy, so seeds reproduce exactly."""
-
-    __slots__ = ("host",)
-
-    def __init__(self, host):
-        self.host = host
-
-    def __getattr__(self, name):
-        draw = getattr(self.host, name)
-        return lambda *args, **kwargs: cupy.asarray(draw(*args, **kwargs))
-
-
-def rng(generator):
-    if graphs.captures_underway[0]:
-        graphs.refuse_host_draw()    # a capture would record this one draw for every replay
-    from .._core import random as host_random
-    from .. import cuda
-    return _DeviceDraws(host_random.rng(cuda.default_generator() if generator is None else generator))
 
 
 _erf = _in_float64(_special.erf)
@@ -99,12 +80,32 @@ def _conv_floats_only(x, kernel, allowed):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{x.dtype.c10_name}'")
 
 
+class Around:
+    """An override made from the name it replaces (`kernels.variant` calls `make(original)`):
+    the CUDA kernel for the cases it covers, the CPU kernel's source for the rest."""
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+
+def _around(module, name):
+    """`name` of the CUDA kernel module `module`, made from the CPU kernel it replaces."""
+    def make(original):
+        import importlib
+        return getattr(importlib.import_module(f"ember._cuda.{module}"), name)(original)
+    return Around(make)
+
+
 OVERRIDES = {
     "ember.ops.cpu.conv": {"not_implemented": _conv_floats_only},
     "ember.ops.cpu.pool": {"not_implemented": _pool_floats_only},
     "ember.ops.cpu.special_math": {"erf_array": _erf, "erfc_array": _in_float64(_special.erfc),
                                    "erfinv_array": _in_float64(_special.erfinv)},
-    "ember.ops.cpu.activation": {"_erf": _erf},
+    "ember.ops.cpu.activation": {"_erf": _erf, "gelu": _around("fused", "gelu")},
+    "ember.ops.cpu.loss": {"cross_entropy_loss": _around("fused", "cross_entropy")},
+    "ember.ops.cpu.nn": {"scaled_dot_product_attention": _around("attention", "sdpa"),
+                         "linear": _around("attention", "linear")},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
     "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm,
                            "_mm2d": matmul},

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ember
+from ember._core.dispatch import CUDA_BIT
 from ember._core.tensor import Tensor
 
 from .optimizer import Optimizer, _step_counter, ADAM_FAMILY_RULES, weight_decayed
@@ -23,6 +24,10 @@ def adam_update(param, grad, state, group) -> None:
     counter = state["step"]
     counter += 1
     t = counter.item()
+    if param._keys & CUDA_BIT:
+        from .._cuda.optim import adam_step     # the whole update in one kernel on the GPU
+        if adam_step(param, grad, state["exp_avg"], state["exp_avg_sq"], group, t):
+            return
     grad = weight_decayed(param, grad, group)
     mean, second = state["exp_avg"], state["exp_avg_sq"]
     mean.lerp_(grad, 1 - beta1)

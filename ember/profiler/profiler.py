@@ -41,7 +41,8 @@ _now = time.perf_counter_ns
 
 
 class ProfilerActivity(enum.Enum):
-    """What to profile. ember runs on the CPU; CUDA is accepted and records nothing more."""
+    """What to profile. CUDA: operators on CUDA tensors also get their device time, from a pair
+    of CUDA events around each call (recorded only where a GPU is usable)."""
     CPU = 0
     CUDA = 1
 
@@ -98,6 +99,7 @@ class _Stack(threading.local):
 
 _stack = _Stack()
 _active = None          # the profile that is recording, or None
+_device_timing = [False]  # whether the recording profile times CUDA operators with events
 _op_names: dict = {}    # OperatorHandle -> "aten::add"
 _INTERNAL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ember/
 
@@ -150,10 +152,49 @@ def _profiler_fallback(op, keys, *args):
     if name is None:
         name = _op_names[op] = op.name.split(".", 1)[0]
     evt = _begin(prof, name, "op", args)
+    timed = _device_timing[0] and _on_cuda(args)
+    if timed:
+        evt.device_events = [_record_cuda_event()]
     try:
         return op.redispatch(keys, *args)
     finally:
+        if timed:
+            evt.device_events.append(_record_cuda_event())
         _end(evt)
+
+
+def _on_cuda(args) -> bool:
+    """Whether a call works on CUDA memory: a CUDA tensor argument (or in a list argument), or a
+    CUDA ``device=`` of a factory."""
+    for a in args:
+        if isinstance(a, Tensor):
+            if a.device.type == "cuda":
+                return True
+        elif isinstance(a, (list, tuple)):
+            if a and isinstance(a[0], Tensor) and a[0].device.type == "cuda":
+                return True
+        elif getattr(a, "type", None) == "cuda":
+            return True
+    return False
+
+
+def _record_cuda_event():
+    import cupy
+    e = cupy.cuda.Event()
+    e.record()
+    return e
+
+
+def _resolve_device_times(events) -> None:
+    """Each timed event's device time: the milliseconds between its two CUDA events (the work
+    queued on the current stream while it ran; a stalled GPU's wait counts too), in us."""
+    import cupy
+    for evt in events:
+        if evt.device_events is not None and len(evt.device_events) == 2:
+            start, end = evt.device_events
+            end.synchronize()
+            evt.device_time_us = cupy.cuda.get_elapsed_time(start, end) * 1000.0
+        evt.device_events = None
 
 
 register_fallback(DispatchKey.Profiler, _profiler_fallback)
@@ -302,6 +343,8 @@ class profile:
         self._cycle = []
         _stack.open = []
         self._had_bit = bool(tls.include & PROFILER_BIT)
+        from .. import cuda
+        _device_timing[0] = ProfilerActivity.CUDA in self.activities and cuda.is_available()
         _active = self
         tls.include |= PROFILER_BIT
 
@@ -315,6 +358,9 @@ class profile:
                 evt.end_ns = now
         _stack.open = []
         _active = None
+        if _device_timing[0]:
+            _device_timing[0] = False
+            _resolve_device_times(self._cycle)
         if not self._had_bit:
             tls.include &= ~PROFILER_BIT
         self._events = EventList(e for e in self._cycle if e.end_ns is not None)

@@ -35,7 +35,7 @@ class FunctionEvent:
     "autograd" (the engine's ranges around a node)."""
 
     __slots__ = ("id", "name", "kind", "thread", "start_ns", "end_ns", "input_shapes", "stack",
-                 "cpu_parent", "cpu_children", "sequence_nr")
+                 "cpu_parent", "cpu_children", "sequence_nr", "device_events", "device_time_us")
 
     def __init__(self, id, name, kind, thread, start_ns, input_shapes=None, stack=None, parent=None):
         self.id = id
@@ -49,6 +49,8 @@ class FunctionEvent:
         self.cpu_parent = parent
         self.cpu_children = []
         self.sequence_nr = -1
+        self.device_events = None     # [start, end] CUDA events while recording (profiler.py)
+        self.device_time_us = None    # their elapsed time, once resolved; None: not timed
 
     # PyTorch's FunctionEvent attributes -------------------------------------------------
     key = property(lambda self: self.name)
@@ -73,6 +75,16 @@ class FunctionEvent:
     cpu_time_str = property(lambda self: format_time(self.cpu_time))
     cpu_time_total_str = property(lambda self: format_time(self.cpu_time_total))
     self_cpu_time_total_str = property(lambda self: format_time(self.self_cpu_time_total))
+    device_timed = property(lambda self: self.device_time_us is not None)
+    device_time_total = property(lambda self: self.device_time_us or 0.0)
+    device_time = cuda_time_total = cuda_time = device_time_total
+
+    @property
+    def self_device_time_total(self) -> float:
+        """Device time minus the children's (an op's own kernels, not those of the ops it called)."""
+        return max(0.0, self.device_time_total - sum(c.device_time_total for c in self.cpu_children))
+
+    self_cuda_time_total = self_device_time_total
 
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} thread={self.thread} "
@@ -103,6 +115,9 @@ class FunctionEventAvg:
         self.is_user_annotation = False
         self.is_async = False
         self.cpu_parent = None
+        self.device_time_total = 0.0
+        self.self_device_time_total = 0.0
+        self.device_timed = False
 
     def add(self, evt) -> "FunctionEventAvg":
         if self.key is None:
@@ -114,6 +129,9 @@ class FunctionEventAvg:
         self.count += evt.count
         self.cpu_time_total += evt.cpu_time_total
         self.self_cpu_time_total += evt.self_cpu_time_total
+        self.device_time_total += evt.device_time_total
+        self.self_device_time_total += evt.self_device_time_total
+        self.device_timed = self.device_timed or evt.device_timed
         return self
 
     @property
@@ -123,6 +141,9 @@ class FunctionEventAvg:
     cpu_time_str = property(lambda self: format_time(self.cpu_time))
     cpu_time_total_str = property(lambda self: format_time(self.cpu_time_total))
     self_cpu_time_total_str = property(lambda self: format_time(self.self_cpu_time_total))
+    device_time = property(lambda self: self.device_time_total / self.count if self.count else 0.0)
+    cuda_time_total = property(lambda self: self.device_time_total)
+    self_cuda_time_total = property(lambda self: self.self_device_time_total)
 
     def __repr__(self):
         return (f"<FunctionEventAvg key={self.key} self_cpu_time={self.self_cpu_time_total_str} "
@@ -190,9 +211,12 @@ def build_table(events, sort_by=None, row_limit=100, max_src_column_width=75, ma
     has_stack = any(e.stack for e in events)
     name_w = min(max(len(e.key) for e in events) + 4, max_name_column_width or 10 ** 9)
     shapes_w = min(max(len(str(e.input_shapes)) for e in events) + 4, max_shapes_column_width or 10 ** 9)
-    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"]
-    widths = [name_w] + [12] * 6
-    aligns = [">"] * 7
+    has_device = any(e.device_timed for e in events)   # PyTorch's columns of a CUDA profile
+    device_headers = ["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"] if has_device else []
+    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"] + device_headers + \
+        ["# of Calls"]
+    widths = [name_w] + [12] * (len(headers) - 1)
+    aligns = [">"] * len(headers)
     if has_shapes:
         headers.append("Input Shapes")
         widths.append(shapes_w)
@@ -206,6 +230,7 @@ def build_table(events, sort_by=None, row_limit=100, max_src_column_width=75, ma
     sep = "".join("-" * w + "  " for w in widths)
     line_length = sum(w + 2 for w in widths) - 2
     total = sum(e.self_cpu_time_total for e in events)
+    device_total = sum(e.self_device_time_total for e in events)
 
     lines = []
     if header is not None:
@@ -227,7 +252,13 @@ def build_table(events, sort_by=None, row_limit=100, max_src_column_width=75, ma
                _unit(e.self_cpu_time_total, e.self_cpu_time_total_str, time_unit),
                format_time_share(e.cpu_time_total, total),
                _unit(e.cpu_time_total, e.cpu_time_total_str, time_unit),
-               _unit(e.cpu_time, e.cpu_time_str, time_unit), e.count]
+               _unit(e.cpu_time, e.cpu_time_str, time_unit)]
+        if has_device:
+            row += [_unit(e.self_device_time_total, format_time(e.self_device_time_total), time_unit),
+                    format_time_share(e.self_device_time_total, device_total),
+                    _unit(e.device_time_total, format_time(e.device_time_total), time_unit),
+                    _unit(e.device_time, format_time(e.device_time), time_unit)]
+        row.append(e.count)
         if has_shapes:
             row.append(str(e.input_shapes)[:shapes_w])
         if has_stack:
@@ -242,6 +273,8 @@ def build_table(events, sort_by=None, row_limit=100, max_src_column_width=75, ma
         lines.append(row_format.format(*row))
     lines.append(sep)
     lines.append(f"Self CPU time total: {_unit(total, format_time(total), time_unit)}")
+    if has_device:
+        lines.append(f"Self CUDA time total: {_unit(device_total, format_time(device_total), time_unit)}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -61,7 +61,7 @@ def cudagraphify(compiled, gm):
     """`compiled` (a backend's callable for `gm`) replayed from CUDA graphs where that is exact."""
     random_op = _random_op(gm)
     return _Graphed(compiled, None if random_op is None else f"the graph has random ops ({random_op}): ember's "
-                    f"CUDA random ops draw on the host, so a replay would repeat one draw")
+                    f"CUDA random ops are seeded on the host per draw, so a replay would repeat one draw")
 
 
 class _Graphed:

@@ -34,6 +34,12 @@ def _elu_backward(grad, self, alpha, scale, input_scale):
 
 
 def _gelu(grad, self, approximate):
+    from ... import is_grad_enabled
+    if self.device.type == "cuda" and not is_grad_enabled():     # (create_graph: the formula below)
+        from ..._cuda import fused
+        out = fused.gelu_backward(grad, self, approximate)
+        if out is not None:
+            return out
     x = self
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + _KAPPA * x * x * x)

@@ -266,6 +266,10 @@ def _upsample_interp(name, nspatial, cubic):
 # ---------------------------------------------------------------------------------------
 def _sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     e = _e()
+    if query.device.type == "cuda" and not e.is_grad_enabled():   # (create_graph: the formula below)
+        from ..._cuda import attention
+        if attention.fast_path(query, key, value, attn_mask, dropout_p, enable_gqa):
+            return attention.sdpa_backward(grad, query, key, value, is_causal, scale) + (None,)
     if dropout_p > 0:
         raise NotImplementedError("scaled_dot_product_attention backward with dropout_p > 0 is not implemented "
                                   "in ember (the dropout mask is not kept)")
@@ -411,6 +415,11 @@ def _nll(grad, self, target, weight, reduction, ignore_index):
 
 def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
     e = _e()
+    if self.device.type == "cuda" and not e.is_grad_enabled():   # (create_graph: the formula below)
+        from ..._cuda import fused
+        gx = fused.cross_entropy_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
+        if gx is not None:
+            return gx, None, None
     axis = 0 if self.ndim == 1 else 1
     c = self.shape[axis]
     lp = self.log_softmax(axis)

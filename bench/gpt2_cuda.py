@@ -1,0 +1,146 @@
+"""GPT-2 small training steps, ember eager vs PyTorch eager on the same GPU, in one process.
+
+    python3 bench/gpt2_cuda.py [--batch 8] [--seq 1024] [--steps 10] [--warmup 3] [--layers 12]
+                               [--profile] [--peak-tflops 989]
+
+The model is `_gpt_modules.gpt2_classes(lib)` (the same code for both libraries: 124M parameters,
+12 layers, d=768, 12 heads, vocab 50257, tied LM head), with PyTorch's initial weights copied
+into ember. One step: forward and cross-entropy under ``autocast("cuda", dtype=bfloat16)``,
+backward, AdamW (torch's default on CUDA: foreach), ``zero_grad``. Steps alternate between the
+libraries; each is timed from a synchronized device to a synchronized device; medians.
+tokens/s = batch*seq / step time; MFU = 6 * N * tokens/s / the card's dense bf16 peak (N: the
+parameter count, the tied embedding once; attention's own FLOPs are not counted, as in
+PaLM's / nanoGPT's 6N estimate without the 12*L*T*d term).
+
+`--profile` prints, after the timing, cProfile's top host functions of two ember steps and
+ember.profiler's per-op table (with CUDA times from events when ProfilerActivity.CUDA works).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import ember  # noqa: E402
+from _gpt_modules import gpt2_classes  # noqa: E402
+
+PEAKS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}   # dense bf16 TFLOP/s (SXM parts)
+
+
+def build(lib, args, weights=None):
+    lib.manual_seed(0)
+    model = gpt2_classes(lib)(block_size=args.seq, n_layer=args.layers)
+    if weights is not None:
+        model.load_state_dict({k: lib.from_numpy(v) for k, v in weights.items()})
+    model = model.to("cuda")
+    opt = lib.optim.AdamW(model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    return model, opt
+
+
+def step(lib, model, opt, x, y):
+    with lib.autocast("cuda", dtype=lib.bfloat16):
+        loss = model(x, y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def timed(torch, lib, model, opt, x, y):
+    """(seconds for the whole step, seconds until the host had queued it, loss)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    loss = step(lib, model, opt, x, y)
+    queued = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0, queued, loss
+
+
+def profile_ember(torch, model, opt, x, y):
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(2):
+        step(ember, model, opt, x, y)
+    torch.cuda.synchronize()
+    prof.disable()
+    print("\n## cProfile of two ember steps (host time), top 35 by own time")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(35)
+    from ember.profiler import profile, ProfilerActivity
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    with profile(activities=activities) as p:
+        step(ember, model, opt, x, y)
+        torch.cuda.synchronize()
+    sort = "cuda_time_total" if "CUDA total" in p.key_averages().table(row_limit=1) else "self_cpu_time_total"
+    print(f"\n## ember.profiler, one step, sorted by {sort}")
+    print(p.key_averages().table(sort_by=sort, row_limit=40))
+
+
+def main():
+    import torch
+    p = argparse.ArgumentParser()
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--peak-tflops", type=float, default=None)
+    p.add_argument("--profile", action="store_true")
+    p.add_argument("--only-ember", action="store_true", help="skip torch (profiling runs)")
+    args = p.parse_args()
+    card = torch.cuda.get_device_name()
+    peak = args.peak_tflops or next((v for k, v in PEAKS.items() if k in card), 989.0)
+    print(f"# card: {card} | torch {torch.__version__} | cupy {__import__('cupy').__version__} | "
+          f"GPT-2 {args.layers} layers, batch {args.batch} x seq {args.seq}, bf16 autocast, AdamW")
+    print(f"# MFU peak used: {peak:.0f} TFLOP/s dense bf16 ({'given' if args.peak_tflops else 'table for ' + card})")
+
+    tmodel, topt = build(torch, args)
+    weights = {k: v.detach().cpu().numpy().copy() for k, v in tmodel.state_dict().items()}
+    emodel, eopt = build(ember, args, weights)
+    n_params = sum(p.numel() for p in tmodel.parameters())
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 50257, (args.batch, args.seq + 1))
+    tx, ty = torch.from_numpy(tokens[:, :-1]).cuda(), torch.from_numpy(tokens[:, 1:]).cuda()
+    ex, ey = ember.from_numpy(tokens[:, :-1]).cuda(), ember.from_numpy(tokens[:, 1:]).cuda()
+    libs = {"ember": (ember, emodel, eopt, ex, ey)}
+    if not args.only_ember:
+        libs["torch"] = (torch, tmodel, topt, tx, ty)
+    times = {k: [] for k in libs}
+    queued = {k: [] for k in libs}
+    losses = {k: [] for k in libs}
+    t_start = time.perf_counter()
+    for i in range(args.warmup + args.steps):
+        for name, (lib, model, opt, x, y) in libs.items():
+            dt, q, loss = timed(torch, lib, model, opt, x, y)
+            losses[name].append(float(loss.item()))
+            if i >= args.warmup:
+                times[name].append(dt)
+                queued[name].append(q)
+        if i == 0:
+            print(f"# first step (CuPy kernel compiles, cuBLAS heuristics): {time.perf_counter() - t_start:.1f} s")
+    tokens_per_step = args.batch * args.seq
+    print(f"\n{'':<8}{'ms/step':>10}{'host ms':>10}{'tokens/s':>12}{'MFU':>8}   losses (first, last)")
+    result = {}
+    for name in libs:
+        t = statistics.median(times[name])
+        tps = tokens_per_step / t
+        result[name] = tps
+        mfu = 6 * n_params * tps / (peak * 1e12)
+        print(f"{name:<8}{t * 1e3:>10.1f}{statistics.median(queued[name]) * 1e3:>10.1f}{tps:>12.0f}{mfu:>7.1%}"
+              f"   {losses[name][0]:.4f}, {losses[name][-1]:.4f}")
+    if "torch" in result:
+        print(f"ember/torch tokens/s: {result['ember'] / result['torch']:.2f}x  (N = {n_params / 1e6:.1f}M)")
+    if args.profile:
+        profile_ember(torch, emodel, eopt, ex, ey)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""The half-precision CUDA kernels of ember/_cuda (blas.py, attention.py) against PyTorch CUDA:
+batched/broadcast/transposed bf16 and fp16 products through cuBLAS, linear with its bias added
+by the GEMM, and scaled_dot_product_attention's forward and backward (causal or not, L != S)."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+HALVES = [("bfloat16", 2e-2), ("float16", 5e-3)]
+
+
+def _pair(shape, dtype, seed, requires_grad=False):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    t = torch.tensor(a, device="cuda").to(getattr(torch, dtype)).requires_grad_(requires_grad)
+    e = ember.tensor(a, device="cuda").to(getattr(ember, dtype)).requires_grad_(requires_grad)
+    return e, t
+
+
+def _close(e, t, tol):
+    assert e.dtype == getattr(ember, str(t.dtype).split(".")[1]) and e.device.type == "cuda"
+    np.testing.assert_allclose(e.float().detach().cpu().numpy(), t.float().detach().cpu().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES)
+@pytest.mark.parametrize("sa,sb,ta,tb", [((4, 32, 16), (16, 24), False, False),     # linear backward's grad @ W
+                                         ((2, 3, 32, 16), (2, 3, 16, 24), False, True),   # q @ k^T
+                                         ((1, 3, 16, 32), (2, 1, 32, 24), True, False),   # broadcast batches
+                                         ((5, 8), (8, 7), True, True), ((3, 1, 8), (8, 1), False, False)])
+def test_half_matmul_matches_torch(dtype, tol, sa, sb, ta, tb):
+    """ta / tb: the operand is the transpose view of a contiguous array (column-major to cuBLAS)."""
+    swap = lambda s: s[:-2] + (s[-1], s[-2])   # noqa: E731
+    (ea, a), (eb, b) = _pair(swap(sa) if ta else sa, dtype, 0), _pair(swap(sb) if tb else sb, dtype, 1)
+    if ta:
+        ea, a = ea.mT, a.mT
+    if tb:
+        eb, b = eb.mT, b.mT
+    _close(ea @ eb, a @ b, tol)
+
+
+def test_half_matmul_with_empty_contraction_is_zero():
+    e = ember.ones(2, 3, 0, device="cuda", dtype=ember.bfloat16) @ ember.ones(2, 0, 4, device="cuda", dtype=ember.bfloat16)
+    assert e.shape == (2, 3, 4) and e.dtype == ember.bfloat16 and not e.float().abs().sum().item()
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_half_linear_forward_and_backward_match_torch(dtype, tol, bias):
+    (ex, x), (ew, w) = _pair((4, 10, 32), dtype, 0, True), _pair((24, 32), dtype, 1, True)
+    eb, b = _pair((24,), dtype, 2, True) if bias else (None, None)
+    ey, y = ember.nn.functional.linear(ex, ew, eb), torch.nn.functional.linear(x, w, b)
+    _close(ey, y, tol)
+    (eg, g) = _pair(y.shape, dtype, 3)
+    ey.backward(eg)
+    y.backward(g)
+    for e, t in ((ex, x), (ew, w)) + (((eb, b),) if bias else ()):
+        _close(e.grad, t.grad, 4 * tol)
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES)
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("L,S,E", [(64, 64, 32), (48, 80, 16), (80, 48, 64)])
+def test_sdpa_forward_and_backward_match_torch(dtype, tol, causal, L, S, E):
+    (eq, q), (ek, k), (ev, v) = (_pair((2, 3, n, E), dtype, i, True) for i, n in enumerate((L, S, S)))
+    eo = ember.nn.functional.scaled_dot_product_attention(eq, ek, ev, is_causal=causal)
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    _close(eo, o, tol)
+    eg, g = _pair(o.shape, dtype, 9)
+    eo.backward(eg)
+    o.backward(g)
+    for e, t in ((eq, q), (ek, k), (ev, v)):
+        _close(e.grad, t.grad, 4 * tol)
+
+
+def test_sdpa_takes_the_kernels_only_where_they_apply(monkeypatch):
+    from ember._cuda import attention
+    calls = []
+    monkeypatch.setattr(attention, "sdpa_forward", lambda *a: calls.append(a))
+    q = ember.randn(1, 2, 8, 4, device="cuda")             # float32: the math path
+    ember.nn.functional.scaled_dot_product_attention(q, q, q)
+    mask = ember.ones(8, 8, dtype=ember.bool, device="cuda")
+    ember.nn.functional.scaled_dot_product_attention(q.bfloat16(), q.bfloat16(), q.bfloat16(), attn_mask=mask)
+    assert calls == []
+    with pytest.raises(RuntimeError):     # the argument checks run before the kernels
+        ember.nn.functional.scaled_dot_product_attention(q.bfloat16(), q[..., :3].bfloat16(), q.bfloat16())
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES + [("float32", 1e-6)])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_kernels_match_torch(dtype, tol, approximate):
+    """One kernel each way (ember/_cuda/fused.py), float32 math as PyTorch's; inf/NaN pass through
+    as on PyTorch CUDA; a transposed (non-contiguous) input too."""
+    (ex, x) = _pair((6, 40), dtype, 0, True)
+    with torch.no_grad():
+        x[0, :3] = torch.tensor([float("inf"), float("-inf"), float("nan")], device="cuda")
+    with ember.no_grad():
+        ex[0, :3] = ember.tensor([float("inf"), float("-inf"), float("nan")], device="cuda")
+    for view in (lambda a: a, lambda a: a.mT):
+        ey = ember.nn.functional.gelu(view(ex), approximate=approximate)
+        y = torch.nn.functional.gelu(view(x), approximate=approximate)
+        _close(ey, y, tol)
+        eg, g = _pair(y.shape, dtype, 5)
+        e_grad, = ember.autograd.grad(ey, ex, eg)
+        t_grad, = torch.autograd.grad(y, x, g)
+        _close(e_grad, t_grad, 2 * tol)
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES + [("float32", 1e-5)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("C", [3, 1000, 50257])
+def test_cross_entropy_matches_torch(dtype, tol, reduction, C):
+    """Class-index cross entropy: the row kernels of ember/_cuda/fused.py (mean, sum) or the math
+    path (none), ignore_index rows included, forward and the logits' gradient."""
+    (ex, x) = _pair((37, C), dtype, 0, True)
+    t = np.random.default_rng(1).integers(0, C, 37)
+    t[[3, 20]] = -100
+    et, tt = ember.tensor(t, device="cuda"), torch.tensor(t, device="cuda")
+    ey = ember.nn.functional.cross_entropy(ex, et, reduction=reduction)
+    y = torch.nn.functional.cross_entropy(x, tt, reduction=reduction)
+    _close(ey, y, tol)
+    eg, g = _pair(y.shape, dtype, 2)
+    e_grad, = ember.autograd.grad(ey, ex, eg)
+    t_grad, = torch.autograd.grad(y, x, g)
+    _close(e_grad, t_grad, 2 * tol)
+
+
+def test_cross_entropy_edge_cases():
+    x = ember.randn(4, 5, device="cuda")
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        ember.nn.functional.cross_entropy(x, ember.tensor([0, 7, 1, 2], device="cuda"))
+    all_ignored = ember.full((4,), -100, dtype=ember.int64, device="cuda")
+    assert ember.nn.functional.cross_entropy(x, all_ignored).isnan().item()
+    assert torch.nn.functional.cross_entropy(torch.randn(4, 5, device="cuda"),
+                                             torch.full((4,), -100, device="cuda")).isnan().item()
