@@ -125,6 +125,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--number", type=int, default=10, help="steps per timed sample")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the process's CPU time (steadier on a shared machine; one thread)")
     parser.add_argument("--models", nargs="+", default=None,
                         help=f"eager: {list(MODELS)}; --compiled: mlp gpt")
     parser.add_argument("--compiled", action="store_true",
@@ -134,7 +136,7 @@ def main():
         return compiled_main(args)
     args.models = args.models or list(MODELS)
     header("ms per training step (forward + backward + SGD-momentum step), batch 64 (lstm: 35 x 20 tokens)")
-    medians = interleaved(cases(args.models), rounds=args.rounds, number=args.number)
+    medians = interleaved(cases(args.models), rounds=args.rounds, number=args.number, clock=args.clock)
     rows = [f"{m} {p}" for m in args.models for p in PHASES]
     print(table(rows, ["ember", "torch"], medians, ratio=("ember", "torch")))
     print("\nms per training step (the 'step' rows):")

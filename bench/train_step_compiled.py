@@ -102,7 +102,7 @@ def compiled_main(args):
     header("ms per training step, eager and compiled: mlp batch 64 SGD-momentum; gpt block "
            "d=256 4 heads seq 128 batch 8 AdamW; float32, 1 thread")
     fns, compile_s = cases(names)
-    medians = interleaved(fns, rounds=args.rounds, number=args.number)
+    medians = interleaved(fns, rounds=args.rounds, number=args.number, clock=args.clock)
     ms = {k: v / 1e3 for k, v in medians.items()}
     print("ms per step, and ember.compile's time over each peer's (< 1: ember.compile is faster):")
     for n in names:

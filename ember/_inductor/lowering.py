@@ -250,8 +250,11 @@ def _wrap(d, n):
 def permute(g, meta, x, dims):
     dims = [_wrap(d, len(x.shape)) for d in dims]
     inv = [dims.index(d) for d in range(len(dims))]
-    return _view(x, tuple(meta.shape), lambda idx: [idx[inv[d]] for d in range(len(dims))],
-                 lambda s, o: (tuple(s[d] for d in dims), o))
+    out = _view(x, tuple(meta.shape), lambda idx: [idx[inv[d]] for d in range(len(dims))],
+                lambda s, o: (tuple(s[d] for d in dims), o))
+    if isinstance(out, Pointwise):
+        out.permute_of = (x, dims)   # an extern argument: x's buffer read through permuted strides
+    return out
 
 
 @register("transpose.int")
@@ -574,3 +577,4 @@ def layer_norm(g, meta, x, normalized_shape, weight=None, bias=None, eps=1e-5, c
 
 from . import lowering_index  # noqa: E402,F401  (cat, pad, gather, index: registered into LOWERINGS)
 from . import lowering_random  # noqa: E402,F401  (rand, dropout: only with config.fallback_random = False)
+from . import lowering_blas  # noqa: E402,F401  (linear, matmul: the fuser's BLAS externs)
