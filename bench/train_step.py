@@ -2,7 +2,7 @@
 with --compiled, ember.compile and torch.compile too.
 
     .venv/bin/python bench/train_step.py [--rounds 7] [--number 10]
-    .venv/bin/python bench/train_step.py --compiled [--models mlp gpt]
+    .venv/bin/python bench/train_step.py --compiled [--models mlp gpt] [--fused-optim] [--clock cpu]
 
 Three models, the same weights in both libraries (copied from PyTorch), the same batch:
   mlp  784-512-512-10, ReLU, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
@@ -125,6 +125,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--number", type=int, default=10, help="steps per timed sample")
+    parser.add_argument("--fused-optim", action="store_true",
+                        help="--compiled: every column's optimizer with fused=True")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: the process's CPU time (steadier on a shared machine; one thread)")
     parser.add_argument("--models", nargs="+", default=None,
