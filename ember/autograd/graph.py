@@ -7,6 +7,7 @@ inputs; a leaf that requires grad is reached through its `AccumulateGrad` node.
 """
 from __future__ import annotations
 
+import sys
 import weakref
 
 import numpy as np
@@ -106,6 +107,19 @@ class _Handle:
             pass
 
 
+# Who holds an incoming gradient while _sole_owner counts: the engine's list of the node's
+# gradients and its buffer dict (engine._run_graph drops the previous node's outputs first),
+# AccumulateGrad.apply's local `g`, _sole_owner's parameter and sys.getrefcount's argument; its
+# array: the tensor, apply's local `arr`, the parameter and getrefcount's argument. One more holder
+# (a hook that kept it, a second leaf it also flows to, a saved tensor, a view) and it is copied.
+_GRAD_REFS, _ARRAY_REFS = 5, 4
+
+
+def _sole_owner(g, arr) -> bool:
+    """Whether `g` and its array are referenced only by the engine (so `.grad` may be `g` itself)."""
+    return arr.base is None and sys.getrefcount(arr) == _ARRAY_REFS and sys.getrefcount(g) == _GRAD_REFS
+
+
 class AccumulateGrad(Node):
     """Adds the incoming gradient into a leaf's ``.grad``."""
 
@@ -128,7 +142,11 @@ class AccumulateGrad(Node):
             if is_grad_enabled():
                 meta.grad = g
             elif g._keys == CPU_BIT and not tls.include and g._data.__class__ is np.ndarray and g.__class__ is Tensor:
-                meta.grad = wrap(np.array(g._data, order="K", copy=True))
+                arr = g._data
+                if _sole_owner(g, arr) and arr.strides == self.variable._data.strides:
+                    meta.grad = g       # nobody else can see it: kept, not copied (PyTorch steals it too)
+                else:
+                    meta.grad = wrap(np.array(arr, order="K", copy=True))
             else:
                 meta.grad = g.detach().clone()
         elif is_grad_enabled():
