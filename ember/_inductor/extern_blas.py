@@ -63,8 +63,11 @@ linear.name = "ember_linear"          # how plans and logs name it (wrapper.FUSE
 
 
 def matmul(a, b):
-    """a (n-d, n > 2) @ b (2-d) as one GEMM (the lowering passes only these)."""
+    """a (n-d, n >= 2) @ b (2-d) as one GEMM (the lowering passes only these); 2-d @ 2-d is eager's
+    own `dot` (called here without the dispatcher: a backward graph makes several)."""
     A, B = a._data, b._data
+    if A.ndim == 2:
+        return wrap(A.dot(B))
     A2 = _fold(A)
     if A2 is None:
         return wrap(np.ascontiguousarray(np.matmul(A, B)))

@@ -23,6 +23,6 @@ def linear(g, meta, x, w, b=None):
 
 @register("matmul.default")
 def matmul(g, meta, a, b):
-    if len(a.shape) < 3 or len(b.shape) != 2 or not _same_float(a, b):
+    if len(a.shape) < 2 or len(b.shape) != 2 or not _same_float(a, b):
         return None
     return g.extern(extern_blas.matmul, [a, b], {}, meta)
