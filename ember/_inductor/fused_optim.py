@@ -131,7 +131,16 @@ def sgd(params, grads, buffers, group, negate) -> bool:
     flags = (("MAXIMIZE", negate), ("DECAY", decay != 0), ("DAMPENED", dampening != 0),
              ("NESTEROV", bool(group["nesterov"])))
     _launch("sgd", dtype, flags, rows, (-float(group["lr"]), momentum, 1 - dampening, decay))
+    _written(params, buffers)
     return True
+
+
+def _written(*tensor_lists):
+    """Bump the version of every tensor the kernel wrote, as the in-place ops it replaces do (a
+    graph that saved a parameter then refuses to backpropagate through the stale value)."""
+    for tensors in tensor_lists:
+        for t in tensors:
+            t._bump_version()
 
 
 def adam(params, grads, means, seconds, group, step, negate) -> bool:
@@ -145,5 +154,6 @@ def adam(params, grads, means, seconds, group, step, negate) -> bool:
     scalars = (1 - lr * decay, decay, 1 - beta1, beta2, 1 - beta2, (1 - beta2 ** step) ** 0.5, eps,
                -(lr / (1 - beta1 ** step)))
     _launch("adam", dtype, flags, rows, scalars)
+    _written(params, means, seconds)
     return True
 
