@@ -15,6 +15,8 @@ runs eager's kernel.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._core.tensor import wrap
@@ -28,10 +30,8 @@ def _fold(a):
     if a.ndim == 2:
         return a
     try:
-        out = a.view()
-        out.shape = (-1, a.shape[-1])    # raises rather than copies when the dims do not fold
-        return out
-    except AttributeError:
+        return a.reshape((math.prod(a.shape[:-1]), a.shape[-1]), copy=False)
+    except ValueError:                   # the leading dims do not fold into one stride
         return None
 
 
