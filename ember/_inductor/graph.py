@@ -18,7 +18,7 @@ import operator
 from .._core.dispatch import OperatorHandle
 from .._core.tensor import Tensor
 from . import ir
-from .lowering import LOWERINGS
+from .lowering import EXTERN_LOWERINGS, LOWERINGS
 
 
 def _fallback_random():
@@ -153,7 +153,7 @@ class GraphLowering:
         key = target.name.split("::", 1)[1]
         key = key if "." in key else key + ".default"       # "aten::sigmoid" is sigmoid.default
         self.current_key = key
-        lower = LOWERINGS.get(key)
+        lower = LOWERINGS.get(key) or EXTERN_LOWERINGS.get(key)
         values = [v for v in _leaves([args, list(kwargs.values())]) if isinstance(v, ir.Value)]
         metas = list(_leaves(meta)) if meta is not None else []
         computable = all(isinstance(m, Tensor) and m.dtype in ir.C_TYPES for m in metas) and metas and \

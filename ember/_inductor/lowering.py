@@ -18,12 +18,15 @@ from .._core import dtype as _dt
 from .ir import BufferValue, Expr, Pointwise, ReductionBody, cost_of, ops
 
 LOWERINGS: dict = {}
+# ops the fuser runs through its own extern kernels (lowering_blas.py: linear, matmul), not fused into
+# generated C: kept apart so LOWERINGS stays "what becomes C" (the jit's fusion groups read it)
+EXTERN_LOWERINGS: dict = {}
 
 
-def register(*keys):
+def register(*keys, table=LOWERINGS):
     def deco(fn):
         for key in keys:
-            LOWERINGS[key] = fn
+            table[key] = fn
         return fn
     return deco
 
