@@ -144,7 +144,7 @@ def run(sizes, threads, rounds, only=(), show=False):
                 samples = {k: [] for k in peers}
                 for _ in range(rounds):
                     for k, f in peers.items():
-                        samples[k].append(timed(f, clock=clock))
+                        samples[k].append(timed(f))
                 med = {k: statistics.median(v) * 1e6 for k, v in samples.items()}
                 results[(nthreads, size, name)] = med
                 print(f"{nthreads}t {size:>9.0e} {name:<17}" + "".join(f"{k} {v:>10.1f}us  " for k, v in med.items())

@@ -2,7 +2,7 @@
 with --compiled, ember.compile and torch.compile too.
 
     .venv/bin/python bench/train_step.py [--rounds 7] [--number 10]
-    .venv/bin/python bench/train_step.py --compiled [--models mlp gpt]
+    .venv/bin/python bench/train_step.py --compiled [--models mlp gpt] [--fused-optim] [--clock cpu]
 
 Three models, the same weights in both libraries (copied from PyTorch), the same batch:
   mlp  784-512-512-10, ReLU, batch 64, cross-entropy, SGD(lr=0.01, momentum=0.9)
@@ -125,6 +125,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--number", type=int, default=10, help="steps per timed sample")
+    parser.add_argument("--fused-optim", action="store_true",
+                        help="--compiled: every column's optimizer with fused=True")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the process's CPU time (steadier on a shared machine; one thread)")
     parser.add_argument("--models", nargs="+", default=None,
                         help=f"eager: {list(MODELS)}; --compiled: mlp gpt")
     parser.add_argument("--compiled", action="store_true",
@@ -134,7 +138,7 @@ def main():
         return compiled_main(args)
     args.models = args.models or list(MODELS)
     header("ms per training step (forward + backward + SGD-momentum step), batch 64 (lstm: 35 x 20 tokens)")
-    medians = interleaved(cases(args.models), rounds=args.rounds, number=args.number)
+    medians = interleaved(cases(args.models), rounds=args.rounds, number=args.number, clock=args.clock)
     rows = [f"{m} {p}" for m in args.models for p in PHASES]
     print(table(rows, ["ember", "torch"], medians, ratio=("ember", "torch")))
     print("\nms per training step (the 'step' rows):")

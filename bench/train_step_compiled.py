@@ -9,8 +9,10 @@ in four columns: ember eager, ember.compile(model) (the default backend: AOT aut
 generated C), torch eager and torch.compile(model) (Inductor), the same weights (copied from
 PyTorch) and batch, float32, one thread everywhere (torch.set_num_threads(1),
 ember.set_num_threads(1), one BLAS thread). The optimizer step runs eagerly in both compiled
-columns (neither compiles it here). Compile time is reported separately (the first step minus a
-steady one); the table's figures are medians of interleaved rounds.
+columns (neither compiles it here); with --fused-optim every column constructs its optimizer with
+fused=True (PyTorch's fused CPU kernels; ember's generated ones, _inductor/fused_optim.py).
+Compile time is reported separately (the first step minus a steady one); the table's figures are
+medians of interleaved rounds.
 """
 from __future__ import annotations
 
@@ -40,15 +42,15 @@ def _regress(lib, out, y):
 
 MODELS = {
     "mlp": (mlp, lambda rng: (rng.standard_normal((64, 784), dtype=np.float32), rng.integers(0, 10, 64)),
-            _classify, lambda lib, p: lib.optim.SGD(p, lr=0.01, momentum=0.9)),
+            _classify, lambda lib, p, **kw: lib.optim.SGD(p, lr=0.01, momentum=0.9, **kw)),
     "gpt": (gpt_block, lambda rng: (rng.standard_normal((8, 128, 256), dtype=np.float32),
                                     rng.standard_normal((8, 128, 256), dtype=np.float32)),
-            _regress, lambda lib, p: lib.optim.AdamW(p, lr=1e-3)),
+            _regress, lambda lib, p, **kw: lib.optim.AdamW(p, lr=1e-3, **kw)),
 }
 
 
-def step_fn(lib, model, forward, x, y, loss_fn, make_opt):
-    opt = make_opt(lib, model.parameters())
+def step_fn(lib, model, forward, x, y, loss_fn, make_opt, fused=None):
+    opt = make_opt(lib, model.parameters(), fused=fused)
 
     def step():
         opt.zero_grad()
@@ -68,7 +70,7 @@ def first_step_seconds(step):
     return first, time.perf_counter() - t0
 
 
-def cases(names):
+def cases(names, fused=None):
     import torch
     torch.set_num_threads(1)
     ember.set_num_threads(1)
@@ -89,7 +91,7 @@ def cases(names):
                                        for k, v in tmodel.state_dict().items()})
             forward = lib.compile(model) if column.endswith("compile") else model
             step = step_fn(lib, model, forward, lib.from_numpy(x.copy()), lib.from_numpy(y.copy()),
-                           loss_fn, make_opt)
+                           loss_fn, make_opt, fused)
             if column.endswith("compile"):
                 first, steady = first_step_seconds(step)
                 compile_s[(name, column)] = first - steady
@@ -100,9 +102,10 @@ def cases(names):
 def compiled_main(args):
     names = args.models or list(MODELS)
     header("ms per training step, eager and compiled: mlp batch 64 SGD-momentum; gpt block "
-           "d=256 4 heads seq 128 batch 8 AdamW; float32, 1 thread")
-    fns, compile_s = cases(names)
-    medians = interleaved(fns, rounds=args.rounds, number=args.number)
+           "d=256 4 heads seq 128 batch 8 AdamW; float32, 1 thread"
+           + ("; every column's optimizer with fused=True" if args.fused_optim else ""))
+    fns, compile_s = cases(names, True if args.fused_optim else None)
+    medians = interleaved(fns, rounds=args.rounds, number=args.number, clock=args.clock)
     ms = {k: v / 1e3 for k, v in medians.items()}
     print("ms per step, and ember.compile's time over each peer's (< 1: ember.compile is faster):")
     for n in names:

@@ -127,7 +127,9 @@ def _value(v):
     if isinstance(v, (list, tuple)):
         return {type(v).__name__: [_value(x) for x in v]}
     if isinstance(v, dict) and all(type(k) is str for k in v):
-        return {"dict": {k: _value(x) for k, x in v.items()}}
+        # pairs, not a JSON object: the file is written with sorted keys, and the order of a
+        # node's kwargs is part of the graph's code (the fuser's graph-cache key)
+        return {"dict": [[k, _value(x)] for k, x in v.items()]}
     if isinstance(v, slice):
         return {"slice": [_value(v.start), _value(v.stop), _value(v.step)]}
     if type(v).__name__ == "dtype" and DTYPES.get(getattr(v, "name", None)) is v:
@@ -151,7 +153,9 @@ def _decode(v, nodes):
     if kind in ("list", "tuple"):
         return (list if kind == "list" else tuple)(_decode(e, nodes) for e in x)
     if kind == "dict":
-        return {k: _decode(e, nodes) for k, e in x.items()}
+        if not all(isinstance(kv, list) and len(kv) == 2 and type(kv[0]) is str for kv in x):
+            raise ValueError("a dict entry that is not a [name, value] pair")
+        return {k: _decode(e, nodes) for k, e in x}
     if kind == "slice":
         return slice(*(_decode(e, nodes) for e in x))
     if kind == "float":

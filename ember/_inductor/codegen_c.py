@@ -14,6 +14,7 @@ code, which the wrapper turns into eager's RuntimeError("ZeroDivisionError").
 from __future__ import annotations
 
 import math
+import re
 
 from .._core import dtype as _dt
 from . import ir
@@ -486,6 +487,36 @@ def _finish_kernel(name, k, out, err_clause):
     return kernel_source(name, args, k, text.split("\n")), args, k.checks_errors
 
 
+_DECL = re.compile(r"^(?:const )?[A-Za-z_][\w ]* (t\d+) = (.*);$")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_ASSIGNED = re.compile(r"\b(t\d+(?:_\w+)?)\s*(?:[-+*/|&^]?=)(?!=)")
+
+
+def hoist_invariants(lines, loops):
+    """(lines computed once before `loops`, the rest): the `T tN = expr;` lines of a loop body that
+    read no loop variable and no value that varies (a row's mean and 1/sqrt(var + eps) in layer_norm's
+    normalising loop, a broadcast load): GCC does not hoist a load past the loop's stores (the
+    buffers may alias as far as it knows), so layer_norm at 1024x256 ran 10x slower with them inside.
+    Only plain declarations at the body's top level move; a temp assigned anywhere else (a masked
+    load's result, an accumulator) varies; nothing moves out of a loop that may run zero times."""
+    if not loops or any(r <= 0 for _, r in loops):
+        return [], lines
+    varying = {v for v, _ in loops}
+    for ln in lines:
+        if not _DECL.match(ln):
+            varying.update(_ASSIGNED.findall(ln))
+    hoisted, rest = [], []
+    for ln in lines:
+        m = _DECL.match(ln)
+        if m and m.group(1) not in varying and not varying.intersection(_WORD.findall(m.group(2))):
+            hoisted.append(ln)
+        else:
+            if m:
+                varying.add(m.group(1))
+            rest.append(ln)
+    return hoisted, rest
+
+
 def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_division):
     """C lines of a pointwise member's inner loops (`store` formats the value into its buffer) and
     the divisors replaced by a hoisted reciprocal (only when `hoist_division`)."""
@@ -494,7 +525,8 @@ def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_divis
     with ir.set_handler(emitter):
         value = b.body.run((ovars, []))
     lines.append(store.format(value if b.name in k.row_arrays else to_memory(b.dtype, value)))
-    out = ["{"]
+    hoisted, lines = hoist_invariants(lines, loops)
+    out = ["{"] + hoisted
     n = _loop_open(loops, out, "", pragma)
     out.extend("    " + ln for ln in lines)
     return out + ["}" * n, "}"], emitter.divisors

@@ -18,7 +18,7 @@ elements in float and the blocks in double. max/min propagate NaN (a flag beside
 from __future__ import annotations
 
 from . import ir
-from .codegen_c import CEmitter, _loop_open, ctype, to_memory
+from .codegen_c import CEmitter, _loop_open, ctype, hoist_invariants, to_memory
 
 SUM_BLOCK = 4096
 LANE_BYTES = 256                # 4 AVX-512 vectors (8 AVX2 ones): enough to cover the add latency
@@ -80,6 +80,8 @@ def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, pa
     lines = []
     with ir.set_handler(CEmitter(k, lines, rename, locals_, in_loop=True)):
         value = b.body.run((ovars, rvars))
+    hoisted, lines = hoist_invariants(lines, loops)     # a broadcast row value: read once
+    body.extend(hoisted)
     floating = src.is_floating_point
     if rt in ("welford_mean", "welford_m2"):
         return _welford(k, b, group, loops, rename, locals_, body, store, lines, value, acc, rt, ot)

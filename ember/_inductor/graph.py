@@ -18,7 +18,7 @@ import operator
 from .._core.dispatch import OperatorHandle
 from .._core.tensor import Tensor
 from . import ir
-from .lowering import LOWERINGS
+from .lowering import EXTERN_LOWERINGS, LOWERINGS
 
 
 def _fallback_random():
@@ -54,6 +54,7 @@ class GraphLowering:
         self.outputs = None
         self.current_key = None
         self._counter = 0
+        self._realized = {}             # id(Pointwise) -> (it, its BufferValue)
 
     def new_name(self, prefix="buf"):
         self._counter += 1
@@ -61,13 +62,19 @@ class GraphLowering:
 
     # -- what lowerings call ---------------------------------------------------------------------
     def realize(self, value):
-        """A BufferValue for `value` (a Pointwise becomes a ComputedBuffer)."""
+        """A BufferValue for `value` (a Pointwise becomes a ComputedBuffer, once: a value that is both
+        an extern's argument and a graph output, GELU's output before a linear that the backward
+        saves, is computed by one kernel, not two)."""
         if isinstance(value, ir.BufferValue):
             return value
+        done = self._realized.get(id(value))
+        if done is not None and done[0] is value:
+            return done[1]
         buf = ir.ComputedBuffer(self.new_name(), value.shape, value.dtype,
                                 ir.PointwiseBody(value.shape, value.make_loader()))
         self.nodes.append(buf)
-        return ir.BufferValue(buf)
+        self._realized[id(value)] = (value, ir.BufferValue(buf))   # the value is kept: its id stays its own
+        return self._realized[id(value)][1]
 
     def reduction(self, body, dtype):
         buf = ir.ComputedBuffer(self.new_name(), body.ranges, dtype, body)
@@ -76,6 +83,14 @@ class GraphLowering:
 
     def extern(self, op, args, kwargs, meta):
         def arg(a):
+            permuted = getattr(a, "permute_of", None)
+            if permuted is not None:
+                # a permuted value (a weight gradient's grad.t()): its source is realized once and
+                # the extern reads it through permuted strides (BLAS takes transposes as they are),
+                # rather than a second kernel writing the values again in transposed order
+                base, dims = permuted
+                whole = arg(base)
+                return ir.BufferValue(whole.buffer, a.shape, tuple(whole.strides[d] for d in dims), whole.offset)
             return self.realize(a) if isinstance(a, ir.Value) else a
         call = ir.ExternCall(self.new_name("extern"), op, _tree_map(arg, list(args)),
                              {k: _tree_map(arg, v) for k, v in kwargs.items()})
@@ -138,7 +153,7 @@ class GraphLowering:
         key = target.name.split("::", 1)[1]
         key = key if "." in key else key + ".default"       # "aten::sigmoid" is sigmoid.default
         self.current_key = key
-        lower = LOWERINGS.get(key)
+        lower = LOWERINGS.get(key) or EXTERN_LOWERINGS.get(key)
         values = [v for v in _leaves([args, list(kwargs.values())]) if isinstance(v, ir.Value)]
         metas = list(_leaves(meta)) if meta is not None else []
         computable = all(isinstance(m, Tensor) and m.dtype in ir.C_TYPES for m in metas) and metas and \

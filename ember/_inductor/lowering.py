@@ -18,12 +18,15 @@ from .._core import dtype as _dt
 from .ir import BufferValue, Expr, Pointwise, ReductionBody, cost_of, ops
 
 LOWERINGS: dict = {}
+# ops the fuser runs through its own extern kernels (lowering_blas.py: linear, matmul), not fused into
+# generated C: kept apart so LOWERINGS stays "what becomes C" (the jit's fusion groups read it)
+EXTERN_LOWERINGS: dict = {}
 
 
-def register(*keys):
+def register(*keys, table=LOWERINGS):
     def deco(fn):
         for key in keys:
-            LOWERINGS[key] = fn
+            table[key] = fn
         return fn
     return deco
 
@@ -250,8 +253,11 @@ def _wrap(d, n):
 def permute(g, meta, x, dims):
     dims = [_wrap(d, len(x.shape)) for d in dims]
     inv = [dims.index(d) for d in range(len(dims))]
-    return _view(x, tuple(meta.shape), lambda idx: [idx[inv[d]] for d in range(len(dims))],
-                 lambda s, o: (tuple(s[d] for d in dims), o))
+    out = _view(x, tuple(meta.shape), lambda idx: [idx[inv[d]] for d in range(len(dims))],
+                lambda s, o: (tuple(s[d] for d in dims), o))
+    if isinstance(out, Pointwise):
+        out.permute_of = (x, dims)   # an extern argument: x's buffer read through permuted strides
+    return out
 
 
 @register("transpose.int")
@@ -574,3 +580,4 @@ def layer_norm(g, meta, x, normalized_shape, weight=None, bias=None, eps=1e-5, c
 
 from . import lowering_index  # noqa: E402,F401  (cat, pad, gather, index: registered into LOWERINGS)
 from . import lowering_random  # noqa: E402,F401  (rand, dropout: only with config.fallback_random = False)
+from . import lowering_blas  # noqa: E402,F401  (linear, matmul: the fuser's BLAS externs)

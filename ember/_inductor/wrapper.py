@@ -27,12 +27,18 @@ of its argument). Kernels take arrays (launch.py's convention: the launcher read
 from __future__ import annotations
 
 import functools
+import importlib
 import operator
 
 import numpy as np
 
 from .._core.dtype import _BY_NAME as DTYPES
 from .._core.tensor import AUTOGRAD_BIT, CPU_BIT, INFERENCE_BIT, Tensor, wrap as _wrap_array
+
+
+# extern ops of the fuser's own (not aten ops of the graph): plan name -> (module, attribute)
+FUSER_EXTERNS = {"draw_seed": (".lowering_random", "draw_seed"), "ember_linear": (".extern_blas", "linear"),
+                 "ember_matmul": (".extern_blas", "matmul")}
 
 
 class GuardMismatch(Exception):
@@ -58,9 +64,11 @@ def raise_if_error(flag):
 
 
 def strided_view(t, shape, strides, offset):
-    """A view of `t` (relative element offset) with the given element strides: copies nothing."""
-    import ember
-    return ember.ops.aten.as_strided.default(t, list(shape), list(strides), t.storage_offset() + offset)
+    """A view of `t` (relative element offset) with the given element strides: copies nothing.
+    Built by as_strided's kernel directly (the geometry lies within `t`'s buffer by construction:
+    the lowering derived it from the buffer's own), not through the dispatcher (~20 us a call)."""
+    from ..ops.cpu.views import _view, geometry
+    return _view(t, tuple(shape), tuple(strides), geometry(t)[2] + offset)
 
 
 class _Named:
@@ -308,9 +316,9 @@ def build_wrapper(plan, fnptrs, aten_gm):
     for step in plan["steps"]:
         if step[0] == "extern":
             _, op_name, args, kwargs, returns_tuple, outs = step
-            if op_name == "draw_seed" and op_name not in ops:    # the fuser's own extern (one random draw)
-                from .lowering_random import draw_seed           # (imported only where a plan draws)
-                ops[draw_seed.name] = draw_seed
+            if op_name in FUSER_EXTERNS and op_name not in ops:   # the fuser's own externs, imported
+                module, attr = FUSER_EXTERNS[op_name]              # only where a plan calls them
+                ops[op_name] = getattr(importlib.import_module(module, __package__), attr)
             if op_name not in ops:
                 raise PlanMismatch(f"extern op {op_name!r} is not in the graph")
             res = graph.call_function(ops[op_name], tuple(decode(args)), {k: decode(v) for k, v in kwargs.items()})

@@ -149,6 +149,7 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
             run = needed is None or id(node) in needed
             if isinstance(node, AccumulateGrad) and not accumulate:
                 run = False
+            outs = None     # the last node's outputs go: AccumulateGrad counts who holds a gradient
             if run:
                 if not any(g is not None for g in grads):
                     outs = [None] * len(node.next_functions)

@@ -41,6 +41,30 @@ def adam_update(param, grad, state, group) -> None:
     param.addcdiv_(mean, denom, value=-(lr / (1 - beta1 ** t)))
 
 
+def adam_fused(pairs, group, state_of, negate):
+    """fused=True: the group's parameters in one generated kernel (from the second step on, when
+    they share one step count); AMSGrad runs the for-loop update."""
+    if group["amsgrad"] or not pairs:
+        return pairs
+    from .._inductor import fused_optim
+    by_step = {}
+    for p, g in pairs:
+        state = state_of.get(p)
+        if not state:
+            return pairs                   # the first step creates the state: the for-loop update
+        by_step.setdefault(state["step"].item() + 1, []).append((p, g, state))
+    if len(by_step) != 1:                  # parameters at different steps (added to the group later)
+        return pairs
+    (step, rows), = by_step.items()
+    params, grads, states = zip(*rows)
+    if not fused_optim.adam(params, grads, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+                            group, step, negate):
+        return pairs                       # a tensor the kernel cannot take (checked before any write)
+    for s in states:
+        s["step"] += 1
+    return []
+
+
 def _float_or_tensor_pair(betas) -> bool:
     return all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, Tensor) for b in betas[:2])
 
@@ -61,6 +85,8 @@ class Adam(Optimizer):
                  decoupled_weight_decay=False) -> None:
         betas = tuple(betas)  # torch stores the pair as a tuple whatever sequence was passed
         self._setup(params, locals())
+
+    fused_update = staticmethod(adam_fused)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""

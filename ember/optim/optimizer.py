@@ -97,6 +97,9 @@ class Optimizer:
 
     KEYS: tuple = ()
     RULES: tuple = ()
+    # fused=True: fused_update(pairs, group, state_of, negate) -> the pairs it left to the for-loop
+    # update (SGD, Adam, AdamW: one generated kernel per group, ember/_inductor/fused_optim.py)
+    fused_update = None
 
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
@@ -125,7 +128,7 @@ class Optimizer:
             if not test(value):
                 raise (error[0] if error else ValueError)(message.format(value))
         for flag in _UNSUPPORTED_FLAGS:
-            if options.get(flag):
+            if options.get(flag) and not (flag == "fused" and self.fused_update is not None):
                 raise NotImplementedError(f"{name}: {flag}=True is not supported by ember")
         Optimizer.__init__(self, params, options)
 
@@ -194,6 +197,8 @@ class Optimizer:
                         raise NotImplementedError(f"{type(self).__name__}: complex parameters are not "
                                                   "supported by ember (it has no view_as_real)")
                 negate = group.get("maximize", False)
+                if group.get("fused"):
+                    pairs = type(self).fused_update(pairs, group, state_of, negate)
                 for param, grad in pairs:
                     state = state_of.get(param)
                     fresh = state is None

@@ -22,6 +22,22 @@ def sgd_update(param, grad, state, group) -> None:
     param.add_(grad, alpha=-group["lr"])
 
 
+def sgd_fused(pairs, group, state_of, negate):
+    """fused=True: every parameter whose momentum buffer exists, in one generated kernel (the
+    first step, which creates the buffers, and SGD without momentum run the for-loop update)."""
+    if group["momentum"] == 0:
+        return pairs
+    ready = [(p, g, state_of[p]["momentum_buffer"]) for p, g in pairs
+             if state_of.get(p, {}).get("momentum_buffer") is not None]
+    if not ready:
+        return pairs
+    from .._inductor import fused_optim
+    if not fused_optim.sgd(*zip(*ready), group, negate):
+        return pairs
+    done = {id(p) for p, _, _ in ready}
+    return [(p, g) for p, g in pairs if id(p) not in done]
+
+
 class SGD(Optimizer):
     """Implements stochastic gradient descent (optionally with momentum and Nesterov momentum)."""
 
@@ -38,6 +54,8 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None) -> None:
         self._setup(params, locals())
+
+    fused_update = staticmethod(sgd_fused)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""

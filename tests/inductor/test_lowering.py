@@ -241,7 +241,9 @@ def test_casts_and_clamp_and_activations():
 def test_ops_without_a_lowering_run_their_eager_kernel_inside_the_graph():
     x, w = ember.randn(4, 8), ember.randn(8, 3)
     compiled = check(lambda a, b: ((a * 2) @ b).relu() + ember.cumsum(a, 1)[:, :3], x, w, lowered=False)
-    assert set(extern_ops(compiled)) == {"aten::matmul", "aten::cumsum"}
+    # cumsum runs its eager kernel; matmul the fuser's own BLAS extern (extern_blas.matmul)
+    assert set(extern_ops(compiled)) == {"aten::cumsum"}
+    assert "matmul" in [getattr(n.target, "__name__", "") for n in compiled.current.graph.nodes]
     cplx = ember.randn(4, 4).to(ember.complex64)        # a dtype the C code does not compute: extern
     check(lambda a: a * 2 + 1, cplx, lowered=False)
 

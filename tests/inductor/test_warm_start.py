@@ -117,3 +117,31 @@ def test_entries_are_json_with_no_code(private_cache):
         payload = json.loads(body)
         assert set(payload) == {"plan", "library", "kernels"}
         assert b"def " not in body and b"import" not in body
+
+
+# A classifier's step with cross_entropy inside the compiled function: its backward graph has a node
+# with several keyword arguments (ones(..., dtype=, device=)); the AOT cache hands the warm process
+# that graph with its keywords in the traced order, so the fuser's graph key matches the cold one's.
+KWARGS_PROGRAM = """
+import json
+import ember
+import ember.nn as nn
+from ember._inductor import codecache
+ember.manual_seed(0)
+model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 4))
+x, y = ember.randn(6, 12), ember.tensor([0, 3, 1, 2, 2, 0])
+step = ember.compile(lambda x, y: nn.functional.cross_entropy(model(x), y))
+loss = step(x, y)
+loss.backward()
+print(json.dumps({"loss": loss.item(), "grads": [p.grad.tolist() for p in model.parameters()],
+                  "counters": codecache.counters}))
+"""
+
+
+def test_a_warm_process_finds_every_graph_whatever_its_keyword_order(private_cache):
+    cold = run_child(KWARGS_PROGRAM, private_cache)
+    warm = run_child(KWARGS_PROGRAM, private_cache)
+    assert cold["counters"]["graph_miss"] == 2
+    assert warm["counters"]["graph_hit"] == 2 and warm["counters"]["graph_miss"] == 0
+    assert warm["counters"]["compile"] == 0
+    assert warm["loss"] == cold["loss"] and warm["grads"] == cold["grads"]
