@@ -13,6 +13,7 @@ from ..._core import dtype as _dt
 from ..._core.tensor import wrap
 from ..meta import nn as meta
 from .. import rules
+from .linalg import _matmul
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -48,7 +49,7 @@ def linear(x, w, b=None):
     X, W = x._data, w._data
     if X.dtype in _HALF:
         X, W = X.astype(_F32), W.astype(_F32)
-    y = np.matmul(X, W.T if W.ndim == 2 else W)
+    y = _matmul(X, W.T if W.ndim == 2 else W)
     if b is not None:
         B = acc(b._data)
         y = y + B if y.ndim == 0 or np.broadcast_shapes(y.shape, B.shape) != y.shape else np.add(y, B, out=y)

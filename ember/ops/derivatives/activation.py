@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from .. import native
+
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SQRT1_2 = math.sqrt(0.5)
@@ -34,6 +36,9 @@ def _elu_backward(grad, self, alpha, scale, input_scale):
 
 
 def _gelu(grad, self, approximate):
+    fused = native.pointwise_backward("gelu_tanh_bwd" if approximate == "tanh" else "gelu_bwd", grad, self)
+    if fused is not None:
+        return fused
     x = self
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + _KAPPA * x * x * x)

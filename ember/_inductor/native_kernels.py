@@ -1,0 +1,202 @@
+"""Native eager kernels: C loops for the hot composite ops, compiled once through the fuser's kernel
+cache and called from eager CPU kernels and derivative formulas (ATen's native kernels, for ember).
+
+    fn = native_kernels.kernel("gelu_fwd", np.dtype(np.float32))   # None: use the NumPy kernel
+    fn(x, out, x.size)                                                # launch.launcher()'s convention
+
+Why: a composite op written in NumPy makes one temporary array per step (GELU's erf alone is ~20
+passes over memory), and a recurrent cell is ~11 ember ops per time step, each ~20 us of Python.
+One C loop per op does the same arithmetic in one pass.
+
+How: every kernel of one dtype lives in one C translation unit (`source(dtype)`), written by hand
+as plain loops (the bodies below), prefixed with the libmvec prototypes the code generator uses
+(machine.vector_math_prelude(), so expf/tanh/erf vectorise), compiled and cached on disk by
+codecache.load_c (same key, lock, digest and trust rules as generated kernels) and called through
+launch.launcher() (pointers read from the arrays, GIL released). Compilation happens at the first
+call of a kernel of that dtype, never at import; `import ember` does not import this module
+(ember/ops/native.py imports it lazily).
+
+Every kernel takes C-contiguous arrays of one dtype (the caller copies other layouts) and follows
+the signature `void k(void *const *bufs, const int64_t *ints, const double *floats)`. Float32
+kernels compute transcendental functions in the input's precision except erf (computed in double
+and rounded, as eager's NumPy erf is); results agree with the NumPy kernels within a few ulps.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+
+log = logging.getLogger("ember._inductor.native_kernels")
+
+DTYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
+
+_HEADER = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+%(prelude)s
+typedef %(T)s T;
+#define K(name) void name##_%(suffix)s(void *const *bufs, const int64_t *ints, const double *floats)
+#define SIGMOID(v) ((T)1 / ((T)1 + exp(-(v))))
+"""
+
+# ----------------------------------------------------------------------------- the kernel bodies
+# `exp`/`tanh` on a float argument: <tgmath.h> is not used, so float kernels call the float
+# functions through these macros (libmvec vectorises expf/tanhf).
+_BODIES = r"""
+#if %(is_float)d
+#undef SIGMOID
+#define EXP expf
+#define TANH tanhf
+#define SIGMOID(v) (1.0f / (1.0f + expf(-(v))))
+#else
+#define EXP exp
+#define TANH tanh
+#endif
+
+/* gelu, exact: x * Phi(x); erf in double (eager's NumPy erf is computed in float64 too). */
+K(gelu_fwd) {
+    const T *x = bufs[0]; T *out = bufs[1]; int64_t n = ints[0];
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i];
+        out[i] = (T)(v * 0.5 * (1.0 + erf(v * 0.70710678118654752440)));
+    }
+}
+
+/* d gelu / dx = Phi(x) + x * phi(x), times the incoming gradient. */
+K(gelu_bwd) {
+    const T *g = bufs[0], *x = bufs[1]; T *out = bufs[2]; int64_t n = ints[0];
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i];
+        double cdf = 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+        double pdf = 0.39894228040143267794 * exp(-0.5 * v * v);
+        out[i] = (T)((double)g[i] * (cdf + v * pdf));
+    }
+}
+
+/* gelu, tanh approximation, and its derivative (ATen's GeluBackwardKernel formula). */
+K(gelu_tanh_fwd) {
+    const T *x = bufs[0]; T *out = bufs[1]; int64_t n = ints[0];
+    const T beta = (T)0.79788456080286535588, kappa = (T)0.044715;
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        T v = x[i];
+        out[i] = (T)0.5 * v * ((T)1 + TANH(beta * (v + kappa * (v * v * v))));
+    }
+}
+
+K(gelu_tanh_bwd) {
+    const T *g = bufs[0], *x = bufs[1]; T *out = bufs[2]; int64_t n = ints[0];
+    const T beta = (T)0.79788456080286535588, kappa = (T)0.044715;
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        T v = x[i];
+        T t = TANH(beta * (v + kappa * v * v * v));
+        T left = (T)0.5 * ((T)1 + t);
+        T right = ((T)1 - t * t) * beta * ((T)1 + (T)3 * kappa * v * v);
+        out[i] = g[i] * (left + (T)0.5 * v * right);
+    }
+}
+
+/* One LSTM time step after the matmuls: gates = xg + hg (B, 4H, in PyTorch's order i, f, g, o);
+   writes the activated gates (act, B x 4H: i, f, g, o), c (B, H) and h (B, H). */
+K(lstm_cell_fwd) {
+    const T *xg = bufs[0], *hg = bufs[1], *cp = bufs[2];
+    T *act = bufs[3], *c = bufs[4], *h = bufs[5];
+    int64_t B = ints[0], H = ints[1];
+    for (int64_t b = 0; b < B; b++) {
+        const T *xr = xg + b * 4 * H, *hr = hg + b * 4 * H;
+        T *ar = act + b * 4 * H;
+        #pragma omp simd
+        for (int64_t j = 0; j < H; j++) {
+            T i = SIGMOID(xr[j] + hr[j]);
+            T f = SIGMOID(xr[H + j] + hr[H + j]);
+            T gg = TANH(xr[2 * H + j] + hr[2 * H + j]);
+            T o = SIGMOID(xr[3 * H + j] + hr[3 * H + j]);
+            T cn = f * cp[b * H + j] + i * gg;
+            ar[j] = i; ar[H + j] = f; ar[2 * H + j] = gg; ar[3 * H + j] = o;
+            c[b * H + j] = cn;
+            h[b * H + j] = o * TANH(cn);
+        }
+    }
+}
+
+/* Its backward: dh = dh_out + dh_rec (the step's output gradient and the recurrent one), dc the
+   gradient reaching c from the next step; writes dgates (B, 4H) and dc_prev (B, H). */
+K(lstm_cell_bwd) {
+    const T *dh_out = bufs[0], *dh_rec = bufs[1], *dc = bufs[2], *act = bufs[3], *cp = bufs[4], *c = bufs[5];
+    T *dgates = bufs[6], *dc_prev = bufs[7];
+    int64_t B = ints[0], H = ints[1];
+    for (int64_t b = 0; b < B; b++) {
+        const T *ar = act + b * 4 * H;
+        T *dr = dgates + b * 4 * H;
+        #pragma omp simd
+        for (int64_t j = 0; j < H; j++) {
+            int64_t k = b * H + j;
+            T i = ar[j], f = ar[H + j], gg = ar[2 * H + j], o = ar[3 * H + j];
+            T tc = TANH(c[k]);
+            T dh = dh_out[k] + dh_rec[k];
+            T dct = dc[k] + dh * o * ((T)1 - tc * tc);
+            dr[j] = dct * gg * i * ((T)1 - i);
+            dr[H + j] = dct * cp[k] * f * ((T)1 - f);
+            dr[2 * H + j] = dct * i * ((T)1 - gg * gg);
+            dr[3 * H + j] = dh * tc * o * ((T)1 - o);
+            dc_prev[k] = dct * f;
+        }
+    }
+}
+"""
+
+
+def source(dtype) -> str:
+    """The C source of every native kernel for `dtype` (float32 or float64)."""
+    from .machine import vector_math_prelude
+    ctype, suffix = DTYPES[np.dtype(dtype)]
+    fill = {"prelude": vector_math_prelude(), "T": ctype, "suffix": suffix, "is_float": int(ctype == "float")}
+    return _HEADER % fill + _BODIES % fill
+
+
+_kernels: dict = {}          # (name, dtype) -> launch partial, or None when unavailable
+_libs: dict = {}             # dtype -> loaded library, or None when it cannot be built
+_lock = threading.Lock()
+
+
+def _library(dtype):
+    from . import codecache
+    if dtype not in _libs:
+        try:
+            _libs[dtype] = codecache.load_c(source(dtype), name=f"ember_native_{DTYPES[dtype][1]}")
+        except codecache.CompilerUnavailable as e:
+            log.info("native kernels off: %s", e)
+            _libs[dtype] = None
+        except codecache.CCompileError as e:     # a bug here, not the user's: keep eager working
+            log.warning("native kernels for %s did not compile (%s); using the NumPy kernels", dtype, e.source_path)
+            _libs[dtype] = None
+    return _libs[dtype]
+
+
+def kernel(name: str, dtype):
+    """A callable `fn(*arrays_and_scalars)` running native kernel `name` for `dtype`, or None when
+    there is none (dtype not float32/float64, no C compiler, compile failure). Cached per process."""
+    key = (name, dtype)
+    try:
+        return _kernels[key]
+    except KeyError:
+        pass
+    with _lock:
+        if key not in _kernels:
+            fn = None
+            if dtype in DTYPES:
+                lib = _library(dtype)
+                if lib is not None:
+                    from functools import partial
+
+                    from .codecache import kernel_pointer
+                    from .launch import launcher
+                    fn = partial(launcher(), kernel_pointer(lib, f"{name}_{DTYPES[dtype][1]}"))
+            _kernels[key] = fn
+    return _kernels[key]

@@ -1,0 +1,202 @@
+"""The native eager kernels (ember/_inductor/native_kernels.py via ember/ops/native.py): every op
+routed through one is compared with PyTorch (values and gradients; float32/float64; contiguous,
+strided and empty inputs; inf/NaN), with the NumPy path (EMBER_NATIVE off), and checked to really
+take the native path where it should and to stay off it under tracing and double backward."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.ops import native
+
+TOL = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
+
+
+@pytest.fixture
+def native_calls(monkeypatch):
+    """The names of the native kernels looked up during the test (each call looks its kernel up)."""
+    seen = []
+    original = native.kernel
+
+    def spy(name, dtype):
+        seen.append(name)
+        return original(name, dtype)
+    monkeypatch.setattr(native, "kernel", spy)
+    return seen
+
+
+def _arrays(shapes, dtype, seed=0, scale=3.0):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(s) * scale).astype(dtype) for s in shapes]
+
+
+def _run(lib, fn, arrays, layout, grad_seed=1):
+    """fn(lib, *tensors) with every input requiring grad; (output values, input grads)."""
+    ts = []
+    for a in arrays:
+        t = lib.from_numpy(a.copy())
+        if layout == "transposed" and t.dim() >= 2:   # same values, strided storage
+            t = lib.from_numpy(np.ascontiguousarray(a.swapaxes(-1, -2))).transpose(-1, -2)
+        ts.append(t.requires_grad_())
+    out = fn(lib, *ts)
+    outs = out if isinstance(out, tuple) else (out,)
+    loss = sum((o * lib.from_numpy(np.random.default_rng(grad_seed).standard_normal(tuple(o.shape))
+                                   .astype(arrays[0].dtype))).sum() for o in outs)
+    loss.backward()
+    return [o.detach().numpy() for o in outs], [t.grad.numpy() for t in ts]
+
+
+def _compare(fn, arrays, layout="contiguous"):
+    dtype = arrays[0].dtype.name
+    (ev, eg), (tv, tg) = _run(ember, fn, arrays, layout), _run(torch, fn, arrays, layout)
+    for e, t in zip(ev + eg, tv + tg):
+        np.testing.assert_allclose(e, t, **TOL[dtype])
+    return ev + eg
+
+
+def _against_numpy_path(fn, arrays, monkeypatch):
+    got = _compare(fn, arrays)
+    monkeypatch.setattr(native, "enabled", False)
+    ref = _compare(fn, arrays)
+    for a, b in zip(got, ref):
+        np.testing.assert_allclose(a, b, **TOL[a.dtype.name])
+
+
+def F(lib):
+    return lib.nn.functional
+
+
+# ------------------------------------------------------------------------------ gelu
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_gelu_matches_torch(dtype, approximate, layout, native_calls):
+    fn = lambda lib, x: F(lib).gelu(x, approximate=approximate)   # noqa: E731
+    _compare(fn, _arrays([(37, 65)], dtype), layout)
+    if layout == "contiguous":
+        stem = "gelu_tanh" if approximate == "tanh" else "gelu"
+        assert {stem + "_fwd", stem + "_bwd"} <= set(native_calls)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_special_values_and_empty(dtype):
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 40.0, -40.0, 1e-30, 5.5, -5.5], dtype)
+    for approximate in ("none", "tanh"):
+        fn = lambda lib, t: F(lib).gelu(t, approximate=approximate)   # noqa: E731
+        (ev, eg), (tv, tg) = _run(ember, fn, [x], "contiguous"), _run(torch, fn, [x], "contiguous")
+        np.testing.assert_allclose(ev[0], tv[0], equal_nan=True, **TOL[dtype])
+        np.testing.assert_allclose(eg[0], tg[0], equal_nan=True, **TOL[dtype])
+    _compare(lambda lib, t: F(lib).gelu(t), [np.zeros((0, 3), dtype)])
+
+
+def test_gelu_native_equals_numpy_path(monkeypatch):
+    _against_numpy_path(lambda lib, x: F(lib).gelu(x), _arrays([(5, 300)], "float32"), monkeypatch)
+
+
+def test_gelu_double_backward_is_composed(native_calls):
+    """create_graph=True: the formula records ember ops (no native call), so gradgrad is exact."""
+    x = np.linspace(-4, 4, 13)
+    grads = []
+    for lib in (ember, torch):
+        t = lib.from_numpy(x.copy()).requires_grad_()
+        (g,) = lib.autograd.grad(F(lib).gelu(t).sum(), t, create_graph=True)
+        native_calls.clear()
+        (gg,) = lib.autograd.grad((g * g).sum(), t)
+        grads.append((g.detach().numpy(), gg.numpy()))
+    assert "gelu_bwd" not in native_calls
+    for e, t in zip(*grads):
+        np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-12)
+
+
+def test_traced_backward_keeps_the_composed_formula():
+    """Under make_fx (a dispatch mode) the backward graph holds ordinary ops, never a native call."""
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def f(x):
+        y = F(ember).gelu(x)
+        return ember.autograd.grad(y.sum(), x)[0]
+    x = ember.randn(4, 5, requires_grad=True)
+    gm = make_fx(f)(x)
+    assert "erf" in str(gm.graph)
+    np.testing.assert_allclose(gm(x).detach().numpy(), f(x).detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_float16_and_integer_inputs_take_the_numpy_path(native_calls):
+    x = np.linspace(-3, 3, 11)
+    e = F(ember).gelu(ember.from_numpy(x.astype(np.float16)))
+    t = F(torch).gelu(torch.from_numpy(x.astype(np.float16)))
+    np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=2e-3, atol=2e-3)
+    with pytest.raises(RuntimeError):   # PyTorch: "GeluKernelImpl" not implemented for 'Long'
+        F(ember).gelu(ember.arange(3))
+
+
+# ------------------------------------------------------------------------------ LSTM
+
+def _lstm_pair(dtype, **kw):
+    torch.manual_seed(0)
+    tm = torch.nn.LSTM(6, 5, **kw).to(getattr(torch, dtype))
+    em = ember.nn.LSTM(6, 5, **kw).to(getattr(ember, dtype))
+    em.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+    return em, tm
+
+
+def _lstm_run(lib, model, x, hx, create_graph=False):
+    X = lib.from_numpy(x.copy()).requires_grad_()
+    state = None if hx is None else tuple(lib.from_numpy(s.copy()).requires_grad_() for s in hx)
+    out, (h, c) = model(X) if state is None else model(X, state)
+    loss = (out ** 2).sum() + (h * 3).sum() + (c ** 3).sum()
+    wrt = list(model.parameters()) + [X] + list(state or ())
+    grads = lib.autograd.grad(loss, wrt, create_graph=create_graph)
+    res = [out, h, c, *grads]
+    if create_graph:
+        res += list(lib.autograd.grad(sum((g ** 2).sum() for g in grads), [X]))
+    return [r.detach().numpy() for r in res]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", [{}, dict(bidirectional=True), dict(num_layers=2), dict(batch_first=True),
+                                dict(num_layers=2, bidirectional=True, bias=False)])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_lstm_matches_torch(dtype, kw, with_state, native_calls):
+    em, tm = _lstm_pair(dtype, **kw)
+    x, = _arrays([(7, 3, 6)], dtype, scale=1.0)
+    dirs = (2 if kw.get("bidirectional") else 1) * kw.get("num_layers", 1)
+    batch = 7 if kw.get("batch_first") else 3
+    hx = _arrays([(dirs, batch, 5), (dirs, batch, 5)], dtype, seed=3, scale=1.0) if with_state else None
+    for e, t in zip(_lstm_run(ember, em, x, hx), _lstm_run(torch, tm, x, hx)):
+        np.testing.assert_allclose(e, t, **TOL[dtype])
+    assert {"lstm_cell_fwd", "lstm_cell_bwd"} <= set(native_calls)
+
+
+def test_lstm_double_backward_and_no_grad():
+    em, tm = _lstm_pair("float64", bidirectional=True)
+    x, = _arrays([(4, 2, 6)], "float64", scale=1.0)
+    for e, t in zip(_lstm_run(ember, em, x, None, create_graph=True), _lstm_run(torch, tm, x, None, True)):
+        np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-10)
+    with ember.no_grad(), torch.no_grad():
+        e, t = em(ember.from_numpy(x.copy())), tm(torch.from_numpy(x.copy()))
+    np.testing.assert_allclose(e[0].numpy(), t[0].numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(e[1][1].numpy(), t[1][1].numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_lstm_native_equals_composed(monkeypatch):
+    em, _ = _lstm_pair("float32", num_layers=2)
+    x, = _arrays([(9, 4, 6)], "float32", scale=1.0)
+    got = _lstm_run(ember, em, x, None)
+    monkeypatch.setattr(native, "enabled", False)
+    for a, b in zip(got, _lstm_run(ember, em, x, None)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_input_modified_in_place_after_forward_is_refused():
+    em, _ = _lstm_pair("float32")
+    X = ember.randn(3, 2, 6, requires_grad=True)
+    h0 = ember.zeros(1, 2, 5, requires_grad=True)
+    out, _ = em(X, (h0, ember.zeros(1, 2, 5)))
+    with ember.no_grad():
+        h0.add_(1)          # a saved input changed: backward must refuse, as PyTorch's does
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
