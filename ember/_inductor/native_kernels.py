@@ -47,11 +47,13 @@ typedef %(T)s T;
 # functions through these macros (libmvec vectorises expf/tanhf).
 _BODIES = r"""
 #if %(is_float)d
+#define sqrtf_or_sqrt sqrtf
 #undef SIGMOID
 #define EXP expf
 #define TANH tanhf
 #define SIGMOID(v) (1.0f / (1.0f + expf(-(v))))
 #else
+#define sqrtf_or_sqrt sqrt
 #define EXP exp
 #define TANH tanh
 #endif
@@ -146,6 +148,124 @@ K(lstm_cell_bwd) {
             dr[2 * H + j] = dct * i * ((T)1 - gg * gg);
             dr[3 * H + j] = dh * tc * o * ((T)1 - o);
             dc_prev[k] = dct * f;
+        }
+    }
+}
+
+/* One Adam/AdamW step on a parameter (after weight decay), the operations and their order those
+   of torch's single-tensor Adam (and of ember's eager update), each rounded to T:
+   m = lerp(m, g, 1 - beta1); v = v * beta2 + (1 - beta2) * g * g;
+   p += -step_size * m / (sqrt(v) / sqrt(bias_correction2) + eps). */
+K(adam_step) {
+    T *p = bufs[0]; const T *g = bufs[1]; T *m = bufs[2], *v = bufs[3]; int64_t n = ints[0];
+    const T w = (T)floats[0], beta2 = (T)floats[1], one_minus_beta2 = (T)floats[2];
+    const T bc2_sqrt = (T)floats[3], eps = (T)floats[4], neg_step = (T)floats[5];
+    const int low = fabs((double)w) < 0.5;
+    const T one_minus_w = (T)1 - w;
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        T gi = g[i], diff = gi - m[i];
+        T mi = low ? m[i] + w * diff : gi - diff * one_minus_w;
+        T vi = v[i] * beta2 + (gi * one_minus_beta2) * gi;
+        T denom = sqrtf_or_sqrt(vi) / bc2_sqrt + eps;
+        m[i] = mi; v[i] = vi;
+        p[i] = p[i] + (mi * neg_step) / denom;
+    }
+}
+
+/* relu's backward from its result: grad where result > 0 (NaN results pass the gradient, as
+   where(result <= 0, 0, grad) does). */
+K(relu_bwd) {
+    const T *g = bufs[0], *r = bufs[1]; T *out = bufs[2]; int64_t n = ints[0];
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) out[i] = r[i] <= (T)0 ? (T)0 : g[i];
+}
+
+/* max_pool2d with PyTorch's flat indices (h * W + w) over planes (P, H, W) -> (P, OH, OW); a tap
+   replaces the running max when larger or NaN (ties keep the first tap), and a window with no
+   larger value reports its first in-bounds position, as ATen's CPU kernel. */
+K(max_pool2d) {
+    const T *x = bufs[0]; T *out = bufs[1]; int64_t *idx = bufs[2];
+    int64_t P = ints[0], H = ints[1], W = ints[2], OH = ints[3], OW = ints[4], KH = ints[5], KW = ints[6];
+    int64_t SH = ints[7], SW = ints[8], PH = ints[9], PW = ints[10], DH = ints[11], DW = ints[12];
+    for (int64_t p = 0; p < P; p++) {
+        const T *xp = x + p * H * W;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t h0 = oh * SH - PH;
+            int64_t hs = h0; while (hs < 0) hs += DH;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t w0 = ow * SW - PW;
+                int64_t ws = w0; while (ws < 0) ws += DW;
+                T best = -INFINITY; int64_t at = hs * W + ws;
+                for (int64_t i = 0; i < KH; i++) {
+                    int64_t h = h0 + i * DH;
+                    if (h < 0 || h >= H) continue;
+                    for (int64_t j = 0; j < KW; j++) {
+                        int64_t w = w0 + j * DW;
+                        if (w < 0 || w >= W) continue;
+                        T v = xp[h * W + w];
+                        if (v > best || isnan(v)) { best = v; at = h * W + w; }
+                    }
+                }
+                out[(p * OH + oh) * OW + ow] = best;
+                idx[(p * OH + oh) * OW + ow] = at;
+            }
+        }
+    }
+}
+
+/* im2col for a 2-d convolution: x (N, C, H, W) -> cols (C * KH * KW, N * OH * OW), zeros where a
+   tap falls in the padding; rows in PyTorch's (channel, kh, kw) order. */
+K(im2col2d) {
+    const T *x = bufs[0]; T *cols = bufs[1];
+    int64_t N = ints[0], C = ints[1], H = ints[2], W = ints[3], KH = ints[4], KW = ints[5], OH = ints[6], OW = ints[7];
+    int64_t SH = ints[8], SW = ints[9], PH = ints[10], PW = ints[11], DH = ints[12], DW = ints[13];
+    int64_t L = OH * OW;
+    for (int64_t c = 0; c < C; c++)
+    for (int64_t ki = 0; ki < KH; ki++)
+    for (int64_t kj = 0; kj < KW; kj++) {
+        T *row = cols + ((c * KH + ki) * KW + kj) * N * L;
+        for (int64_t n = 0; n < N; n++) {
+            const T *xc = x + (n * C + c) * H * W;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                T *dst = row + n * L + oh * OW;
+                int64_t h = oh * SH - PH + ki * DH;
+                if (h < 0 || h >= H) { memset(dst, 0, OW * sizeof(T)); continue; }
+                const T *src = xc + h * W;
+                int64_t off = kj * DW - PW;
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t w = ow * SW + off;
+                    dst[ow] = (w >= 0 && w < W) ? src[w] : (T)0;
+                }
+            }
+        }
+    }
+}
+
+/* col2im, the adjoint: cols (C * KH * KW, N * OH * OW) summed into img (N, C, H, W), zeroed here. */
+K(col2im2d) {
+    const T *cols = bufs[0]; T *img = bufs[1];
+    int64_t N = ints[0], C = ints[1], H = ints[2], W = ints[3], KH = ints[4], KW = ints[5], OH = ints[6], OW = ints[7];
+    int64_t SH = ints[8], SW = ints[9], PH = ints[10], PW = ints[11], DH = ints[12], DW = ints[13];
+    int64_t L = OH * OW;
+    memset(img, 0, N * C * H * W * sizeof(T));
+    for (int64_t c = 0; c < C; c++)
+    for (int64_t ki = 0; ki < KH; ki++)
+    for (int64_t kj = 0; kj < KW; kj++) {
+        const T *row = cols + ((c * KH + ki) * KW + kj) * N * L;
+        for (int64_t n = 0; n < N; n++) {
+            T *xc = img + (n * C + c) * H * W;
+            for (int64_t oh = 0; oh < OH; oh++) {
+                int64_t h = oh * SH - PH + ki * DH;
+                if (h < 0 || h >= H) continue;
+                const T *src = row + n * L + oh * OW;
+                T *dst = xc + h * W;
+                int64_t off = kj * DW - PW;
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    int64_t w = ow * SW + off;
+                    if (w >= 0 && w < W) dst[w] += src[ow];
+                }
+            }
         }
     }
 }

@@ -200,3 +200,98 @@ def test_lstm_input_modified_in_place_after_forward_is_refused():
         h0.add_(1)          # a saved input changed: backward must refuse, as PyTorch's does
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+# ------------------------------------------------------------------------------ conv2d, max_pool2d, relu
+
+CONV_POOL = [
+    (dict(padding=1), dict(kernel_size=2)),
+    (dict(padding=2, stride=2, dilation=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (dict(padding=(0, 1), stride=(1, 2)), dict(kernel_size=(2, 3), dilation=(2, 1))),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("conv_kw,pool_kw", CONV_POOL)
+def test_conv_relu_maxpool_match_torch(dtype, conv_kw, pool_kw, native_calls):
+    def fn(lib, x, w, b):
+        return F(lib).max_pool2d(lib.relu(F(lib).conv2d(x, w, b, **conv_kw)), **pool_kw)
+    _compare(fn, _arrays([(3, 4, 11, 10), (5, 4, 3, 3), (5,)], dtype))
+    assert {"im2col2d", "col2im2d", "max_pool2d", "relu_bwd"} <= set(native_calls)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_conv_maxpool_strided_and_unbatched(layout):
+    _compare(lambda lib, x, w: F(lib).max_pool2d(F(lib).conv2d(x, w, padding=1), 3, 2, 1),
+             _arrays([(2, 3, 9, 8), (4, 3, 3, 3)], "float32"), layout)
+    _compare(lambda lib, x, w: F(lib).max_pool2d(F(lib).conv2d(x, w), 2),      # (C, H, W) input
+             _arrays([(3, 9, 8), (4, 3, 3, 3)], "float64"))
+
+
+def test_maxpool_nan_ties_infinities_and_indices():
+    x = np.array([[[[1, 1, np.nan, 2], [np.nan, 0, 2, 2], [-np.inf, -np.inf, 5, np.inf], [-np.inf, -np.inf, 0, 1]]]],
+                 np.float32)
+    for kw in (dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1), dict(kernel_size=2, ceil_mode=True,
+                                                                                  stride=3)):
+        e = F(ember).max_pool2d(ember.from_numpy(x.copy()), return_indices=True, **kw)
+        t = F(torch).max_pool2d(torch.from_numpy(x.copy()), return_indices=True, **kw)
+        np.testing.assert_array_equal(e[0].numpy(), t[0].numpy())
+        np.testing.assert_array_equal(e[1].numpy(), t[1].numpy())
+
+
+def test_maxpool_under_autograd_runs_once_and_names_torchs_node():
+    x = ember.randn(2, 3, 8, 8, requires_grad=True)
+    y = F(ember).max_pool2d(x, 2)
+    # (ember spells the node MaxPool2d..., PyTorch MaxPool2D...: compared case-blind)
+    assert type(y.grad_fn).__name__.lower() == type(F(torch).max_pool2d(
+        torch.randn(1, 1, 2, 2, requires_grad=True), 2).grad_fn).__name__.lower()
+    gm = __import__("ember.fx.experimental.proxy_tensor", fromlist=["make_fx"]).make_fx(
+        lambda t: F(ember).max_pool2d(t, 2))(x.detach())
+    assert "max_pool2d" in str(gm.graph)
+
+
+def test_conv_empty_batch_and_int_dtype_take_the_numpy_path():
+    _compare(lambda lib, x, w: F(lib).conv2d(x, w, padding=1), _arrays([(0, 3, 5, 5), (2, 3, 3, 3)], "float32"))
+    x = np.arange(2 * 9 * 9).reshape(1, 2, 9, 9)
+    e = F(ember).max_pool2d(ember.from_numpy(x.copy()), 2)
+    np.testing.assert_array_equal(e.numpy(), F(torch).max_pool2d(torch.from_numpy(x.copy()), 2).numpy())
+
+
+def test_relu_backward_nan_and_zero():
+    x = np.array([np.nan, 0.0, -0.0, -1.0, 2.0, np.inf, -np.inf], np.float64)
+    (ev, eg), (tv, tg) = _run(ember, lambda lib, t: lib.relu(t), [x], "contiguous"), \
+        _run(torch, lambda lib, t: lib.relu(t), [x], "contiguous")
+    np.testing.assert_array_equal(ev[0], tv[0])
+    np.testing.assert_array_equal(eg[0], tg[0])
+
+
+# ------------------------------------------------------------------------------ Adam / AdamW
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kw", [("Adam", {}), ("AdamW", {}), ("Adam", dict(weight_decay=0.1)),
+                                     ("AdamW", dict(amsgrad=True)), ("Adam", dict(maximize=True, betas=(0.3, 0.9)))])
+def test_adam_steps_match_torch(dtype, name, kw, native_calls):
+    res = []
+    for lib in (ember, torch):
+        rng = np.random.default_rng(0)
+        p = lib.from_numpy(rng.standard_normal((5, 7)).astype(dtype)).requires_grad_()
+        q = lib.from_numpy(rng.standard_normal((3,)).astype(dtype)).requires_grad_()
+        opt = getattr(lib.optim, name)([p, q], lr=0.01, **kw)
+        for _ in range(6):
+            opt.zero_grad()
+            ((p ** 3).sum() + (q * p[0, :3]).sum()).backward()
+            opt.step()
+        res.append((p.detach().numpy().copy(), q.detach().numpy().copy(), opt.state[opt.param_groups[0]["params"][0]]
+                    ["exp_avg_sq"].numpy().copy()))
+    for e, t in zip(*res):
+        np.testing.assert_allclose(e, t, rtol=1e-6 if dtype == "float32" else 1e-14, atol=1e-7)
+    assert ("adam_step" in native_calls) == (not kw.get("amsgrad"))
+
+
+def test_adam_native_step_bumps_versions():
+    p = ember.nn.Parameter(ember.randn(4))
+    opt = ember.optim.Adam([p])
+    p.grad = ember.ones(4)
+    before = p._version
+    opt.step()
+    assert p._version > before

@@ -35,6 +35,11 @@ def _elu_backward(grad, self, alpha, scale, input_scale):
     return _where(self <= 0, neg, grad * scale)
 
 
+def _relu(grad, result):
+    fused = native.pointwise_backward("relu_bwd", grad, result)
+    return _where(result <= 0, 0.0, grad) if fused is None else fused
+
+
 def _gelu(grad, self, approximate):
     fused = native.pointwise_backward("gelu_tanh_bwd" if approximate == "tanh" else "gelu_bwd", grad, self)
     if fused is not None:
@@ -111,7 +116,7 @@ def _glu(grad, self, dim):
 
 
 FORMULAS = {
-    "relu": lambda grad, result: _where(result <= 0, 0.0, grad),
+    "relu": _relu,
     "relu6": lambda grad, self: _hardtanh(grad, self, 0.0, 6.0),
     "leaky_relu": lambda grad, self, negative_slope: _where(self > 0, grad, grad * negative_slope),
     "elu": _elu_backward,

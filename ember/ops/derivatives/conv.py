@@ -14,6 +14,7 @@ from math import prod
 
 import numpy as np
 
+from .. import native
 from ..cpu import conv as _cpu
 from ..cpu import pool as _pool
 from ..meta import conv as _plan
@@ -77,7 +78,14 @@ def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups):
     cin_g, ks = w.shape[1], w.shape[2:]
     wg = w.reshape(groups, o // groups, cin_g * prod(ks))
     gg = g.swapaxes(0, 1).reshape(groups, o // groups, n * prod(out))
-    cols = np.matmul(wg.transpose(0, 2, 1), gg)                     # (g, Cin/g * K, N * L)
+    # (g, Cin/g * K, N * L); one 2-D GEMM when g == 1 (NumPy's stacked matmul is slower)
+    cols = np.dot(wg[0].T, gg[0])[None] if groups == 1 else np.matmul(wg.transpose(0, 2, 1), gg)
+    col2im = native.kernel("col2im2d", cols.dtype) if nd == 2 and groups == 1 else None
+    if col2im is not None:   # the scatter-add as one C loop, straight into the unpadded image
+        img = np.empty(in_shape, cols.dtype)
+        col2im(np.ascontiguousarray(cols[0]), img, *in_shape, *ks, *out, *stride, pads[0][0], pads[1][0],
+               *dilation)
+        return img
     cols = cols.reshape((groups * cin_g,) + tuple(ks) + (n,) + tuple(out))
     cols = np.moveaxis(cols, 1 + nd, 0)                             # (N, Cin, *K, *out)
     full = tuple(L + lo + hi for L, (lo, hi) in zip(in_shape[2:], pads))
