@@ -173,6 +173,55 @@ K(adam_step) {
     }
 }
 
+/* Backward of a normalisation over groups of elements: group k is `outer` blocks of `inner`
+   contiguous elements, block b at x + k * gstride + b * bstride (batch_norm, NCHW: group = channel,
+   outer = N, inner = H*W; layer_norm: group = row, outer = 1). With xhat = (x - mean) * rstd (biased
+   variance, in double) and gy = grad * weight (weight per group, or per element of a row with
+   `row_weight`): gx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)); dw += grad * xhat and
+   db += grad, per group or per row element (double accumulators, zeroed by the caller). */
+K(norm_bwd) {
+    const T *g = bufs[0], *x = bufs[1], *w = bufs[2]; T *gx = bufs[3]; double *dw = bufs[4], *db = bufs[5];
+    int64_t groups = ints[0], outer = ints[1], inner = ints[2], gstride = ints[3], bstride = ints[4];
+    int64_t has_weight = ints[5], row_weight = ints[6];
+    double eps = floats[0], count = (double)(outer * inner);
+    for (int64_t k = 0; k < groups; k++) {
+        double sum = 0, sq = 0;
+        for (int64_t b = 0; b < outer; b++) {
+            const T *xb = x + k * gstride + b * bstride;
+            #pragma omp simd reduction(+:sum)
+            for (int64_t j = 0; j < inner; j++) sum += xb[j];
+        }
+        double mean = sum / count;
+        for (int64_t b = 0; b < outer; b++) {
+            const T *xb = x + k * gstride + b * bstride;
+            #pragma omp simd reduction(+:sq)
+            for (int64_t j = 0; j < inner; j++) { double d = xb[j] - mean; sq += d * d; }
+        }
+        double rstd = 1.0 / sqrt(sq / count + eps);
+        double s1 = 0, s2 = 0;
+        for (int64_t b = 0; b < outer; b++) {
+            const T *xb = x + k * gstride + b * bstride, *gb = g + k * gstride + b * bstride;
+            for (int64_t j = 0; j < inner; j++) {
+                double wj = !has_weight ? 1.0 : row_weight ? w[j] : w[k];
+                double xh = (xb[j] - mean) * rstd, gy = gb[j] * wj;
+                s1 += gy; s2 += gy * xh;
+                if (row_weight) { dw[j] += gb[j] * xh; db[j] += gb[j]; }
+                else { dw[k] += gb[j] * xh; db[k] += gb[j]; }
+            }
+        }
+        double m1 = s1 / count, m2 = s2 / count;
+        for (int64_t b = 0; b < outer; b++) {
+            const T *xb = x + k * gstride + b * bstride, *gb = g + k * gstride + b * bstride;
+            T *ob = gx + k * gstride + b * bstride;
+            for (int64_t j = 0; j < inner; j++) {
+                double wj = !has_weight ? 1.0 : row_weight ? w[j] : w[k];
+                double xh = (xb[j] - mean) * rstd;
+                ob[j] = (T)(rstd * (gb[j] * wj - m1 - xh * m2));
+            }
+        }
+    }
+}
+
 /* relu's backward from its result: grad where result > 0 (NaN results pass the gradient, as
    where(result <= 0, 0, grad) does). */
 K(relu_bwd) {

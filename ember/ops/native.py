@@ -55,8 +55,9 @@ def pointwise_backward(name: str, grad, x):
     if not plain_backward(grad, x):
         return None
     g, a = grad._data, x._data
-    if g.dtype is not a.dtype or g.shape != a.shape or not (g.flags.c_contiguous and a.flags.c_contiguous):
+    if g.dtype is not a.dtype or g.shape != a.shape or not a.flags.c_contiguous:
         return None
+    g = np.ascontiguousarray(g)    # e.g. the expanded ones of sum()'s backward
     fn = kernel(name, a.dtype)
     if fn is None:
         return None

@@ -295,3 +295,48 @@ def test_adam_native_step_bumps_versions():
     before = p._version
     opt.step()
     assert p._version > before
+
+
+# ------------------------------------------------------------------------------ layer_norm, batch_norm
+
+NORMS = [
+    ("layer_norm affine", lambda lib, x, w, b: F(lib).layer_norm(x, (10,), w, b)),
+    ("layer_norm 2-d shape, no affine", lambda lib, x, w, b: F(lib).layer_norm(x, (7, 10)) + 0 * (w.sum() + b.sum())),
+    ("batch_norm 3-d", lambda lib, x, w, b: F(lib).batch_norm(x, None, None, w[:7], b[:7], training=True)),
+    ("batch_norm 4-d", lambda lib, x, w, b: F(lib).batch_norm(x.reshape(6, 7, 2, 5), None, None, w[:7], b[:7],
+                                                            training=True)),
+    ("batch_norm 2-d, no affine", lambda lib, x, w, b: F(lib).batch_norm(x.reshape(42, 10), None, None, training=True)
+     + 0 * (w.sum() + b.sum())),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,fn", NORMS, ids=[n for n, _ in NORMS])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_norms_match_torch(dtype, name, fn, layout, native_calls):
+    x, w, b = _arrays([(6, 7, 10), (10,), (10,)], dtype)
+    _compare(fn, [x * 3 + 1, w, b], layout)
+    if layout == "contiguous":
+        assert "norm_bwd" in native_calls
+
+
+def test_norms_native_equal_composed(monkeypatch):
+    x, w, b = _arrays([(6, 7, 10), (10,), (10,)], "float64")
+    for _, fn in NORMS:
+        _against_numpy_path(fn, [x, w, b], monkeypatch)
+        monkeypatch.setattr(native, "enabled", True)
+
+
+def test_norm_double_backward_and_constant_rows():
+    for lib_fn in (lambda lib, x: F(lib).layer_norm(x, (5,)), lambda lib, x: F(lib).batch_norm(
+            x, None, None, training=True)):
+        res = []
+        for lib in (ember, torch):
+            x = lib.from_numpy(np.linspace(-2, 3, 20).reshape(4, 5) ** 2).requires_grad_()
+            (g,) = lib.autograd.grad((lib_fn(lib, x) ** 3).sum(), x, create_graph=True)
+            (gg,) = lib.autograd.grad((g ** 2).sum(), x)
+            res.append((g.detach().numpy(), gg.numpy()))
+        for e, t in zip(*res):
+            np.testing.assert_allclose(e, t, rtol=1e-8, atol=1e-10)
+    # a constant row (variance 0): rstd = 1/sqrt(eps) in both
+    _compare(lambda lib, x: F(lib).layer_norm(x, (4,)), [np.ones((3, 4), np.float32)])
