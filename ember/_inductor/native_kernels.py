@@ -222,6 +222,72 @@ K(norm_bwd) {
     }
 }
 
+/* softmax / log_softmax over the last dim of (rows, n): the max, exp(x - max) and its sum (in
+   double), then e / sum or (x - max) - log(sum), as eager's NumPy kernel. */
+K(softmax_fwd) {
+    const T *x = bufs[0]; T *out = bufs[1]; int64_t rows = ints[0], n = ints[1], log_form = ints[2];
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * n; T *o = out + r * n;
+        T mx = xr[0];
+        for (int64_t j = 1; j < n; j++) mx = (xr[j] > mx || isnan(xr[j])) ? xr[j] : mx;
+        double sum = 0;
+        if (log_form) {
+            #pragma omp simd reduction(+:sum)
+            for (int64_t j = 0; j < n; j++) sum += EXP(xr[j] - mx);
+            T ls = (T)log(sum);
+            #pragma omp simd
+            for (int64_t j = 0; j < n; j++) o[j] = (xr[j] - mx) - ls;
+        } else {
+            #pragma omp simd reduction(+:sum)
+            for (int64_t j = 0; j < n; j++) { T e = EXP(xr[j] - mx); o[j] = e; sum += e; }
+            T s = (T)sum;
+            #pragma omp simd
+            for (int64_t j = 0; j < n; j++) o[j] = o[j] / s;
+        }
+    }
+}
+
+/* their backward from the result y: softmax y * (g - sum(g * y)); log_softmax g - exp(y) * sum(g). */
+K(softmax_bwd) {
+    const T *g = bufs[0], *y = bufs[1]; T *out = bufs[2]; int64_t rows = ints[0], n = ints[1], log_form = ints[2];
+    for (int64_t r = 0; r < rows; r++) {
+        const T *gr = g + r * n, *yr = y + r * n; T *o = out + r * n;
+        double sum = 0;
+        if (log_form) {
+            #pragma omp simd reduction(+:sum)
+            for (int64_t j = 0; j < n; j++) sum += gr[j];
+            T s = (T)sum;
+            #pragma omp simd
+            for (int64_t j = 0; j < n; j++) o[j] = gr[j] - EXP(yr[j]) * s;
+        } else {
+            #pragma omp simd reduction(+:sum)
+            for (int64_t j = 0; j < n; j++) sum += gr[j] * yr[j];
+            T s = (T)sum;
+            #pragma omp simd
+            for (int64_t j = 0; j < n; j++) o[j] = yr[j] * (gr[j] - s);
+        }
+    }
+}
+
+/* cross_entropy's input gradient for class targets: coef[r] * (softmax(x[r]) - onehot(target[r]))
+   (coef: the output gradient over the reduction's divisor, 0 for an ignored row). */
+K(cross_entropy_bwd) {
+    const T *x = bufs[0]; const int64_t *target = bufs[1]; const double *coef = bufs[2]; T *out = bufs[3];
+    int64_t rows = ints[0], n = ints[1];
+    for (int64_t r = 0; r < rows; r++) {
+        const T *xr = x + r * n; T *o = out + r * n;
+        T mx = xr[0];
+        for (int64_t j = 1; j < n; j++) mx = (xr[j] > mx || isnan(xr[j])) ? xr[j] : mx;
+        double sum = 0;
+        #pragma omp simd reduction(+:sum)
+        for (int64_t j = 0; j < n; j++) { T e = EXP(xr[j] - mx); o[j] = e; sum += e; }
+        T c = (T)coef[r], s = (T)sum;
+        #pragma omp simd
+        for (int64_t j = 0; j < n; j++) o[j] = c * (o[j] / s);
+        if (coef[r] != 0.0) o[target[r]] -= c;
+    }
+}
+
 /* relu's backward from its result: grad where result > 0 (NaN results pass the gradient, as
    where(result <= 0, 0, grad) does). */
 K(relu_bwd) {

@@ -340,3 +340,63 @@ def test_norm_double_backward_and_constant_rows():
             np.testing.assert_allclose(e, t, rtol=1e-8, atol=1e-10)
     # a constant row (variance 0): rstd = 1/sqrt(eps) in both
     _compare(lambda lib, x: F(lib).layer_norm(x, (4,)), [np.ones((3, 4), np.float32)])
+
+
+# ------------------------------------------------------------------------------ softmax, log_softmax, cross_entropy
+
+def _logits(dtype, shape=(6, 7, 10)):
+    x, = _arrays([shape], dtype)
+    x[0, 0, :] = -np.inf          # a row of -inf: NaN everywhere, as PyTorch
+    x[0, 1, 3] = np.inf
+    x[1, 1, 2] = np.nan
+    return x
+
+
+def _compare_nan(fn, arrays, extra=()):
+    outs = []
+    for lib in (ember, torch):
+        ts = [lib.from_numpy(a.copy()).requires_grad_() for a in arrays]
+        y = fn(lib, *ts, *[lib.from_numpy(e.copy()) for e in extra])
+        g = lib.from_numpy(np.random.default_rng(3).standard_normal(tuple(y.shape)).astype(arrays[0].dtype))
+        (y * g).sum().backward()
+        outs.append([y.detach().numpy()] + [t.grad.numpy() for t in ts])
+    for e, t in zip(*outs):
+        np.testing.assert_allclose(e, t, equal_nan=True, **TOL[e.dtype.name])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dim", [-1, 2, 1])
+def test_softmax_matches_torch(dtype, name, dim, native_calls):
+    _compare_nan(lambda lib, x: getattr(lib, name)(x, dim), [_logits(dtype)])
+    assert ({"softmax_fwd", "softmax_bwd"} <= set(native_calls)) == (dim != 1)
+
+
+def test_softmax_strided_empty_and_scalar():
+    x = _arrays([(5, 8)], "float32")[0]
+    _compare(lambda lib, t: lib.softmax(t, -1), [x], "transposed")
+    _compare(lambda lib, t: lib.log_softmax(t, -1), [np.zeros((3, 0), np.float64)])
+    _compare(lambda lib, t: lib.log_softmax(t, 0), [np.array(1.5)])
+
+
+TARGETS = np.random.default_rng(4).integers(0, 10, 28)
+TARGETS[[3, 5]] = -100
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", [{}, dict(reduction="sum"), dict(reduction="none"), dict(ignore_index=3)])
+def test_cross_entropy_matches_torch(dtype, kw, native_calls):
+    target = np.where(TARGETS < 0, 3, TARGETS) if "ignore_index" in kw else TARGETS
+    _compare_nan(lambda lib, x, t: F(lib).cross_entropy(x.reshape(28, 10), t, **kw), [_logits(dtype)[2:]],
+                 (target,))
+    assert "cross_entropy_bwd" in native_calls
+
+
+def test_cross_entropy_all_ignored_and_composed_cases(native_calls):
+    x = _arrays([(4, 5)], "float64")[0]
+    _compare_nan(lambda lib, t, y: F(lib).cross_entropy(t, y), [x], (np.full(4, -100),))
+    native_calls.clear()
+    for kw in (dict(label_smoothing=0.1), dict(weight=np.linspace(0.5, 2, 5))):
+        kwargs = lambda lib: {k: lib.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}  # noqa
+        _compare_nan(lambda lib, t, y: F(lib).cross_entropy(t, y, **kwargs(lib)), [x], (np.arange(4),))
+    assert "cross_entropy_bwd" not in native_calls

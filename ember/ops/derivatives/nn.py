@@ -446,7 +446,36 @@ def _nll(grad, self, target, weight, reduction, ignore_index):
     return glp, None, None
 
 
+def _native_cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
+    """The cross_entropy_bwd kernel (ember/ops/native.py) for (N, C) logits, int64 class targets, no
+    class weights or smoothing; None where it does not apply."""
+    if weight is not None or label_smoothing > 0 or self.ndim != 2 or target.ndim != 1 or self.numel() == 0 \
+            or not native.plain_backward(grad, self, target):
+        return None
+    x, t, g = self._data, target._data, grad._data
+    if t.dtype != np.int64 or not x.flags.c_contiguous or g.dtype is not x.dtype:
+        return None
+    ignored = t == ignore_index
+    if ((t < 0) | (t >= x.shape[1]))[~ignored].any():
+        return None          # the composed formula reports the bad target
+    fn = native.kernel("cross_entropy_bwd", x.dtype)
+    if fn is None:
+        return None
+    if reduction == 0:
+        coef = g.astype(np.float64)
+    else:
+        count = t.size - int(ignored.sum()) if reduction == 1 else 1
+        coef = np.full(t.shape, float(g) / count if count else 0.0)
+    coef[ignored] = 0.0
+    out = np.empty_like(x)
+    fn(x, np.ascontiguousarray(t), np.ascontiguousarray(coef), out, *x.shape)
+    return wrap(out), None, None
+
+
 def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
+    fused = _native_cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing)
+    if fused is not None:
+        return fused
     e = _e()
     axis = 0 if self.ndim == 1 else 1
     c = self.shape[axis]
