@@ -173,6 +173,41 @@ K(adam_step) {
     }
 }
 
+/* A normalisation's forward over the same groups as norm_bwd below: per group the mean and biased
+   variance (in double, written to mean/var), then y = (x - mean) * rstd * w + b, with w and b per
+   group or per element of a row (`row_weight`), each optional. */
+K(norm_fwd) {
+    const T *x = bufs[0], *w = bufs[1], *bias = bufs[2]; T *y = bufs[3]; double *mean_out = bufs[4], *var_out = bufs[5];
+    int64_t groups = ints[0], outer = ints[1], inner = ints[2], gstride = ints[3], bstride = ints[4];
+    int64_t has_weight = ints[5], has_bias = ints[6], row_weight = ints[7];
+    double eps = floats[0], count = (double)(outer * inner);
+    for (int64_t k = 0; k < groups; k++) {
+        double sum = 0, sq = 0;
+        for (int64_t b = 0; b < outer; b++) {
+            const T *xb = x + k * gstride + b * bstride;
+            #pragma omp simd reduction(+:sum)
+            for (int64_t j = 0; j < inner; j++) sum += xb[j];
+        }
+        double mean = sum / count;
+        for (int64_t b = 0; b < outer; b++) {
+            const T *xb = x + k * gstride + b * bstride;
+            #pragma omp simd reduction(+:sq)
+            for (int64_t j = 0; j < inner; j++) { double d = xb[j] - mean; sq += d * d; }
+        }
+        double var = sq / count, rstd = 1.0 / sqrt(var + eps);
+        mean_out[k] = mean; var_out[k] = var;
+        for (int64_t b = 0; b < outer; b++) {
+            const T *xb = x + k * gstride + b * bstride; T *yb = y + k * gstride + b * bstride;
+            for (int64_t j = 0; j < inner; j++) {
+                double v = (xb[j] - mean) * rstd;
+                if (has_weight) v *= row_weight ? w[j] : w[k];
+                if (has_bias) v += row_weight ? bias[j] : bias[k];
+                yb[j] = (T)v;
+            }
+        }
+    }
+}
+
 /* Backward of a normalisation over groups of elements: group k is `outer` blocks of `inner`
    contiguous elements, block b at x + k * gstride + b * bstride (batch_norm, NCHW: group = channel,
    outer = N, inner = H*W; layer_norm: group = row, outer = 1). With xhat = (x - mean) * rstd (biased

@@ -400,3 +400,33 @@ def test_cross_entropy_all_ignored_and_composed_cases(native_calls):
         kwargs = lambda lib: {k: lib.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}  # noqa
         _compare_nan(lambda lib, t, y: F(lib).cross_entropy(t, y, **kwargs(lib)), [x], (np.arange(4),))
     assert "cross_entropy_bwd" not in native_calls
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_running_statistics_match_torch(dtype, native_calls):
+    stats = []
+    for lib in (ember, torch):
+        m = lib.nn.BatchNorm2d(3, momentum=0.3).to(getattr(lib, dtype))
+        x = lib.from_numpy((np.random.default_rng(0).standard_normal((4, 3, 5, 5)) * 2 + 1).astype(dtype))
+        for _ in range(3):
+            m(x)
+        m.eval()
+        stats.append([m.running_mean.numpy().copy(), m.running_var.numpy().copy(), m(x).detach().numpy()])
+    for e, t in zip(*stats):
+        np.testing.assert_allclose(e, t, **TOL[dtype])
+    assert "norm_fwd" in native_calls
+
+
+@pytest.mark.parametrize("needs", [(False, True), (True, False)])
+def test_conv_backward_computes_only_the_wanted_gradients(needs):
+    x, w = _arrays([(2, 3, 7, 7), (4, 3, 3, 3)], "float64")
+    grads = []
+    for lib in (ember, torch):
+        X = lib.from_numpy(x.copy()).requires_grad_(needs[0])
+        W = lib.from_numpy(w.copy()).requires_grad_(needs[1])
+        (F(lib).conv2d(X, W, padding=1) ** 2).sum().backward()
+        grads.append([None if t.grad is None else t.grad.numpy() for t in (X, W)])
+    for e, t in zip(*grads):
+        assert (e is None) == (t is None)
+        if e is not None:
+            np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-10)

@@ -107,6 +107,10 @@ def _conv(nd, op):
         # (g, O/g, N * L); one 2-D GEMM when g == 1 (NumPy's stacked matmul can be far slower)
         res = np.matmul(wg[0], cols[0]) if groups == 1 else np.matmul(wg, cols)
         res = res.reshape((o, a.shape[0]) + tuple(out_sp)).swapaxes(0, 1)
+        if bias is not None and c is d:   # the (O, N) -> (N, O) transpose and the bias in one pass
+            out = np.empty(res.shape, d)
+            np.add(res, bias._data.astype(c, copy=False).reshape((o,) + (1,) * nd), out=out)
+            return wrap(out.reshape(shape))
         if bias is not None:
             res = res + bias._data.astype(c, copy=False).reshape((o,) + (1,) * nd)
         return wrap(np.ascontiguousarray(res, dtype=d).reshape(shape))
