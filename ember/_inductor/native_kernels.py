@@ -287,17 +287,17 @@ K(softmax_bwd) {
     const T *g = bufs[0], *y = bufs[1]; T *out = bufs[2]; int64_t rows = ints[0], n = ints[1], log_form = ints[2];
     for (int64_t r = 0; r < rows; r++) {
         const T *gr = g + r * n, *yr = y + r * n; T *o = out + r * n;
-        double sum = 0;
+        T sum = 0;     /* in T, as the composed formula sums: a double sum rounds otherwise where the true gradient is 0 */
         if (log_form) {
             #pragma omp simd reduction(+:sum)
             for (int64_t j = 0; j < n; j++) sum += gr[j];
-            T s = (T)sum;
+            T s = sum;
             #pragma omp simd
             for (int64_t j = 0; j < n; j++) o[j] = gr[j] - EXP(yr[j]) * s;
         } else {
             #pragma omp simd reduction(+:sum)
             for (int64_t j = 0; j < n; j++) sum += gr[j] * yr[j];
-            T s = (T)sum;
+            T s = sum;
             #pragma omp simd
             for (int64_t j = 0; j < n; j++) o[j] = yr[j] * (gr[j] - s);
         }
