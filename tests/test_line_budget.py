@@ -34,7 +34,7 @@ BUDGET = {
     "_cuda": 450,         # the CUDA backend: kernel variants of the CPU files, the CuPy namespace, CUDA-only rules
     "amp": 240,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler
     "autograd": 1400,
-    "optim": 1930,        # +20 Adam/AdamW update as one native kernel (issue 20 speed); +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
+    "optim": 1935,        # +25 Adam/AdamW update (decoupled decay included) as one native kernel (issue 20 speed); +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)
     "utils": 990,         # +280: cpp_extension.py (load_inline/load) and _cpp_header_gen.py (the C++ header from the op table)
                           # +60: data/distributed.py (DistributedSampler)
     "profiler": 600,

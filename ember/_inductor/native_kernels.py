@@ -155,11 +155,11 @@ K(lstm_cell_bwd) {
 /* One Adam/AdamW step on a parameter (after weight decay), the operations and their order those
    of torch's single-tensor Adam (and of ember's eager update), each rounded to T:
    m = lerp(m, g, 1 - beta1); v = v * beta2 + (1 - beta2) * g * g;
-   p += -step_size * m / (sqrt(v) / sqrt(bias_correction2) + eps). */
+   p = p * shrink - step_size * m / (sqrt(v) / sqrt(bias_correction2) + eps). */
 K(adam_step) {
     T *p = bufs[0]; const T *g = bufs[1]; T *m = bufs[2], *v = bufs[3]; int64_t n = ints[0];
     const T w = (T)floats[0], beta2 = (T)floats[1], one_minus_beta2 = (T)floats[2];
-    const T bc2_sqrt = (T)floats[3], eps = (T)floats[4], neg_step = (T)floats[5];
+    const T bc2_sqrt = (T)floats[3], eps = (T)floats[4], neg_step = (T)floats[5], shrink = (T)floats[6];
     const int low = fabs((double)w) < 0.5;
     const T one_minus_w = (T)1 - w;
     #pragma omp simd
@@ -169,7 +169,8 @@ K(adam_step) {
         T vi = v[i] * beta2 + (gi * one_minus_beta2) * gi;
         T denom = sqrtf_or_sqrt(vi) / bc2_sqrt + eps;
         m[i] = mi; v[i] = vi;
-        p[i] = p[i] + (mi * neg_step) / denom;
+        T pi = p[i] * shrink;                 /* AdamW's decoupled decay first (1 without it) */
+        p[i] = pi + (mi * neg_step) / denom;
     }
 }
 

@@ -25,10 +25,17 @@ def adam_update(param, grad, state, group) -> None:
     counter = state["step"]
     counter += 1
     t = counter.item()
-    grad = weight_decayed(param, grad, group)
+    decoupled = bool(group.get("decoupled_weight_decay") and group["weight_decay"])
+    shrink = 1.0
+    if decoupled:
+        shrink = 1 - lr * group["weight_decay"]     # weight_decayed's AdamW step, fused below
+    else:
+        grad = weight_decayed(param, grad, group)
     mean, second = state["exp_avg"], state["exp_avg_sq"]
-    if not group["amsgrad"] and _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t):
+    if not group["amsgrad"] and _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t, shrink):
         return
+    if decoupled:
+        param.mul_(shrink)
     mean.lerp_(grad, 1 - beta1)
     second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
     if group["amsgrad"]:
@@ -40,10 +47,10 @@ def adam_update(param, grad, state, group) -> None:
     param.addcdiv_(mean, denom, value=-(lr / (1 - beta1 ** t)))
 
 
-def _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t) -> bool:
+def _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t, shrink) -> bool:
     """The update below as one C loop (ember/ops/native.py) when every tensor is a plain contiguous
     CPU float32/float64 array of one shape and the hyper-parameters are numbers; False otherwise."""
-    if tls.include or not all(type(h) in (float, int) for h in (lr, beta1, beta2, eps)):
+    if tls.include or not all(type(h) in (float, int) for h in (lr, beta1, beta2, eps, shrink)):
         return False
     p = param._data
     for x in (param, grad, mean, second):
@@ -55,7 +62,7 @@ def _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t) -> bool:
     if fn is None:
         return False
     fn(p, grad._data, mean._data, second._data, p.size, 1 - beta1, beta2, 1 - beta2, (1 - beta2 ** t) ** 0.5, eps,
-       -(lr / (1 - beta1 ** t)))
+       -(lr / (1 - beta1 ** t)), shrink)
     for x in (param, mean, second):
         x._bump_version()
     return True

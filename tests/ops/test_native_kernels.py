@@ -268,7 +268,7 @@ def test_relu_backward_nan_and_zero():
 # ------------------------------------------------------------------------------ Adam / AdamW
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("name,kw", [("Adam", {}), ("AdamW", {}), ("Adam", dict(weight_decay=0.1)),
+@pytest.mark.parametrize("name,kw", [("Adam", {}), ("AdamW", {}), ("Adam", dict(weight_decay=0.1)), ("AdamW", dict(weight_decay=0.3)),
                                      ("AdamW", dict(amsgrad=True)), ("Adam", dict(maximize=True, betas=(0.3, 0.9)))])
 def test_adam_steps_match_torch(dtype, name, kw, native_calls):
     res = []
