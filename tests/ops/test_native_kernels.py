@@ -430,3 +430,26 @@ def test_conv_backward_computes_only_the_wanted_gradients(needs):
         assert (e is None) == (t is None)
         if e is not None:
             np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-10)
+
+
+def test_no_c_compiler_falls_back_to_numpy(tmp_path, monkeypatch):
+    """Without a C compiler every op above still runs (NumPy kernels) and agrees with PyTorch."""
+    from ember._inductor import config, native_kernels
+    monkeypatch.setattr(config, "cc", str(tmp_path / "no-such-cc"))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    monkeypatch.setattr(native_kernels, "_kernels", {})
+    monkeypatch.setattr(native_kernels, "_libs", {})
+    assert native.kernel("gelu_fwd", np.dtype(np.float32)) is None
+    _compare(lambda lib, x: F(lib).gelu(F(lib).layer_norm(x, (9,))).softmax(-1), _arrays([(4, 9)], "float32"))
+    em, tm = _lstm_pair("float32")
+    x, = _arrays([(5, 2, 6)], "float32", scale=1.0)
+    for e, t in zip(_lstm_run(ember, em, x, None), _lstm_run(torch, tm, x, None)):
+        np.testing.assert_allclose(e, t, **TOL["float32"])
+
+
+def test_import_ember_does_not_import_the_fuser():
+    import subprocess
+    import sys
+    code = "import sys, ember; print(any(m.startswith('ember._inductor') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
