@@ -208,7 +208,7 @@ def _records_grad(t):
     from .._core.tensor import Tensor
     from ..compiler import is_compiling
     return (not is_compiling() and isinstance(t, Tensor) and t._keys == _AUTOGRAD_CPU
-            and not _dispatch_tls.include and not _dispatch_tls.exclude & _AUTOGRAD_BIT)
+            and not _dispatch_tls.include & ~(1 << _DispatchKey.Profiler) and not _dispatch_tls.exclude & _AUTOGRAD_BIT)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

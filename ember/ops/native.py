@@ -10,8 +10,8 @@ compiled at the first call per dtype, then comes from the on-disk kernel cache. 
 
 A derivative formula is written in ember ops so that double backward, tracers and dispatch modes
 see its operators. It may skip them for one native call only when nobody could see the difference:
-grad mode is off (no double backward is being recorded), no thread-local key is included (no
-tracer, profiler, Python or functionalisation mode) and every tensor is a plain CPU tensor (no fake,
+grad mode is off (no double backward is being recorded), no thread-local key but the profiler's
+is included (no tracer, Python or functionalisation mode) and every tensor is a plain CPU tensor (no fake,
 functional or subclass dispatch key beyond Autograd). `plain_backward` is that test.
 """
 from __future__ import annotations
@@ -20,10 +20,13 @@ import os
 
 import numpy as np
 
-from .._core.dispatch import AUTOGRAD_BIT, CPU_BIT, tls
+from .._core.dispatch import AUTOGRAD_BIT, CPU_BIT, DispatchKey, tls
 from .._core.tensor import wrap
 
 enabled = os.environ.get("EMBER_NATIVE", "1") != "0"
+# The profiler only observes: under it the native paths stay on (a profiled run computes the same
+# numbers; its trace shows the backward node, as PyTorch's shows the native backward kernel).
+PROFILER_BIT = 1 << DispatchKey.Profiler
 _kernels = None          # ember._inductor.native_kernels once imported
 
 
@@ -41,7 +44,7 @@ def kernel(name: str, dtype):
 def plain_backward(*tensors) -> bool:
     """True when a derivative formula may replace its ember ops by one native kernel call (see the
     module's docstring). Cheap: a few attribute reads."""
-    if tls.include or not tls.exclude & AUTOGRAD_BIT:
+    if tls.include & ~PROFILER_BIT or not tls.exclude & AUTOGRAD_BIT:
         return False
     for t in tensors:
         if t._keys & ~AUTOGRAD_BIT != CPU_BIT:

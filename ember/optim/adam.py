@@ -50,7 +50,7 @@ def adam_update(param, grad, state, group) -> None:
 def _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t, shrink) -> bool:
     """The update below as one C loop (ember/ops/native.py) when every tensor is a plain contiguous
     CPU float32/float64 array of one shape and the hyper-parameters are numbers; False otherwise."""
-    if tls.include or not all(type(h) in (float, int) for h in (lr, beta1, beta2, eps, shrink)):
+    if tls.include & ~native.PROFILER_BIT or not all(type(h) in (float, int) for h in (lr, beta1, beta2, eps, shrink)):
         return False
     p = param._data
     for x in (param, grad, mean, second):
