@@ -185,7 +185,7 @@ class FormulaNode(Node):
         """Per Tensor argument: does any of its elements want a gradient (an edge)?"""
         out, i = [], 0
         for _, _, n in self.slots:
-            out.append(any(e is not None for e in self.next_functions[i:i + n]))
+            out.append(any(e[0] is not None for e in self.next_functions[i:i + n]))   # an edge is (node, slot)
             i += n
         return tuple(out)
 

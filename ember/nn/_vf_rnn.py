@@ -10,8 +10,8 @@ their final state) and a reverse direction adds rows, from the initial state, as
 """
 from __future__ import annotations
 
-from .. import ops as _ops  # noqa: F401  (ember's op table is registered by the time this loads)
-from . import functional as F
+from .. import compiler as _compiler, ops as _ops  # noqa: F401  (ember's op table is registered by the time this loads)
+from . import _lstm_native, functional as F
 from ..ops.registry import FUNCTIONS as _FUNCTIONS
 
 _T = _FUNCTIONS[""]  # torch-namespace bindings: addmm, sigmoid, tanh, cat, stack ...
@@ -114,6 +114,13 @@ def _run_direction(mode, steps, state, w, batch_sizes, reverse):
     return outs, state
 
 
+def _composed_lstm_layer(xproj, h0, c0, w_hh, reverse):
+    """The LSTM layer that _lstm_native fuses, in ember ops (its create_graph backward)."""
+    w = {"hh_t": w_hh.t(), "b_hh": None, "hr_t": None}
+    outs, (h, c) = _run_direction("LSTM", _time_steps((xproj,), None), (h0, c0), w, None, reverse)
+    return _stack(outs), h, c
+
+
 # ------------------------------------------------------------------------------ the whole network
 
 def _layer_weights(params, has_biases, num_layers, num_directions):
@@ -173,9 +180,19 @@ def run_rnn(mode, input, batch_sizes, hx, params, has_biases, num_layers, dropou
             hidden_size = w_hh.shape[0] // MODES[mode][0]
             w = {"hh_t": w_hh.t(), "b_hh": b_hh, "hr_t": None if w_hr is None else w_hr.t(),
                  "split": [2 * hidden_size, hidden_size]}
-            steps = _time_steps(_input_projection(mode, x, layers[k], hidden_size), sizes)
-            outs, state = _run_direction(mode, steps, tuple(s[k] for s in initial), w, sizes, direction == 1)
-            outputs.append(_stack(outs) if sizes is None else _cat(outs))
+            proj = _input_projection(mode, x, layers[k], hidden_size)
+            fused = None
+            # one native node per layer in eager; ember.compile captures the composed ops
+            if mode == "LSTM" and sizes is None and w_hr is None and not _compiler.is_compiling():
+                fused = _lstm_native.run_layer(proj[0], initial[0][k], initial[1][k], w_hh, direction == 1,
+                                               _composed_lstm_layer)
+            if fused is not None:
+                out, state = fused
+                outputs.append(out)
+            else:
+                outs, state = _run_direction(mode, _time_steps(proj, sizes), tuple(s[k] for s in initial), w,
+                                             sizes, direction == 1)
+                outputs.append(_stack(outs) if sizes is None else _cat(outs))
             for final, s in zip(finals, state):
                 final.append(s)
         x = outputs[0] if num_directions == 1 else _cat(outputs, -1)

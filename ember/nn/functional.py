@@ -12,7 +12,10 @@ import math as _math
 import warnings as _warnings
 
 from ..ops.registry import FUNCTIONS as _FUNCTIONS, OPERATORS as _OPERATORS, aten as _aten, export as _export
-from .._core.dispatch import DispatchKey as _DispatchKey
+from .._core.dispatch import AUTOGRAD_BIT as _AUTOGRAD_BIT, CPU_BIT as _CPU_BIT, DispatchKey as _DispatchKey, \
+    tls as _dispatch_tls
+
+_AUTOGRAD_CPU = _AUTOGRAD_BIT | _CPU_BIT
 
 _FUNCTIONALIZE_BIT = 1 << _DispatchKey.Functionalize
 
@@ -190,8 +193,22 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """F.max_pool2d (return_indices=True gives (values, flat indices into each H*W plane))."""
+    if not return_indices and _records_grad(input):
+        # as ATen's max_pool2d under autograd: the backward needs the indices, so compute them once
+        # here rather than again in the formula (grad_fn is MaxPool2DWithIndicesBackward, as PyTorch's)
+        return _op("aten::max_pool2d_with_indices", input, kernel_size, _stride(stride), padding, dilation,
+                   ceil_mode)[0]
     name = "aten::max_pool2d_with_indices" if return_indices else "aten::max_pool2d"
     return _op(name, input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def _records_grad(t):
+    """A plain eager CPU tensor whose op autograd records (no dispatch mode, no fx Proxy, not under
+    ember.compile: traces keep the op they were given)."""
+    from .._core.tensor import Tensor
+    from ..compiler import is_compiling
+    return (not is_compiling() and isinstance(t, Tensor) and t._keys == _AUTOGRAD_CPU
+            and not _dispatch_tls.include & ~(1 << _DispatchKey.Profiler) and not _dispatch_tls.exclude & _AUTOGRAD_BIT)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import ember
-from ember._core.dispatch import CUDA_BIT
+from ember._core.dispatch import AUTOGRAD_BIT, CPU_BIT, CUDA_BIT, tls
 from ember._core.tensor import Tensor
+from ember.ops import native
 
 from .optimizer import Optimizer, _step_counter, ADAM_FAMILY_RULES, weight_decayed
 
@@ -28,8 +29,17 @@ def adam_update(param, grad, state, group) -> None:
         from .._cuda.optim import adam_step     # the whole update in one kernel on the GPU
         if adam_step(param, grad, state["exp_avg"], state["exp_avg_sq"], group, t):
             return
-    grad = weight_decayed(param, grad, group)
+    decoupled = bool(group.get("decoupled_weight_decay") and group["weight_decay"])
+    shrink = 1.0
+    if decoupled:
+        shrink = 1 - lr * group["weight_decay"]     # weight_decayed's AdamW step, fused below
+    else:
+        grad = weight_decayed(param, grad, group)
     mean, second = state["exp_avg"], state["exp_avg_sq"]
+    if not group["amsgrad"] and _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t, shrink):
+        return
+    if decoupled:
+        param.mul_(shrink)
     mean.lerp_(grad, 1 - beta1)
     second.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
     if group["amsgrad"]:
@@ -63,6 +73,27 @@ def adam_fused(pairs, group, state_of, negate):
     for s in states:
         s["step"] += 1
     return []
+
+
+def _native_step(param, grad, mean, second, lr, beta1, beta2, eps, t, shrink) -> bool:
+    """The update below as one C loop (ember/ops/native.py) when every tensor is a plain contiguous
+    CPU float32/float64 array of one shape and the hyper-parameters are numbers; False otherwise."""
+    if tls.include & ~native.PROFILER_BIT or not all(type(h) in (float, int) for h in (lr, beta1, beta2, eps, shrink)):
+        return False
+    p = param._data
+    for x in (param, grad, mean, second):
+        a = x._data
+        if x._keys & ~AUTOGRAD_BIT != CPU_BIT or a.dtype is not p.dtype or a.shape != p.shape \
+                or not a.flags.c_contiguous:
+            return False
+    fn = native.kernel("adam_step", p.dtype) if p.flags.writeable else None
+    if fn is None:
+        return False
+    fn(p, grad._data, mean._data, second._data, p.size, 1 - beta1, beta2, 1 - beta2, (1 - beta2 ** t) ** 0.5, eps,
+       -(lr / (1 - beta1 ** t)), shrink)
+    for x in (param, mean, second):
+        x._bump_version()
+    return True
 
 
 def _float_or_tensor_pair(betas) -> bool:

@@ -242,7 +242,9 @@ def test_aot_module_simplified_traces_now():
     gm.zero_grad()
     gm(x).sum().backward()
     for g, p in zip(got, gm.parameters()):
-        np.testing.assert_allclose(g.numpy(), p.grad.numpy(), rtol=1e-6)
+        # atol: eager's gelu backward is a native kernel (erf in double, rounded once), the graph's is
+        # the composed float32 formula; a bias gradient summing O(1) terms can cancel to ~1e-3
+        np.testing.assert_allclose(g.numpy(), p.grad.numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_compile_aot_eager_logs_joint_forward_and_backward(capsys):

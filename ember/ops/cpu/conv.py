@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..._core import dtype as _dt
 from ..._core.tensor import wrap
+from .. import native
 from ..meta import conv as plan
 
 _F32 = np.dtype(np.float32)
@@ -61,6 +62,12 @@ def im2col_cols(x, ks, stride, dilation, pads, out, groups=1, batch_major=False)
     (N, C * K, L) with `batch_major` (F.unfold's layout)."""
     n, c = x.shape[:2]
     nd = len(ks)
+    fn = native.kernel("im2col2d", x.dtype) if nd == 2 and groups == 1 and not batch_major and \
+        x.flags.c_contiguous else None
+    if fn is not None:   # one C loop, no padded copy (ember/ops/native.py)
+        cols = np.empty((1, c * prod(ks), n * prod(out)), x.dtype)
+        fn(x, cols, *x.shape, *ks, *out, *stride, pads[0][0], pads[1][0], *dilation)
+        return cols
     win = windows(pad_spatial(x, pads), ks, stride, dilation, out)          # (N, C, *out, *ks)
     kdims = tuple(range(2 + nd, 2 + 2 * nd))
     odims = tuple(range(2, 2 + nd))
@@ -100,6 +107,10 @@ def _conv(nd, op):
         # (g, O/g, N * L); one 2-D GEMM when g == 1 (NumPy's stacked matmul can be far slower)
         res = np.matmul(wg[0], cols[0]) if groups == 1 else np.matmul(wg, cols)
         res = res.reshape((o, a.shape[0]) + tuple(out_sp)).swapaxes(0, 1)
+        if bias is not None and c is d:   # the (O, N) -> (N, O) transpose and the bias in one pass
+            out = np.empty(res.shape, d)
+            np.add(res, bias._data.astype(c, copy=False).reshape((o,) + (1,) * nd), out=out)
+            return wrap(out.reshape(shape))
         if bias is not None:
             res = res + bias._data.astype(c, copy=False).reshape((o,) + (1,) * nd)
         return wrap(np.ascontiguousarray(res, dtype=d).reshape(shape))

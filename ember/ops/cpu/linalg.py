@@ -49,8 +49,16 @@ def _prod(x, y, np_dtype):
         x = x.astype(c)
     if y.dtype is not c:
         y = y.astype(c)
-    r = np.matmul(x, y)
+    r = _matmul(x, y)
     return r if r.dtype is np_dtype else r.astype(np_dtype)
+
+
+def _matmul(x, y):
+    """np.matmul, with a C-contiguous (..., n, k) @ (k, m) done as one 2-D GEMM: NumPy runs one
+    BLAS call per leading index there (1.7x slower for a linear layer over (8, 32, 128))."""
+    if x.ndim > 2 and y.ndim == 2 and x.size and x.flags.c_contiguous:
+        return np.matmul(x.reshape(-1, x.shape[-1]), y).reshape(*x.shape[:-1], y.shape[-1])
+    return np.matmul(x, y)
 
 
 def _scalar_for(value, d):

@@ -7,12 +7,16 @@ accumulate in ``opmath_t``). Losses live in ``cpu/loss.py``.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.tensor import wrap
 from ..meta import nn as meta
 from .. import rules
+from .linalg import _matmul
+from .. import native
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -48,7 +52,7 @@ def linear(x, w, b=None):
     X, W = x._data, w._data
     if X.dtype in _HALF:
         X, W = X.astype(_F32), W.astype(_F32)
-    y = np.matmul(X, W.T if W.ndim == 2 else W)
+    y = _matmul(X, W.T if W.ndim == 2 else W)
     if b is not None:
         B = acc(b._data)
         y = y + B if y.ndim == 0 or np.broadcast_shapes(y.shape, B.shape) != y.shape else np.add(y, B, out=y)
@@ -159,11 +163,37 @@ def _affine(y, w, b, shape=None):
     return y
 
 
+def _native_norm(x, weight, bias, eps, row_size):
+    """norm_fwd (ember/ops/native.py) on a contiguous float32/float64 input with parameters of its
+    dtype: (y, per-group mean, per-group biased var) or None. `row_size`: layer_norm's normalised
+    size (groups are rows); None for batch_norm over dim 1 (groups are channels)."""
+    a = x._data
+    w, b = opt(weight), opt(bias)
+    if not a.flags.c_contiguous or any(p is not None and (p.dtype is not a.dtype or not p.flags.c_contiguous)
+                                       for p in (w, b)):
+        return None
+    fn = native.kernel("norm_fwd", a.dtype)
+    if fn is None:
+        return None
+    if row_size is not None:
+        geometry = (a.size // row_size, 1, row_size, row_size, 0)
+    else:
+        spatial = a.size // (a.shape[0] * a.shape[1])
+        geometry = (a.shape[1], a.shape[0], spatial, spatial, a.shape[1] * spatial)
+    y, mean, var = np.empty_like(a), np.empty(geometry[0]), np.empty(geometry[0])
+    fn(a, a if w is None else w, a if b is None else b, y, mean, var, *geometry, w is not None, b is not None,
+       row_size is not None, float(eps))
+    return y, mean, var
+
+
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """(x - mean) / sqrt(var + eps) over the trailing `normalized_shape` dims, then affine."""
     meta.layer_norm_check(x, normalized_shape, weight, bias)
     if x.numel() == 0:
         return wrap(np.empty(x.shape, x._data.dtype))
+    fused = _native_norm(x, weight, bias, eps, prod(normalized_shape))
+    if fused is not None:
+        return wrap(fused[0])
     X = acc(x._data)
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
     mean = X.mean(axis=axes, keepdims=True)
@@ -224,7 +254,15 @@ def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, e
     if x.numel() == 0:
         return wrap(np.empty(x.shape, x._data.dtype))
     rm, rv = opt(running_mean), opt(running_var)
-    y, new_rm, new_rv = _batch_norm(acc(x._data), opt(weight), opt(bias), rm, rv, training, momentum, eps)
+    fused = _native_norm(x, weight, bias, eps, None) if training and x.ndim >= 2 else None
+    if fused is not None:   # running statistics from the kernel's batch statistics, as _batch_norm does
+        y, mean, var = fused
+        n = x.numel() // x.shape[1]
+        new_rm = None if rm is None else (momentum * mean + (1 - momentum) * rm).astype(rm.dtype)
+        new_rv = None if rv is None else (momentum * (var * (n / (n - 1)) if n > 1 else np.full_like(var, np.inf))
+                                          + (1 - momentum) * rv).astype(rv.dtype)
+    else:
+        y, new_rm, new_rv = _batch_norm(acc(x._data), opt(weight), opt(bias), rm, rv, training, momentum, eps)
     if new_rm is not None:
         _store(running_mean, new_rm)
     if new_rv is not None:

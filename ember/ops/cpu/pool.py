@@ -15,6 +15,7 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.tensor import wrap
+from .. import native
 from ..meta import conv as plan
 from .conv import windows, pad_spatial, not_implemented, _cdt, _FLOATS, _COMPLEX
 
@@ -47,6 +48,11 @@ def _max_pool(nd, op, kernel_name, with_indices, allowed):
         a = _as_batched(x, nd)
         d = a.dtype
         out = shape[-nd:]
+        fn = native.kernel("max_pool2d", d) if nd == 2 and a.flags.c_contiguous else None
+        if fn is not None:   # one C loop over the windows (ember/ops/native.py)
+            vals, idx = np.empty(shape, d), np.empty(shape, np.int64)
+            fn(a, vals, idx, a.shape[0] * a.shape[1], *a.shape[2:], *out, *ks, *st, *pad, *dil)
+            return (wrap(vals), wrap(idx)) if with_indices else wrap(vals)
         win = _padded_windows(a, ks, st, pad, dil, out, _lowest(d) if d.kind != "V" else -np.inf)
         # One pass per kernel tap over output-sized strided views (no window copy). PyTorch's rule:
         # a tap replaces the running max when it is larger or NaN, so ties keep the first tap.

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from .. import native
+
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SQRT1_2 = math.sqrt(0.5)
@@ -33,6 +35,11 @@ def _elu_backward(grad, self, alpha, scale, input_scale):
     return _where(self <= 0, neg, grad * scale)
 
 
+def _relu(grad, result):
+    fused = native.pointwise_backward("relu_bwd", grad, result)
+    return _where(result <= 0, 0.0, grad) if fused is None else fused
+
+
 def _gelu(grad, self, approximate):
     from ... import is_grad_enabled
     if self.device.type == "cuda" and not is_grad_enabled():     # (create_graph: the formula below)
@@ -40,6 +47,9 @@ def _gelu(grad, self, approximate):
         out = fused.gelu_backward(grad, self, approximate)
         if out is not None:
             return out
+    fused = native.pointwise_backward("gelu_tanh_bwd" if approximate == "tanh" else "gelu_bwd", grad, self)
+    if fused is not None:
+        return fused
     x = self
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + _KAPPA * x * x * x)
@@ -112,7 +122,7 @@ def _glu(grad, self, dim):
 
 
 FORMULAS = {
-    "relu": lambda grad, result: _where(result <= 0, 0.0, grad),
+    "relu": _relu,
     "relu6": lambda grad, self: _hardtanh(grad, self, 0.0, 6.0),
     "leaky_relu": lambda grad, self, negative_slope: _where(self > 0, grad, grad * negative_slope),
     "elu": _elu_backward,

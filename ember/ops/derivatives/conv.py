@@ -14,6 +14,7 @@ from math import prod
 
 import numpy as np
 
+from .. import native
 from ..cpu import conv as _cpu
 from ..cpu import pool as _pool
 from ..meta import conv as _plan
@@ -69,15 +70,28 @@ def _batched(a, nd):
     return a if a.ndim == nd + 2 else a[None]
 
 
-def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups):
+def _grad_rows(g, groups):
+    """The output gradient (N, O, *out) as (groups, O/g, N * L), the GEMM operand of both gradients."""
+    n, o = g.shape[:2]
+    return g.swapaxes(0, 1).reshape(groups, o // groups, n * prod(g.shape[2:]))
+
+
+def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups, gg=None):
     """d(conv)/d(input): weight^T @ grad as columns, scatter-added back (col2im)."""
     nd = len(stride)
     n, o = g.shape[:2]
     out = g.shape[2:]
     cin_g, ks = w.shape[1], w.shape[2:]
     wg = w.reshape(groups, o // groups, cin_g * prod(ks))
-    gg = g.swapaxes(0, 1).reshape(groups, o // groups, n * prod(out))
-    cols = np.matmul(wg.transpose(0, 2, 1), gg)                     # (g, Cin/g * K, N * L)
+    gg = _grad_rows(g, groups) if gg is None else gg
+    # (g, Cin/g * K, N * L); one 2-D GEMM when g == 1 (NumPy's stacked matmul is slower)
+    cols = np.dot(wg[0].T, gg[0])[None] if groups == 1 else np.matmul(wg.transpose(0, 2, 1), gg)
+    col2im = native.kernel("col2im2d", cols.dtype) if nd == 2 and groups == 1 else None
+    if col2im is not None:   # the scatter-add as one C loop, straight into the unpadded image
+        img = np.empty(in_shape, cols.dtype)
+        col2im(np.ascontiguousarray(cols[0]), img, *in_shape, *ks, *out, *stride, pads[0][0], pads[1][0],
+               *dilation)
+        return img
     cols = cols.reshape((groups * cin_g,) + tuple(ks) + (n,) + tuple(out))
     cols = np.moveaxis(cols, 1 + nd, 0)                             # (N, Cin, *K, *out)
     full = tuple(L + lo + hi for L, (lo, hi) in zip(in_shape[2:], pads))
@@ -86,12 +100,12 @@ def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups):
     return img[(slice(None), slice(None)) + tuple(slice(lo, lo + L) for (lo, _), L in zip(pads, in_shape[2:]))]
 
 
-def _conv_weight_grad(x, g, ks, pads, stride, dilation, groups):
+def _conv_weight_grad(x, g, ks, pads, stride, dilation, groups, gg=None):
     """d(conv)/d(weight): grad @ im2col(input)^T per group; shape (O, C/g, *ks)."""
     n, o = g.shape[:2]
     out = g.shape[2:]
     cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, groups)   # (g, C/g * K, N * L)
-    gg = g.swapaxes(0, 1).reshape(groups, o // groups, n * prod(out))
+    gg = _grad_rows(g, groups) if gg is None else gg
     gw = np.matmul(gg, cols.transpose(0, 2, 1))                           # (g, O/g, C/g * K)
     return gw.reshape((o, x.shape[1] // groups) + tuple(ks))
 
@@ -101,16 +115,18 @@ def _compute(a):
 
 
 def _conv(nd):
-    def formula(grad, input, weight, bias, stride, padding, dilation, groups):
+    def formula(grad, input, weight, bias, stride, padding, dilation, groups, needs_grad):
         pads, st, dil, _ = _plan.conv_plan(input, weight, bias, stride, padding, dilation, groups, nd, "conv")
 
         def fn(g, x, w):
             batched = x.ndim == nd + 2
             g, x = _compute(_batched(g, nd)), _compute(_batched(x, nd))
             w = _compute(w)
-            gi = _conv_input_grad(g, w, x.shape, pads, st, dil, groups)
-            gw = _conv_weight_grad(x, g, w.shape[2:], pads, st, dil, groups)
-            return (gi if batched else gi[0]), gw
+            gg = _grad_rows(g, groups)     # one copy for both gradients
+            # the network's first layer: no input gradient wanted, so no GEMM and col2im for it
+            gi = _conv_input_grad(g, w, x.shape, pads, st, dil, groups, gg) if needs_grad[0] else None
+            gw = _conv_weight_grad(x, g, w.shape[2:], pads, st, dil, groups, gg) if needs_grad[1] else None
+            return (gi if batched or gi is None else gi[0]), gw
         if _tracing() and nd <= 2 and groups == 1:
             gi, gw = _conv_grads_as_ops(nd, grad, input, weight, pads, st, dil)
         else:

@@ -8,8 +8,12 @@ random stream, and autograd differentiates that product.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
+from .. import native
+from ..._core.tensor import wrap
 from .linalg import _matmul_backward, vector_norm_backward
 from ..registry import aten
 
@@ -73,7 +77,37 @@ def _stats(x, dims, eps):
     return xc * rstd, rstd
 
 
+def _native_norm(grad, input, weight, bias, eps, row_size):
+    """(gx, gw, gb) from the native norm_bwd kernel (ember/ops/native.py), or None where it does not
+    apply (a traced or create_graph backward, another dtype or layout, an empty input). `row_size`:
+    layer_norm's normalised size (groups are rows); None for batch_norm (groups are channels)."""
+    tensors = (grad, input) if weight is None else (grad, input, weight)
+    if not native.plain_backward(*tensors) or input.numel() == 0:
+        return None
+    g, x = grad._data, input._data
+    w = x if weight is None else weight._data
+    if g.shape != x.shape or any(a.dtype is not x.dtype or not a.flags.c_contiguous for a in (x, w)) \
+            or g.dtype is not x.dtype:
+        return None
+    g = np.ascontiguousarray(g)    # e.g. the expanded ones of sum()'s backward
+    fn = native.kernel("norm_bwd", x.dtype)
+    if fn is None:
+        return None
+    if row_size is not None:    # rows of the normalised size, weight per element of a row
+        shape = (x.size // row_size, 1, row_size, row_size, 0, row_size)
+    else:                       # (N, C, *spatial): channel k is N blocks of H*W, C*H*W apart
+        spatial = x.size // (x.shape[0] * x.shape[1])
+        shape = (x.shape[1], x.shape[0], spatial, spatial, x.shape[1] * spatial, x.shape[1])
+    gx, dw, db = np.empty_like(x), np.zeros(shape[-1]), np.zeros(shape[-1])
+    fn(g, x, w, gx, dw, db, *shape[:5], weight is not None, row_size is not None, float(eps))
+    return (wrap(gx), None if weight is None else wrap(dw.astype(x.dtype).reshape(weight.shape)),
+            None if bias is None else wrap(db.astype(x.dtype).reshape(bias.shape)))
+
+
 def _layer_norm(grad, input, normalized_shape, weight, bias, eps):
+    fused = _native_norm(grad, input, weight, bias, eps, prod(normalized_shape))
+    if fused is not None:
+        return fused
     dims = list(range(input.ndim - len(normalized_shape), input.ndim))
     xhat, rstd = _stats(input, dims, eps)
     gx = grad if weight is None else grad * weight
@@ -100,6 +134,9 @@ def _reduce_channel(t):
 
 
 def _batch_norm_train(grad, input, weight, bias, eps):
+    fused = _native_norm(grad, input, weight, bias, eps, None)
+    if fused is not None:
+        return (*fused, None, None)
     dims = [0] + list(range(2, input.ndim))
     xhat, rstd = _stats(input, dims, eps)
     gx = grad if weight is None else grad * _channel(weight, input.ndim)
@@ -431,7 +468,36 @@ def _cross_entropy_rows(grad, self, target, reduction, ignore_index):
     return _e()._core.tensor.wrap(gx.astype(x.dtype, copy=False))
 
 
+def _native_cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
+    """The cross_entropy_bwd kernel (ember/ops/native.py) for (N, C) logits, int64 class targets, no
+    class weights or smoothing; None where it does not apply."""
+    if weight is not None or label_smoothing > 0 or self.ndim != 2 or target.ndim != 1 or self.numel() == 0 \
+            or not native.plain_backward(grad, self, target):
+        return None
+    x, t, g = self._data, target._data, grad._data
+    if t.dtype != np.int64 or not x.flags.c_contiguous or g.dtype is not x.dtype:
+        return None
+    ignored = t == ignore_index
+    if ((t < 0) | (t >= x.shape[1]))[~ignored].any():
+        return None          # the composed formula reports the bad target
+    fn = native.kernel("cross_entropy_bwd", x.dtype)
+    if fn is None:
+        return None
+    if reduction == 0:
+        coef = g.astype(np.float64)
+    else:
+        count = t.size - int(ignored.sum()) if reduction == 1 else 1
+        coef = np.full(t.shape, float(g) / count if count else 0.0)
+    coef[ignored] = 0.0
+    out = np.empty_like(x)
+    fn(x, np.ascontiguousarray(t), np.ascontiguousarray(coef), out, *x.shape)
+    return wrap(out), None, None
+
+
 def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
+    fused = _native_cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing)
+    if fused is not None:
+        return fused
     e = _e()
     if self.device.type == "cuda" and not e.is_grad_enabled():   # (create_graph: the formula below)
         from ..._cuda import fused

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from .. import native
+from ..._core.tensor import wrap
+
 
 def _norm_dims(dim, ndim):
     """The reduced dims as sorted non-negative ints (None / [] mean all dims)."""
@@ -248,7 +253,26 @@ def _rev_logcumsumexp(x, dim):
 
 
 # -- softmax ------------------------------------------------------------------------------
+def _native_softmax_backward(grad, result, dim, log):
+    """The softmax_bwd kernel over the last dim (ember/ops/native.py), or None where it does not apply."""
+    if result.ndim == 0 or dim not in (-1, result.ndim - 1) or result.numel() == 0 \
+            or not native.plain_backward(grad, result):
+        return None
+    y, g = result._data, grad._data
+    if g.dtype is not y.dtype or g.shape != y.shape or not y.flags.c_contiguous:
+        return None
+    fn = native.kernel("softmax_bwd", y.dtype)
+    if fn is None:
+        return None
+    out = np.empty_like(y)
+    fn(np.ascontiguousarray(g), y, out, y.size // y.shape[-1], y.shape[-1], log)
+    return wrap(out)
+
+
 def _softmax_backward(grad, result, dim):
+    fused = _native_softmax_backward(grad, result, dim, False)
+    if fused is not None:
+        return fused
     g = grad.to(result.dtype) if grad.dtype is not result.dtype else grad
     return result * (g - (g * result).sum(dim, keepdim=True))
 
@@ -256,6 +280,9 @@ def _softmax_backward(grad, result, dim):
 def _log_softmax_backward(grad, result, dim):
     if result.ndim == 0:
         return grad * 0
+    fused = _native_softmax_backward(grad, result, dim, True)
+    if fused is not None:
+        return fused
     return grad - result.exp() * grad.sum(dim, keepdim=True)
 
 

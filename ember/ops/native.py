@@ -1,0 +1,69 @@
+"""The eager side of the native kernels (ember/_inductor/native_kernels.py): when a CPU kernel or a
+derivative formula may use one.
+
+    fn = native.kernel("gelu_fwd", arr.dtype)          # None: run the NumPy code
+    if native.plain_backward(grad, self): ...          # a formula may compute its result natively
+
+`kernel` imports the fuser's module only at the first call (never at `import ember`); the C code is
+compiled at the first call per dtype, then comes from the on-disk kernel cache. `enabled = False`
+(or EMBER_NATIVE=0 in the environment) turns every native kernel off, for comparisons and tests.
+
+A derivative formula is written in ember ops so that double backward, tracers and dispatch modes
+see its operators. It may skip them for one native call only when nobody could see the difference:
+grad mode is off (no double backward is being recorded), no thread-local key but the profiler's
+is included (no tracer, Python or functionalisation mode) and every tensor is a plain CPU tensor (no fake,
+functional or subclass dispatch key beyond Autograd). `plain_backward` is that test.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .._core.dispatch import AUTOGRAD_BIT, CPU_BIT, DispatchKey, tls
+from .._core.tensor import wrap
+
+enabled = os.environ.get("EMBER_NATIVE", "1") != "0"
+# The profiler only observes: under it the native paths stay on (a profiled run computes the same
+# numbers; its trace shows the backward node, as PyTorch's shows the native backward kernel).
+PROFILER_BIT = 1 << DispatchKey.Profiler
+_kernels = None          # ember._inductor.native_kernels once imported
+
+
+def kernel(name: str, dtype):
+    """The native kernel `name` for NumPy dtype `dtype`, or None (off, unsupported, no compiler)."""
+    global _kernels
+    if not enabled:
+        return None
+    if _kernels is None:
+        from .._inductor import native_kernels
+        _kernels = native_kernels
+    return _kernels.kernel(name, dtype)
+
+
+def plain_backward(*tensors) -> bool:
+    """True when a derivative formula may replace its ember ops by one native kernel call (see the
+    module's docstring). Cheap: a few attribute reads."""
+    if tls.include & ~PROFILER_BIT or not tls.exclude & AUTOGRAD_BIT:
+        return False
+    for t in tensors:
+        if t._keys & ~AUTOGRAD_BIT != CPU_BIT:
+            return False
+    return True
+
+
+def pointwise_backward(name: str, grad, x):
+    """`name`'s native kernel applied to (grad, x) -> a new tensor, when both are C-contiguous
+    float32/float64 arrays of one dtype and shape and `plain_backward` holds; else None."""
+    if not plain_backward(grad, x):
+        return None
+    g, a = grad._data, x._data
+    if g.dtype is not a.dtype or g.shape != a.shape or not a.flags.c_contiguous:
+        return None
+    g = np.ascontiguousarray(g)    # e.g. the expanded ones of sum()'s backward
+    fn = kernel(name, a.dtype)
+    if fn is None:
+        return None
+    out = np.empty_like(a)
+    fn(g, a, out, a.size)
+    return wrap(out)
