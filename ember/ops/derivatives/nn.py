@@ -99,11 +99,50 @@ def _reduce_channel(t):
     return t.sum([0] + list(range(2, t.ndim)))
 
 
+def _accumulated_sum(t, dims):
+    """t summed over `dims` (kept) in ATen's CPU accumulation type for batch statistics: double for
+    float32/float64, float for the half types. ATen's batch-norm kernels (forward and backward, and
+    instance norm, which it runs as a batch norm) sum in that type; float32 sums over a channel's
+    strided N*H*W elements lose up to ~10x more precision."""
+    e = _e()
+    acc = e.float64 if t.dtype in (e.float32, e.float64) else e.float32
+    return t.to(acc).sum(dims, keepdim=True)
+
+
+def _batch_stats(x, dims, eps):
+    """xhat and rstd of batch/instance norm: the mean rounded to x's dtype before centring and
+    rstd rounded after, as ATen's saved mean and invstd are."""
+    n = _count(x, dims)
+    xc = x - (_accumulated_sum(x, dims) / n).to(x.dtype)
+    rstd = (_accumulated_sum(xc * xc, dims) / n + eps).rsqrt().to(x.dtype)
+    return xc * rstd, rstd
+
+
+def _count(x, dims):
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    return n
+
+
+def _batch_norm_family_train(grad, input, weight, bias, eps, dims):
+    """Gradients of batch norm (dims = all but the channel) or instance norm (the spatial dims) in
+    training: dx = rstd * w * (g - sum(g)/n - xhat * sum(g*xhat)/n), with the two sums accumulated
+    once, in double, and reused for the weight and bias gradients (ATen's algorithm)."""
+    xhat, rstd = _batch_stats(input, dims, eps)
+    n = _count(input, dims)
+    sum_g, sum_gx = _accumulated_sum(grad, dims), _accumulated_sum(grad * xhat, dims)
+    scale = rstd if weight is None else rstd * _channel(weight, input.ndim)
+    gi = scale * (grad - (sum_g / n).to(grad.dtype) - xhat * (sum_gx / n).to(grad.dtype))
+    # instance norm's per-sample sums still add up over the batch for the shared weight and bias
+    per_channel = (lambda s: s.to(grad.dtype).reshape(-1)) if 0 in dims else \
+        (lambda s: s.sum(0).to(grad.dtype).reshape(-1))
+    return (gi, None if weight is None else per_channel(sum_gx), None if bias is None else per_channel(sum_g),
+            None, None)
+
+
 def _batch_norm_train(grad, input, weight, bias, eps):
-    dims = [0] + list(range(2, input.ndim))
-    xhat, rstd = _stats(input, dims, eps)
-    gx = grad if weight is None else grad * _channel(weight, input.ndim)
-    return _norm_backward(gx, xhat, rstd, dims), *_affine_grads(grad, xhat, weight, bias), None, None
+    return _batch_norm_family_train(grad, input, weight, bias, eps, [0] + list(range(2, input.ndim)))
 
 
 def _batch_norm_eval(grad, input, weight, bias, running_mean, running_var, eps):
@@ -119,10 +158,7 @@ def _affine_grads(grad, xhat, weight, bias):
 
 
 def _instance_norm_train(grad, input, weight, bias, eps):
-    dims = list(range(2, input.ndim))
-    xhat, rstd = _stats(input, dims, eps)
-    gx = grad if weight is None else grad * _channel(weight, input.ndim)
-    return _norm_backward(gx, xhat, rstd, dims), *_affine_grads(grad, xhat, weight, bias), None, None
+    return _batch_norm_family_train(grad, input, weight, bias, eps, list(range(2, input.ndim)))
 
 
 def _install_norms():
