@@ -100,10 +100,8 @@ def _reduce_channel(t):
 
 
 def _accumulated_sum(t, dims):
-    """t summed over `dims` (kept) in ATen's CPU accumulation type for batch statistics: double for
-    float32/float64, float for the half types. ATen's batch-norm kernels (forward and backward, and
-    instance norm, which it runs as a batch norm) sum in that type; float32 sums over a channel's
-    strided N*H*W elements lose up to ~10x more precision."""
+    """t summed over `dims` (kept) in the type ATen's CPU batch norm (and instance norm, run as one)
+    accumulates in: double for float32/float64, float for the half types."""
     e = _e()
     acc = e.float64 if t.dtype in (e.float32, e.float64) else e.float32
     return t.to(acc).sum(dims, keepdim=True)
@@ -112,17 +110,10 @@ def _accumulated_sum(t, dims):
 def _batch_stats(x, dims, eps):
     """xhat and rstd of batch/instance norm: the mean rounded to x's dtype before centring and
     rstd rounded after, as ATen's saved mean and invstd are."""
-    n = _count(x, dims)
+    n = int(np.prod([x.shape[d] for d in dims]))
     xc = x - (_accumulated_sum(x, dims) / n).to(x.dtype)
     rstd = (_accumulated_sum(xc * xc, dims) / n + eps).rsqrt().to(x.dtype)
     return xc * rstd, rstd
-
-
-def _count(x, dims):
-    n = 1
-    for d in dims:
-        n *= x.shape[d]
-    return n
 
 
 def _batch_norm_family_train(grad, input, weight, bias, eps, dims):
@@ -130,7 +121,7 @@ def _batch_norm_family_train(grad, input, weight, bias, eps, dims):
     training: dx = rstd * w * (g - sum(g)/n - xhat * sum(g*xhat)/n), with the two sums accumulated
     once, in double, and reused for the weight and bias gradients (ATen's algorithm)."""
     xhat, rstd = _batch_stats(input, dims, eps)
-    n = _count(input, dims)
+    n = int(np.prod([input.shape[d] for d in dims]))
     sum_g, sum_gx = _accumulated_sum(grad, dims), _accumulated_sum(grad * xhat, dims)
     scale = rstd if weight is None else rstd * _channel(weight, input.ndim)
     gi = scale * (grad - (sum_g / n).to(grad.dtype) - xhat * (sum_gx / n).to(grad.dtype))
