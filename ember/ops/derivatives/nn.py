@@ -100,18 +100,27 @@ def _reduce_channel(t):
 
 
 def _accumulated_sum(t, dims):
-    """t summed over `dims` (kept) in the type ATen's CPU batch norm (and instance norm, run as one)
-    accumulates in: double for float32/float64, float for the half types."""
+    """t summed over `dims` (kept, in double) as ATen's CPU batch-norm backward sums: each plane
+    (the dims from 2 on, contiguous) in float or double, the planes of the batch added in double."""
     e = _e()
-    acc = e.float64 if t.dtype in (e.float32, e.float64) else e.float32
-    return t.to(acc).sum(dims, keepdim=True)
+    if t.dtype not in (e.float32, e.float64):
+        t = t.to(e.float32)
+    planes = [d for d in dims if d >= 2]
+    if planes:
+        t = t.sum(planes, keepdim=True)
+    batch = [d for d in dims if d < 2]
+    return t.to(e.float64).sum(batch, keepdim=True) if batch else t.to(e.float64)
 
 
 def _batch_stats(x, dims, eps):
-    """xhat and rstd of batch/instance norm: the mean rounded to x's dtype before centring and
-    rstd rounded after, as ATen's saved mean and invstd are."""
+    """xhat and rstd of batch/instance norm, as the forward computed them (it adds every term in
+    double, like ATen): the mean rounded to x's dtype before centring, rstd rounded after. A float
+    plane sum of x loses digits when the data sit far from zero, so the mean is taken in two passes:
+    the mean of x - m0 (small, summed accurately) corrects the first estimate m0."""
     n = int(np.prod([x.shape[d] for d in dims]))
-    xc = x - (_accumulated_sum(x, dims) / n).to(x.dtype)
+    m0 = (_accumulated_sum(x, dims) / n).to(x.dtype)
+    mean = m0 + _accumulated_sum(x - m0, dims) / n
+    xc = x - mean.to(x.dtype)
     rstd = (_accumulated_sum(xc * xc, dims) / n + eps).rsqrt().to(x.dtype)
     return xc * rstd, rstd
 
