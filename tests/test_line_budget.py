@@ -13,7 +13,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 # package (a folder under ember/, or "<top>" for the modules directly in ember/) -> cap
 BUDGET = {
-XX+25 eager speed: max-pool tap-offset indices and disjoint-window scatter, in-place norm affine; +790 Tensor-method breadth: special functions (kernels on NumPy, no SciPy), composite math (diff, cov, renorm, matrix_exp ...), Python-level Tensor methods, counting ops (bincount, histogram, index_reduce ...); +25 conv backward as ops under a trace (AOT); wrapped-number precision, dropout draws; Proxy in overload resolution
+    "ops": 14380,         # +35 batch norm sums in double as ATen's (issue 20's DCGAN precision), backward in ATen's order; +25 eager speed: max-pool tap-offset indices and disjoint-window scatter, in-place norm affine; +790 Tensor-method breadth: special functions (kernels on NumPy, no SciPy), composite math (diff, cov, renorm, matrix_exp ...), Python-level Tensor methods, counting ops (bincount, histogram, index_reduce ...); +25 conv backward as ops under a trace (AOT); wrapped-number precision, dropout draws; Proxy in overload resolution
                           # +80 CUDA: the lazy CUDA kernel slot and in-place fast path of a row, view(dtype) on device memory, from_dlpack of device memory, pin_memory
     "jit": 8990,          # +350 fusion groups (passes/fuse_groups.py, executor/fused_kernel.py, ember.jit.fuser); +40 the fusion group fast path (fused_kernel.fast_path)
     "_functorch": 4800,
