@@ -326,9 +326,8 @@ def graph_call_through_cache(compiled, sources, guard_rows, kinds):
            f"    return ___compiled({', '.join(args)})\n")
     cache = _InputCache(n)
     _INPUT_CACHES.add(cache)
-    env = dict(env_entries(), ___compiled=compiled, ___cache=cache)
-    exec(compile(src, "<ember graph call>", "exec"), env)
-    return env["___call_graph"], roots + loose
+    from .guards import _compile_fn   # the one compiler of dynamo's generated checks
+    return _compile_fn(src, "___call_graph", dict(env_entries(), ___compiled=compiled, ___cache=cache)), roots + loose
 
 
 class _InputCache:
