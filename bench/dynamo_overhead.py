@@ -1,6 +1,6 @@
 """Per-call overhead of a compiled function, and capture latency, ember vs PyTorch, interleaved.
 
-    .venv/bin/python bench/dynamo_overhead.py [--rounds 15] [--number 2000]
+    .venv/bin/python bench/dynamo_overhead.py [--rounds 15] [--number 2000] [--clock cpu]
 
 1. `(a + b) * 2` on 10-element tensors, backend "eager": the compiled call (wrapper + guard check +
    transformed code + graph) against calling the captured GraphModule directly and against eager,
@@ -11,7 +11,8 @@
 3. Module-heavy: a 12-layer GPT built from nn modules (bench/_gpt_modules.py, 151 modules), compiled
    with a recording backend: the guard check alone (ember: the entry's generated check; torch: the
    cache entry's guard manager, `check(f_locals)`), and the whole compiled call against calling the
-   captured graph directly and against eager, under no_grad.
+   captured graph directly and against eager, under no_grad; and the whole compile entry alone (guard
+   check + reading the graph's inputs + the call), with a backend whose function returns at once.
 """
 from __future__ import annotations
 
@@ -139,13 +140,41 @@ def module_heavy_cases():
     return guards, calls, modules
 
 
-def report_module_heavy(rounds: int, number: int) -> None:
+def entry_overhead_cases():
+    """{lib: fn}: the 12-layer GPT compiled with a backend whose compiled function returns the graph's
+    outputs (computed once) at once, so that a call costs only the compile entry: guard check,
+    reading the graph's 162 inputs (parameters and buffers through the module tree) and the call."""
+    import torch
+    from _gpt_modules import gpt_classes
+    cases = {}
+    tokens = np.random.default_rng(0).integers(0, 64, (2, 16))
+    for lib in (ember, torch):
+        lib.manual_seed(0)
+        model = gpt_classes(lib)().eval()
+        idx = lib.from_numpy(tokens.copy())
+
+        def backend(gm, example_inputs, lib=lib):
+            with lib.no_grad():
+                outputs = gm(*example_inputs)
+            return lambda *args: outputs
+        lib._dynamo.reset()
+        compiled = lib.compile(model, backend=backend)
+
+        def run(c=compiled, i=idx, lib=lib):
+            with lib.no_grad():
+                return c(i)
+        run()
+        cases[lib.__name__] = run
+    return cases
+
+
+def report_module_heavy(rounds: int, number: int, clock: str = "wall") -> None:
     guards, calls, modules = module_heavy_cases()
     header(f"module-heavy: 12-layer GPT from nn modules ({modules} modules), backend records the graph, no_grad")
     import torch
     with ember.no_grad(), torch.no_grad():   # the grad mode the entries were captured in
-        g = interleaved(guards, rounds=rounds, number=number)
-    c = interleaved(calls, rounds=rounds, number=max(3, number // 200))
+        g = interleaved(guards, rounds=rounds, number=number, clock=clock)
+    c = interleaved(calls, rounds=rounds, number=max(3, number // 200), clock=clock)
     print(f"{'library':<8}{'guard':>12}{'compiled':>14}{'graph':>14}{'eager':>14}{'over graph':>14}")
     for lib in ("ember", "torch"):
         print(f"{lib:<8}{g[(lib, 'guard')]:>10.2f}us{c[(lib, 'compiled')] / 1000:>12.3f}ms"
@@ -153,6 +182,9 @@ def report_module_heavy(rounds: int, number: int) -> None:
               f"{c[(lib, 'compiled')] - c[(lib, 'graph')]:>12.1f}us")
     print(f"guard check per call: ember {g[('ember', 'guard')]:.1f}us, torch {g[('torch', 'guard')]:.1f}us "
           f"({g[('ember', 'guard')] / g[('torch', 'guard')]:.2f}x)")
+    e = interleaved(entry_overhead_cases(), rounds=rounds, number=max(10, number // 10), clock=clock)
+    print(f"whole compile entry per call (a graph that returns at once): ember {e['ember']:.1f}us, "
+          f"torch {e['torch']:.1f}us ({e['ember'] / e['torch']:.2f}x)")
 
 
 def main():
@@ -161,12 +193,14 @@ def main():
     parser.add_argument("--number", type=int, default=2000)
     parser.add_argument("--capture-repeats", type=int, default=7)
     parser.add_argument("--only-module-heavy", action="store_true")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: process CPU time, steadier on a shared machine (one thread)")
     args = parser.parse_args()
     if args.only_module_heavy:
-        report_module_heavy(args.rounds, args.number)
+        report_module_heavy(args.rounds, args.number, args.clock)
         return
     header("dynamo per-call overhead: compiled `(a + b) * 2` on 10-element tensors, backend 'eager'")
-    med = interleaved(per_call_cases(), rounds=args.rounds, number=args.number)
+    med = interleaved(per_call_cases(), rounds=args.rounds, number=args.number, clock=args.clock)
     print(f"{'library':<8}{'compiled':>12}{'graph':>12}{'eager':>12}{'over graph':>14}{'over eager':>14}")
     for lib in ("ember", "torch"):
         c, g, e = med[(lib, "compiled")], med[(lib, "graph")], med[(lib, "eager")]
@@ -182,7 +216,7 @@ def main():
         times = capture_ms(lib, args.capture_repeats)
         print(f"{lib.__name__:<8}{statistics.median(times):>10.1f} ms total ({statistics.median(times) / 2:.1f} ms/frame)")
     print()
-    report_module_heavy(args.rounds, args.number)
+    report_module_heavy(args.rounds, args.number, args.clock)
 
 
 if __name__ == "__main__":

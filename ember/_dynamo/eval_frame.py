@@ -95,6 +95,8 @@ def reset() -> None:
     _frame_counter[0] = 0
     from .resume_execution import ResumeCodeCache
     ResumeCodeCache.clear()
+    from .module_guards import forget_cached_inputs
+    forget_cached_inputs()
     # names restart at __compiled_fn_0 as in a fresh process; names ember installed before may be
     # reused (see _install_globals)
     from . import bytecode_transformation

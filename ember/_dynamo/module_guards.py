@@ -26,6 +26,7 @@ fast tier.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 from ..nn.modules._common import STATE_VERSION, is_tracked
 from ..nn.modules.module import Module
@@ -114,25 +115,12 @@ class LiveSource(Source):
         return self.live_name
 
 
-class ModuleTreePlan:
-    """The split of one entry's guard rows into a fast tier (see the module docstring)."""
+class ModuleTree:
+    """Which sources are read from modules pinned by NN_MODULE guards through tracked state alone."""
 
-    def __init__(self, rows, const, guard_kinds, kinds):
-        self.const = const
-        self.kinds = kinds
+    def __init__(self, rows, kinds):
         self.roots = {g.source: g.expected[0] for g in rows if g.kind is kinds.NN_MODULE and g.source is not None}
         self._resolved: dict = {}
-        self.live: dict = {}           # covered source -> live name
-        self.conditions: list = []     # re-checked before each stamp (slow tier only)
-        self.fast_parts: list = []
-        tensor_sources, seen, self.members, self.aliasing_covered = [], set(), [], []
-        for g in rows:
-            part = self._fast_part(g, guard_kinds, tensor_sources)
-            if part is not None and part not in seen:
-                seen.add(part)
-                self.fast_parts.append(part)
-        self.tensor_sources = tensor_sources
-        self.covered_sources = [s for s, r in self._resolved.items() if r[0] == "covered"]
 
     # -- which sources are covered ------------------------------------------------------------
     def resolve(self, source):
@@ -163,6 +151,36 @@ class ModuleTreePlan:
 
     def covered(self, source) -> bool:
         return source is not None and self.resolve(source)[0] == "covered"
+
+    def ownership_condition(self, s, spell=lambda source: source.expr()) -> str:
+        """An expression re-checking, on live values, that covered step `s` is still read from
+        tracked module state (`spell(source)` writes a source as an expression)."""
+        base = s.base
+        if isinstance(s, AttrSource):
+            return f"___owned({spell(base)}, {s.member!r})[0]"
+        if self.resolve(base)[0] and isinstance(self.resolve(base)[1], Module):
+            return f"___container_item({spell(base)}, {s.index!r})[0]"
+        return f"___is_tracked({spell(base)})"
+
+
+class ModuleTreePlan(ModuleTree):
+    """The split of one entry's guard rows into a fast tier (see the module docstring)."""
+
+    def __init__(self, rows, const, guard_kinds, kinds):
+        super().__init__(rows, kinds)
+        self.const = const
+        self.kinds = kinds
+        self.live: dict = {}           # covered source -> live name
+        self.conditions: list = []     # re-checked before each stamp (slow tier only)
+        self.fast_parts: list = []
+        tensor_sources, seen, self.members, self.aliasing_covered = [], set(), [], []
+        for g in rows:
+            part = self._fast_part(g, guard_kinds, tensor_sources)
+            if part is not None and part not in seen:
+                seen.add(part)
+                self.fast_parts.append(part)
+        self.tensor_sources = tensor_sources
+        self.covered_sources = [s for s, r in self._resolved.items() if r[0] == "covered"]
 
     def fast_source(self, source):
         """`source` with its longest covered ancestor replaced by a live name."""
@@ -223,16 +241,7 @@ class ModuleTreePlan:
     def stamp_conditions(self) -> list:
         """Expressions re-checking, on live values, that each covered step is still read from tracked
         module state (evaluated after every guard passed, before stamping)."""
-        conds = []
-        for s in self.covered_sources:
-            base = s.base
-            if isinstance(s, AttrSource):
-                conds.append(f"___owned({base.expr()}, {s.member!r})[0]")
-            elif self.resolve(base)[0] and isinstance(self.resolve(base)[1], Module):
-                conds.append(f"___container_item({base.expr()}, {s.index!r})[0]")
-            else:
-                conds.append(f"___is_tracked({base.expr()})")
-        return conds
+        return [self.ownership_condition(s) for s in self.covered_sources]
 
     def live_assignments(self) -> tuple:
         """(names, expressions) re-read on the slow tier: the live names, the covered tensors,
@@ -263,6 +272,93 @@ class ModuleTreePlan:
         if self.members:
             parts.append("all(map(___is, map(getattr, ___lm[0], ___lm[1]), ___lm[2]))")
         return parts
+
+
+def graph_call_through_cache(compiled, sources, guard_rows, kinds):
+    """(caller, argument sources) calling `compiled` with the graph inputs at `sources`, or None.
+
+    The transformed code would read every parameter again through ``self.h[3].attn.c_attn.weight``
+    (a Python ``__getattr__`` per step: ~600 us a call for a 12-layer GPT). The graph inputs read
+    from pinned modules through tracked state (``ModuleTree.covered``) cannot change while
+    STATE_VERSION stands still, so the caller keeps them in a tuple, re-read when the version moved
+    or a root module is another object; it takes the root modules and the other inputs as
+    arguments. A tuple is kept only when its steps are still read from tracked state (the
+    conditions the guards' stamp re-checks)."""
+    tree = ModuleTree(guard_rows, kinds)
+    if not tree.roots or not any(tree.covered(s) for s in sources):
+        return None
+    roots, loose, spelled = [], [], {}
+
+    def spell(source):
+        """`source` as an expression over the caller's parameters (___r<i>: a root module)."""
+        if source not in spelled:
+            if tree.resolve(source)[0] == "root":
+                roots.append(source)
+                spelled[source] = f"___r{len(roots) - 1}"
+            else:
+                spelled[source] = (f"{spell(source.base)}.{source.member}" if isinstance(source, AttrSource)
+                                   else f"{spell(source.base)}[{source.index!r}]")
+        return spelled[source]
+    covered_exprs, args, steps = [], [], []
+    for s in sources:
+        if tree.covered(s) and _literal_steps(s, tree):
+            covered_exprs.append(spell(s))
+            args.append(f"___c[ROOTS + {len(covered_exprs) - 1}]")
+            step = s
+            while tree.covered(step) and step not in steps:
+                steps.append(step)
+                step = step.base
+        else:
+            loose.append(s)
+            args.append(f"___f{len(loose) - 1}")
+    n = len(roots)
+    args = [a.replace("ROOTS", str(n)) for a in args]
+    conditions = " and ".join(dict.fromkeys(tree.ownership_condition(s, spell) for s in steps))
+    params = [f"___r{i}" for i in range(n)] + [f"___f{i}" for i in range(len(loose))]
+    stale = " or ".join([f"___r{i} is not ___c[{i}]" for i in range(n)])
+    src = (f"def ___call_graph({', '.join(params)}):\n"
+           f"    ___c = ___cache.inputs\n"
+           f"    if ___version[0] != ___cache.stamp or {stale}:\n"
+           f"        ___v = ___version[0]\n"
+           f"        ___c = ({''.join(p + ', ' for p in params[:n])}{''.join(e + ', ' for e in covered_exprs)})\n"
+           f"        if {conditions}:\n"
+           f"            ___cache.inputs, ___cache.stamp = ___c, ___v\n"
+           f"    return ___compiled({', '.join(args)})\n")
+    cache = _InputCache(n)
+    _INPUT_CACHES.add(cache)
+    from .guards import _compile_fn   # the one compiler of dynamo's generated checks
+    return _compile_fn(src, "___call_graph", dict(env_entries(), ___compiled=compiled, ___cache=cache)), roots + loose
+
+
+class _InputCache:
+    """A caller's kept inputs (root modules first) and the STATE_VERSION they were read at."""
+    __slots__ = ("inputs", "stamp", "roots", "__weakref__")
+
+    def __init__(self, roots: int):
+        self.roots = roots
+        self.forget()
+
+    def forget(self) -> None:
+        self.inputs, self.stamp = (None,) * self.roots, -1
+
+
+_INPUT_CACHES = weakref.WeakSet()
+
+
+def forget_cached_inputs() -> None:
+    """Drop every caller's kept modules and tensors (ember._dynamo.reset): the callers stay in the
+    functions' globals after their entries are gone, and must not keep a model alive."""
+    for cache in list(_INPUT_CACHES):
+        cache.forget()
+
+
+def _literal_steps(source, tree) -> bool:
+    """Every item step of the covered chain up to its root is an int or str key."""
+    while tree.covered(source):
+        if isinstance(source, GetItemSource) and type(source.index) not in (int, str):
+            return False
+        source = source.base
+    return True
 
 
 def _distinct_members(triples) -> tuple:

@@ -218,10 +218,19 @@ class OutputGraph:
             cg.store_fast(name)
 
     def _emit_call(self, cg, name):
+        from .guards import GuardKind
+        from .module_guards import graph_call_through_cache
+        sources = [source for _, source, _ in self.graph_inputs]
+        # inputs read through pinned modules' state come from a tuple kept while no module changed
+        cached = graph_call_through_cache(self.new_globals[name], sources, self.guards, GuardKind)
+        if cached is not None:
+            caller, sources = cached
+            name = unique_id("__call_graph")
+            self.new_globals[name] = caller
         cg.load_global(name, push_null=True)
-        for _, source, _ in self.graph_inputs:
+        for source in sources:
             cg.load_source(source)
-        cg.extend_output(create_call_function(len(self.graph_inputs), False))
+        cg.extend_output(create_call_function(len(sources), False))
 
     def compile_and_return(self, tx, retval):
         """RETURN_VALUE reached in the root frame."""

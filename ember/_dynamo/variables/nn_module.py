@@ -161,7 +161,7 @@ class NNModuleVariable(VariableTracker):
             return ConstantVariable(len(m))
         if name == "__iter__":
             return ListIteratorVariable(self.unpack_var_sequence(tx))
-        if name == "__getitem__":
+        if name == "__getitem__" and isinstance(m, (ember.nn.ModuleList, ember.nn.Sequential, ember.nn.ModuleDict)):
             key = args[0].as_python_constant()
             if isinstance(m, ember.nn.ModuleDict):
                 return _child(tx, m[key], src.GetItemSource(self.source, key) if self.source else None)

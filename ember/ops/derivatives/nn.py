@@ -133,14 +133,53 @@ def _reduce_channel(t):
     return t.sum([0] + list(range(2, t.ndim)))
 
 
+def _accumulated_sum(t, dims):
+    """t summed over `dims` (kept, in double) as ATen's CPU batch-norm backward sums: each plane
+    (the dims from 2 on, contiguous) in float or double, the planes of the batch added in double."""
+    e = _e()
+    if t.dtype not in (e.float32, e.float64):
+        t = t.to(e.float32)
+    planes = [d for d in dims if d >= 2]
+    if planes:
+        t = t.sum(planes, keepdim=True)
+    batch = [d for d in dims if d < 2]
+    return t.to(e.float64).sum(batch, keepdim=True) if batch else t.to(e.float64)
+
+
+def _batch_stats(x, dims, eps):
+    """xhat and rstd of batch/instance norm, as the forward computed them (it adds every term in
+    double, like ATen): the mean rounded to x's dtype before centring, rstd rounded after. A float
+    plane sum of x loses digits when the data sit far from zero, so the mean is taken in two passes:
+    the mean of x - m0 (small, summed accurately) corrects the first estimate m0."""
+    n = int(np.prod([x.shape[d] for d in dims]))
+    m0 = (_accumulated_sum(x, dims) / n).to(x.dtype)
+    mean = m0 + _accumulated_sum(x - m0, dims) / n
+    xc = x - mean.to(x.dtype)
+    rstd = (_accumulated_sum(xc * xc, dims) / n + eps).rsqrt().to(x.dtype)
+    return xc * rstd, rstd
+
+
+def _batch_norm_family_train(grad, input, weight, bias, eps, dims):
+    """Gradients of batch norm (dims = all but the channel) or instance norm (the spatial dims) in
+    training: dx = rstd * w * (g - sum(g)/n - xhat * sum(g*xhat)/n), with the two sums accumulated
+    once, in double, and reused for the weight and bias gradients (ATen's algorithm)."""
+    xhat, rstd = _batch_stats(input, dims, eps)
+    n = int(np.prod([input.shape[d] for d in dims]))
+    sum_g, sum_gx = _accumulated_sum(grad, dims), _accumulated_sum(grad * xhat, dims)
+    scale = rstd if weight is None else rstd * _channel(weight, input.ndim)
+    gi = scale * (grad - (sum_g / n).to(grad.dtype) - xhat * (sum_gx / n).to(grad.dtype))
+    # instance norm's per-sample sums still add up over the batch for the shared weight and bias
+    per_channel = (lambda s: s.to(grad.dtype).reshape(-1)) if 0 in dims else \
+        (lambda s: s.sum(0).to(grad.dtype).reshape(-1))
+    return (gi, None if weight is None else per_channel(sum_gx), None if bias is None else per_channel(sum_g),
+            None, None)
+
+
 def _batch_norm_train(grad, input, weight, bias, eps):
     fused = _native_norm(grad, input, weight, bias, eps, None)
     if fused is not None:
         return (*fused, None, None)
-    dims = [0] + list(range(2, input.ndim))
-    xhat, rstd = _stats(input, dims, eps)
-    gx = grad if weight is None else grad * _channel(weight, input.ndim)
-    return _norm_backward(gx, xhat, rstd, dims), *_affine_grads(grad, xhat, weight, bias), None, None
+    return _batch_norm_family_train(grad, input, weight, bias, eps, [0] + list(range(2, input.ndim)))
 
 
 def _batch_norm_eval(grad, input, weight, bias, running_mean, running_var, eps):
@@ -156,10 +195,7 @@ def _affine_grads(grad, xhat, weight, bias):
 
 
 def _instance_norm_train(grad, input, weight, bias, eps):
-    dims = list(range(2, input.ndim))
-    xhat, rstd = _stats(input, dims, eps)
-    gx = grad if weight is None else grad * _channel(weight, input.ndim)
-    return _norm_backward(gx, xhat, rstd, dims), *_affine_grads(grad, xhat, weight, bias), None, None
+    return _batch_norm_family_train(grad, input, weight, bias, eps, list(range(2, input.ndim)))
 
 
 def _install_norms():
