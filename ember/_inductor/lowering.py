@@ -108,7 +108,7 @@ _FILL_VALUE = {"ones.default": lambda *a: 1, "zeros.default": lambda *a: 0, "ful
 
 @register(*_FILL_VALUE)
 def constant_fill(g, meta, *args, device=None, **_dtype_layout_pin_memory_format):
-    if device is not None and not str(device).startswith("cpu"):
+    if device is not None and not str(device).startswith(g.device):
         return None
     value = _FILL_VALUE[g.current_key](*args)
     return Pointwise(meta.shape, meta.dtype, lambda index: ops.constant(value, meta.dtype))
@@ -227,6 +227,8 @@ def hardtanh(g, meta, x, min_val=-1.0, max_val=1.0):
 @register("_to_copy.default", "clone.default", "contiguous.default", "to.dtype")
 def copy_(g, meta, x, *args, **kwargs):
     """A fresh value (Pointwise): inlined when read inside the graph, stored when it is an output."""
+    if kwargs.get("device") is not None and not str(kwargs["device"]).startswith(g.device):
+        return None                          # a copy to another device: its eager kernel
     return pointwise(meta, [x], meta.dtype, lambda v: v)
 
 # -- views -------------------------------------------------------------------------------------
