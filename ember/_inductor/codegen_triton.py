@@ -117,6 +117,15 @@ class TritonEmitter:
     def _mask_arg(self):
         return f", mask={self.mask}, other=0" if self.mask else ""
 
+    def _address(self, base, index):
+        """`base + index`, made a block of the lanes' shape when a masked load's index has no lane
+        variable (a row's value broadcast along it): Triton wants pointer and mask of one shape."""
+        text = f"{base} + ({index.render(self.rename)})"
+        lane, names = self.kernel.lane
+        if self.mask and not any(self.rename.get(v, v) in names for v in index.terms):
+            text += f" + 0 * {lane}"
+        return text
+
     def load(self, buf, index):
         if buf.name in self.locals:
             return self.locals[buf.name]
@@ -124,7 +133,7 @@ class TritonEmitter:
         if reg is not None and reg[0] == index.render(self.rename):
             return reg[1]
         self.kernel.use(buf)
-        text = f"tl.load({buf.name} + ({index.render(self.rename)}){self._mask_arg()})"
+        text = f"tl.load({self._address(buf.name, index)}{self._mask_arg()})"
         if buf.dtype in HALF:
             text += ".to(tl.float32)"
         return self._emit(text)
@@ -205,6 +214,7 @@ class Kernel:
         self.name, self.args, self._temps, self.checks_errors = name, {}, 0, False
         self.registers = {}     # row-local buffer -> (fn(load Expr) -> bool: is it this lane's element, value)
         self.written = set()
+        self.lane = ("xindex", set())      # the current lane index and the variables derived from it
 
     def temp(self):
         self._temps += 1
@@ -249,6 +259,7 @@ def generate_kernel(group, name, reads):
         pid = "tl.program_id(0).to(tl.int64)" if big else "tl.program_id(0)"
         lines += [f"xindex = {pid} * XBLOCK + tl.arange(0, XBLOCK)", f"xmask = xindex < {max(rows, 1)}"]
         _decompose(outer_loops, "xindex", lines)
+        k.lane = ("xindex", {v for v, _ in outer_loops} | {"xindex"})
         mask = "xmask"
     else:
         lines.append("row = tl.program_id(0).to(tl.int64)" if big else "row = tl.program_id(0)")
@@ -282,8 +293,10 @@ def generate_kernel(group, name, reads):
             if b.name not in group.row_local:
                 k.use(b)
                 k.written.add(b.name)
-                lines.append(f"tl.store({b.name} + ({store.render(sub)}), {_to_memory(b.dtype, value)}"
+                shared.rename = sub
+                lines.append(f"tl.store({shared._address(b.name, store)}, {_to_memory(b.dtype, value)}"
                              + (f", mask={mask})" if mask else ")"))
+                shared.rename = rename
             continue
         body, rmask, sub, emitter_cse = _open_inner(k, inner, inner_vars, b, rename, lines, cse, persistent)
         em = TritonEmitter(k, body, sub, locals_, rmask, emitter_cse)
@@ -295,11 +308,12 @@ def generate_kernel(group, name, reads):
         if in_memory:
             k.use(b)
             k.written.add(b.name)
-            body.append(f"tl.store({b.name} + ({store.render(sub)}), {_to_memory(b.dtype, value)}, mask={rmask})")
+            body.append(f"tl.store({em._address(b.name, store)}, {_to_memory(b.dtype, value)}, mask={rmask})")
             if any(b.name in {p.name for p, _ in reads[c.name]} for c in group.members[n + 1:]):
                 body.append("tl.debug_barrier()")      # later members read it through memory
         if not persistent:
-            lines.extend("    " + ln for ln in body)
+            lines.append(body[0])
+            lines.extend("    " + ln for ln in body[1:])
     if not k.args and not k.written:
         raise Unsupported("a kernel that writes nothing")
     args = list(k.args.values())
@@ -370,15 +384,15 @@ def _open_inner(k, inner, inner_vars, b, rename, lines, cse, persistent):
     block = _pow2(numel) if persistent else min(LOOP_RBLOCK, _pow2(numel))
     tag = _lane_tag(inner)
     real = [(n, r) for n, r in zip([sub[v] for v in inner_vars], inner) if r != 1]
+    k.lane = tag, {n for n, _ in real} | {tag}
     if persistent:
         body, own_cse = lines, cse
         if f"{tag}_index" in cse:
             return body, f"{tag}_mask", sub, own_cse
         cse[f"{tag}_index"] = True
         head = [f"{tag} = tl.arange(0, {block})"]
-    else:
-        lines.append(f"for {tag}_off in range(0, {numel}, {block}):")
-        body, own_cse = [], dict(cse)
+    else:      # the caller writes body[0] (the loop) after its accumulators, then the rest indented
+        body, own_cse = [f"for {tag}_off in range(0, {numel}, {block}):"], dict(cse)
         head = [f"{tag} = {tag}_off + tl.arange(0, {block})"]
     body += head + [f"{tag}_mask = {tag} < {numel}"]
     if len(real) > 1:

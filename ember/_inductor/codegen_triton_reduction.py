@@ -49,14 +49,14 @@ def _reduction(k, b, inner, inner_vars, rename, locals_, lines, cse, persistent,
     elif rt in ("argmax", "argmin"):
         init = _extreme_init(rt, t)
         if persistent:
-            res = em._emit(f"tl.reduce((tl.where({rmask}, {value}, {init}), tl.where({rmask}, {lane}, "
+            res = em._emit(f"tl.reduce((tl.where({rmask}, {value}, {init}), tl.where({rmask}, {lane}.to(tl.int64), "
                            f"{_BIG_INDEX})), 0, {rt})[1]")
         else:
             acc = k.temp()
             lines += [f"{acc}_v = tl.full([{_block(body)}], {init}, {t})",
                       f"{acc}_i = tl.full([{_block(body)}], {_BIG_INDEX}, tl.int64)"]
             body.append(f"{acc}_v, {acc}_i = {rt}({acc}_v, {acc}_i, tl.where({rmask}, {value}, {init}), "
-                        f"tl.where({rmask}, {lane}, {_BIG_INDEX}).to(tl.int64))")
+                        f"tl.where({rmask}, {lane}.to(tl.int64), {_BIG_INDEX}))")
             res = f"tl.reduce(({acc}_v, {acc}_i), 0, {rt})[1]"
     else:
         init = _IDENTITY.get(rt) or _extreme_init(rt, t)
@@ -79,7 +79,8 @@ def _reduction(k, b, inner, inner_vars, rename, locals_, lines, cse, persistent,
             body.append(f"{acc} = {step.format(acc, masked)}")
             res = final.format(acc)
     if not persistent:
-        lines.extend("    " + ln for ln in body)
+        lines.append(body[0])
+        lines.extend("    " + ln for ln in body[1:])
     out = k.temp()
     if b.dtype == _dt.bool_:
         lines.append(f"{out} = {res} != 0")
@@ -90,7 +91,7 @@ def _reduction(k, b, inner, inner_vars, rename, locals_, lines, cse, persistent,
 
 def _block(body):
     """The chunk size of a looped member (its lane index line: `rN = rN_off + tl.arange(0, B)`)."""
-    return body[0].rsplit(", ", 1)[1].rstrip(")")
+    return body[1].rsplit(", ", 1)[1].rstrip(")")
 
 
 def _welford(k, em, body, lines, value, rmask, numel, rt, t, persistent):

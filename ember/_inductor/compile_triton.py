@@ -15,6 +15,8 @@ torch.from_numpy views, so CI checks the generated kernels' values on a machine 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import config, ir
 from .wrapper import _Named, build_wrapper, plan_wrapper
 
@@ -52,7 +54,13 @@ class InterpretCall(_Named):
         grid = self.meta["grid"]
         if grid == 0:
             return
-        views = [torch.from_numpy(a if hasattr(a, "ctypes") else a._data) for a in args]
+        views = []
+        for a in args:
+            a = a if hasattr(a, "ctypes") else a._data
+            if a.dtype.name == "bfloat16":          # NumPy's bfloat16 (ml_dtypes) is not torch's
+                views.append(torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16))
+            else:
+                views.append(torch.from_numpy(a))
         options = {"XBLOCK": self.meta.get("xblock", 1024)} if self.meta["flat"] else {}
         self.fn[(grid,)](*views, **options)
 
