@@ -64,6 +64,7 @@ class GraphLowering:
         self.gm, self.example_inputs = gm, list(example_inputs)
         self.device = device            # where the graph's tensors live: "cpu" or "cuda"
         self.triton = triton            # kernels by codegen_triton (else codegen_c)
+        self.host_buffers = set()       # constants on another device than the graph's
         self.nodes = []                 # ComputedBuffer | ExternCall, in order
         self.inputs = []                # InputBuffer, by position (constants appended after)
         self.constants = {}             # InputBuffer name -> the tensor (get_attr)
@@ -124,9 +125,9 @@ class GraphLowering:
                 position += 1
             elif node.op == "get_attr":
                 t = getattr(self.gm, node.target)
-                if self.device == "cuda" and getattr(t, "device", None) is not None and t.device.type != "cuda":
-                    raise NotLowerable(f"constant {node.target} is on {t.device}, the graph on cuda")
                 buf = ir.InputBuffer(self.new_name("const"), t.shape, t.dtype, t.stride(), None)
+                if getattr(t, "device", None) is not None and t.device.type != self.device:
+                    self.host_buffers.add(buf.name)     # only extern ops may read it (x.to("cuda"))
                 self.constants[buf.name] = t
                 self.env[node] = ir.BufferValue(buf)
             elif node.op == "call_function":
@@ -163,12 +164,17 @@ class GraphLowering:
         if self.device == "cuda" and _names_other_device(kwargs.get("device"), args):
             raise NotLowerable(f"node {node.name}: {target.name} moves data off the GPU")
         # random ops on the GPU run their eager kernels (codegen_triton has no Philox of codegen_c's)
+        on_host = any(isinstance(v, ir.BufferValue) and v.buffer.name in self.host_buffers for v in values)
         computable = all(isinstance(m, Tensor) and m.dtype in ir.C_TYPES for m in metas) and metas and \
-            all(v.dtype in ir.C_TYPES for v in values) and \
+            all(v.dtype in ir.C_TYPES for v in values) and not on_host and \
             not (props.is_random and (_fallback_random() or self.triton))
         result = lower(self, meta, *args, **kwargs) if lower is not None and computable else None
         if result is None:
-            return self.extern(target, args, kwargs, meta)
+            result = self.extern(target, args, kwargs, meta)
+            if on_host and str(kwargs.get("device", "")).split(":")[0] != self.device:
+                # an eager op on a host constant gives host tensors, unless it moves them here
+                self.host_buffers |= {v.buffer.name for v in _leaves(result) if isinstance(v, ir.BufferValue)}
+            return result
         if isinstance(result, ir.Pointwise) and result.should_realize(len(node.users)):
             result = self.realize(result)
         return result

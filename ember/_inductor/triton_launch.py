@@ -22,8 +22,9 @@ import sys
 
 import numpy as np
 
+from .._core.tensor import CUDA_BIT
 from . import diskstore
-from .wrapper import GuardMismatch, _Named
+from .wrapper import GuardMismatch, _Named, _plain_enough
 
 TUNE_CONFIGS = ((512, 4), (1024, 4), (2048, 8), (4096, 8))
 _modules: dict = {}
@@ -83,9 +84,19 @@ class _Mock:
         return 0
 
 
+_cupy = []          # [cupy, wrap_cuda], imported on the first CUDA call (not by `import ember`)
+
+
+def _cuda():
+    if not _cupy:
+        import cupy
+        from .._cuda.kernels import wrap_cuda
+        _cupy.extend((cupy, wrap_cuda))
+    return _cupy
+
+
 def _stream():
-    import cupy
-    return cupy.cuda.get_current_stream().ptr
+    return _cuda()[0].cuda.get_current_stream().ptr
 
 
 class KernelCall(_Named):
@@ -114,13 +125,15 @@ class KernelCall(_Named):
     def __call__(self, *tensors):
         if self.grid_x == 0:
             return
-        ptrs = [t.data_ptr() for t in tensors]
+        ptrs = [t._data.data.ptr for t in tensors]         # CuPy arrays of ember CUDA tensors
         compiled = self.compiled
         if compiled is None or any(p & 15 for p in ptrs):
             if compiled is None and self.meta["flat"] and self.tune_path and self.meta["numel"] >= 1 << 16:
                 self._tune(tensors)
             self.compiled = self.fn[(self.grid_x,)](*tensors, **self.options)
             return
+        if self.meta["flat"]:
+            ptrs.append(self.options["XBLOCK"])      # constexprs are passed too (Triton's own launch does)
         compiled.run(self.grid_x, 1, 1, _stream(), compiled.function, compiled.packed_metadata, None,
                      None, None, *ptrs)
 
@@ -169,12 +182,10 @@ class CudaInputCheck(_Named):
         self._name("check_inputs")
 
     def __call__(self, *tensors):
-        import cupy
-        from .._core.tensor import CUDA_BIT
-        from .wrapper import _plain_enough
+        ndarray = _cuda()[0].ndarray
         for t, (shape, strides, dtype) in zip(tensors, self.specs):
             a = t._data
-            if type(a) is not cupy.ndarray or a.shape != shape or a.strides != strides or a.dtype != dtype:
+            if type(a) is not ndarray or a.shape != shape or a.strides != strides or a.dtype != dtype:
                 raise GuardMismatch()
             if t._keys != CUDA_BIT and not _plain_enough(t._keys, CUDA_BIT):
                 raise GuardMismatch()
@@ -186,8 +197,7 @@ class CudaAlloc(_Named):
         self._name(f"alloc_{name}")
 
     def __call__(self):
-        import cupy
-        from .._cuda.kernels import wrap_cuda
+        cupy, wrap_cuda = _cuda()
         return wrap_cuda(cupy.empty(self.shape, self.dtype))
 
 
