@@ -107,11 +107,14 @@ class KernelCall(_Named):
         self.compiled = None
         self.grid_x = meta["grid"]
         self.options = {"num_warps": meta["num_warps"]}
+        # a flat kernel of 64K+ elements is tuned on its first call, unless a winner is on disk
+        self.needs_tuning = bool(meta["flat"] and tune_path and meta["numel"] >= 1 << 16)
         if meta["flat"]:
             self.options["XBLOCK"] = meta.get("xblock", 1024)
             tuned = _read_tuning(tune_path).get(name)
             if tuned:
                 self._set_block(*tuned)
+                self.needs_tuning = False
         self._name(name)
 
     def _set_block(self, xblock, warps):
@@ -125,11 +128,12 @@ class KernelCall(_Named):
     def __call__(self, *tensors):
         if self.grid_x == 0:
             return
+        if self.needs_tuning:
+            self.needs_tuning = False
+            self._tune(tensors)
         ptrs = [t._data.data.ptr for t in tensors]         # CuPy arrays of ember CUDA tensors
         compiled = self.compiled
         if compiled is None or any(p & 15 for p in ptrs):
-            if compiled is None and self.meta["flat"] and self.tune_path and self.meta["numel"] >= 1 << 16:
-                self._tune(tensors)
             self.compiled = self.fn[(self.grid_x,)](*tensors, **self.options)
             return
         if self.meta["flat"]:

@@ -143,3 +143,14 @@ def test_benchmark_compiled_module_runs_on_the_device(capsys):
     compiled = check(lambda a: (a * 2).softmax(-1), x)
     assert compiled.benchmark_compiled_module(times=3, repeat=2) > 0
     assert "ms per call" in capsys.readouterr().out
+
+
+def test_flat_kernel_tuned_once_and_its_winner_stored():
+    import glob
+    from ember._inductor import diskstore
+    x = cuda(np.random.default_rng(11).standard_normal(1 << 18).astype(np.float32))
+    compiled = check(lambda a: (a * 3).exp() - a, x)
+    check(lambda a: (a * 3).exp() - a, x[1:])            # an unaligned view: Triton's JIT path
+    tuned = [diskstore.read_json(p) for p in glob.glob(diskstore.subdir("triton") + "/*.tune.json")]
+    assert any(len(t) for t in tuned), tuned
+    np.testing.assert_allclose(compiled(x).cpu().numpy(), ((x * 3).exp() - x).cpu().numpy(), rtol=1e-5, atol=1e-5)
