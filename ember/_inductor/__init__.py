@@ -2,7 +2,15 @@
 
     from ember._inductor.codecache import load_c
     lib = load_c(c_source)            # compiled (or fetched from the cache) and loaded; lib.<kernel>(...)
+    wrapper, kernels = ember._inductor.codegen_source(fn, [("cuda", ember.float32, (4, 8))])
 
-Being built (issue 14): lowering table -> loop IR -> scheduler -> C codegen -> wrapper -> compile_fx.
+lowering table -> loop IR -> scheduler -> C codegen (CPU) or Triton codegen (CUDA) -> wrapper -> compile_fx.
 Nothing here is imported by `import ember`; the compiler stack imports it when a graph is compiled.
 """
+
+
+def codegen_source(fn, specs):
+    """(wrapper code, kernel source) of `fn` for inputs of `specs` [(device, dtype, shape), ...],
+    traced over fake tensors: C kernels for "cpu", Triton kernels for "cuda" (no GPU needed)."""
+    from .compile_triton import codegen_source as generate
+    return generate(fn, specs)

@@ -58,14 +58,19 @@ class CompiledFunction:
         if self.current is None:
             raise RuntimeError("benchmark_compiled_module: this graph runs eagerly (nothing was compiled)")
         inputs = []
+        device = self.current._ember_device
         for shape, stride, dtype in self.current._ember_layouts:
-            t = ember.empty_strided(tuple(shape), stride, dtype=dtype)
+            t = ember.empty_strided(tuple(shape), stride, dtype=dtype, device=device)
             inputs.append(t.normal_() if dtype.is_floating_point else t.zero_())
+        sync = ember.cuda.synchronize if device == "cuda" else (lambda: None)
+        self(*inputs)                   # the first call may tune block sizes
         samples = []
         for _ in range(repeat):
+            sync()
             t0 = time.perf_counter()
             for _ in range(times):
                 self(*inputs)
+            sync()                      # on the GPU: until the launched kernels finish
             samples.append((time.perf_counter() - t0) / times * 1e3)
         ms = statistics.median(samples)
         print(f"{ms:.4f} ms per call")
@@ -93,12 +98,21 @@ class CompiledFunction:
             return self.variants[key]
         # inputs that require grad are compiled too: the wrapper's input check runs the graph eagerly
         # only on a call that would record autograd (grad mode on); AOT autograd calls it under no_grad
-        if len(self.variants) >= MAX_VARIANTS or any(t.device.type != "cpu" for t in inputs):
+        if len(self.variants) >= MAX_VARIANTS or len({t.device.type for t in inputs}) > 1 or \
+                not all(t.device.type in ("cpu", "cuda") for t in inputs):
+            return None
+        if inputs and inputs[0].device.type == "cuda" and not _triton_available():
             return None
         self.variants[key] = variant = _compile_or_fallback(self.gm, inputs)
         if variant is not None:
             variant._ember_layouts = [(t.shape, t.stride(), t.dtype) for t in inputs]
+            variant._ember_device = inputs[0].device.type if inputs else "cpu"
         return variant
+
+
+def _triton_available() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("triton") is not None
 
 
 def _compile_or_fallback(gm, inputs):
@@ -154,20 +168,21 @@ def _aten_graph(gm, inputs):
         ember.set_rng_state(state)
 
 
-def compile_graph(gm, inputs):
-    """Lower, schedule, generate, compile and wrap: the wrapper GraphModule for these inputs; a graph
-    already compiled on this machine (the graph cache) skips straight to the wrapper."""
-    aten_gm = _aten_graph(gm, inputs)
-    key = graph_key(aten_gm, inputs)
-    wrapper_gm = _from_graph_cache(key, aten_gm)
-    if wrapper_gm is not None:
-        return wrapper_gm
-    from .codecache import cache_key, graph_cache_put, kernel_pointer, load_c
-    from .codegen_c import generate_kernel, prelude
+def graph_device(inputs) -> str:
+    """Where a graph's kernels run: "cuda" when its inputs are CUDA tensors; "triton-cpu" for CPU
+    inputs under config.cpu_codegen = "triton" (Triton's interpreter); else "cpu" (C)."""
+    if inputs and inputs[0].device.type == "cuda":
+        return "cuda"
+    return "triton-cpu" if config.cpu_codegen == "triton" else "cpu"
+
+
+def lower_and_schedule(aten_gm, inputs, device="cpu"):
+    """The device-independent half: lowering, dead code elimination, the scheduler.
+    Returns (GraphLowering, groups, reads, kept buffer names)."""
     from .graph import GraphLowering, _leaves
     from .scheduler import schedule
     from . import ir
-    g = GraphLowering(aten_gm, inputs).run()
+    g = GraphLowering(aten_gm, inputs, "cuda" if device == "cuda" else "cpu", triton=device != "cpu").run()
     # outputs not yet in memory are computed into fresh buffers
     def realize_out(v):
         if isinstance(v, (list, tuple)):
@@ -182,6 +197,27 @@ def compile_graph(gm, inputs):
     nodes = _dead_code_elimination(g.nodes, kept)
     groups = schedule(nodes, kept)
     reads = {b.name: b.reads() for gr in groups if not isinstance(gr, ir.ExternCall) for b in gr.members}
+    return g, groups, reads, kept
+
+
+def compile_graph(gm, inputs):
+    """Lower, schedule, generate, compile and wrap: the wrapper GraphModule for these inputs; a graph
+    already compiled on this machine (the graph cache) skips straight to the wrapper."""
+    aten_gm = _aten_graph(gm, inputs)
+    device = graph_device(inputs)
+    key = graph_key(aten_gm, inputs)
+    wrapper_gm = _from_graph_cache(key, aten_gm)
+    if wrapper_gm is not None:
+        return wrapper_gm
+    from .codecache import cache_key, kernel_pointer, load_c
+    from .codegen_c import generate_kernel, prelude
+    from . import ir
+    g, groups, reads, kept = lower_and_schedule(aten_gm, inputs, device)
+    if device != "cpu":
+        from .compile_triton import triton_wrapper
+        wrapper_gm, payload = triton_wrapper(g, groups, reads, kept, aten_gm, device)
+        _cache_put(key, payload)
+        return wrapper_gm
     functions, kernels = [], {}
     for gr in groups:
         if isinstance(gr, ir.ExternCall):
@@ -198,13 +234,17 @@ def compile_graph(gm, inputs):
     plan = plan_wrapper(g, groups, kernels, kept)
     wrapper_gm = build_wrapper(plan, fnptrs, aten_gm)
     trace_log("output_code", lambda: "WRAPPER\n" + wrapper_gm.code + "\nKERNELS\n" + "\n".join(functions))
+    _cache_put(key, {"plan": plan, "library": cache_key(source) if kernels else None, "kernels": sorted(fnptrs)})
+    return wrapper_gm
+
+
+def _cache_put(key, payload):
+    from .codecache import graph_cache_put
     if key is not None:
-        payload = {"plan": plan, "library": cache_key(source) if kernels else None, "kernels": sorted(fnptrs)}
         try:
             graph_cache_put(key, payload)
         except (TypeError, ValueError) as e:     # an extern argument JSON cannot hold: not cached
             trace_log("output_code", lambda: f"ember._inductor: graph not cached: {e}")
-    return wrapper_gm
 
 
 _source_digest = None
@@ -239,6 +279,9 @@ def graph_key(aten_gm, inputs):
             if not isinstance(t, Tensor):
                 return None
             layouts.append((n.target, tuple(t.shape), t._data.strides, t.dtype.name))
+    device = graph_device(inputs)
+    if device != "cpu":
+        layouts.append(device)
     text = "\0".join(("ember-graph-plan-1", _fuser_digest(), aten_gm.code, repr(layouts), str(config.threads),
                       repr(config.cflags), str(config.use_libmvec), str(config.fallback_random)))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -253,6 +296,13 @@ def _from_graph_cache(key, aten_gm):
     if payload is None:
         return None
     try:
+        if isinstance(payload.get("plan"), dict) and payload["plan"].get("device") in ("cuda", "triton-cpu"):
+            from .compile_triton import from_payload
+            wrapper_gm = from_payload(payload, aten_gm)
+            if wrapper_gm is None:
+                return None
+            trace_log("output_code", lambda: "WRAPPER (from the graph cache)\n" + wrapper_gm.code)
+            return wrapper_gm
         library, names = payload["library"], payload["kernels"]
         fnptrs = {}
         if library is not None:

@@ -37,3 +37,7 @@ aot_cache = True
 # The kernel cache's size cap in bytes (cache_dir/kernels): past it, the least recently used
 # libraries are removed after a compile (0 or None: no cap).
 cache_size_limit = 1 << 30
+# "c" (default): CPU graphs become C kernels. "triton": CPU graphs go through the GPU code generator
+# and run under Triton's interpreter (set TRITON_INTERPRET=1 first): tests of the Triton kernels
+# on a machine without a GPU (compile_triton.py). CUDA graphs always get Triton kernels.
+cpu_codegen = "c"

@@ -36,6 +36,21 @@ def _tree_map(fn, x):
     return fn(x)
 
 
+def _names_other_device(device_kwarg, args) -> bool:
+    """Does this call name a device other than cuda (x.to("cpu"), factories on the CPU)?"""
+    from .._core.device import device as _device
+    named = [device_kwarg] + [a for a in args if isinstance(a, (str, _device))]
+    for d in named:
+        if d is None:
+            continue
+        try:
+            if _device(d).type != "cuda":
+                return True
+        except (TypeError, ValueError, RuntimeError):
+            continue            # a string argument that is not a device (a reduction mode ...)
+    return False
+
+
 def _leaves(x):
     if isinstance(x, (tuple, list)):
         for v in x:
@@ -45,8 +60,11 @@ def _leaves(x):
 
 
 class GraphLowering:
-    def __init__(self, gm, example_inputs):
+    def __init__(self, gm, example_inputs, device="cpu", triton=False):
         self.gm, self.example_inputs = gm, list(example_inputs)
+        self.device = device            # where the graph's tensors live: "cpu" or "cuda"
+        self.triton = triton            # kernels by codegen_triton (else codegen_c)
+        self.host_buffers = set()       # constants on another device than the graph's
         self.nodes = []                 # ComputedBuffer | ExternCall, in order
         self.inputs = []                # InputBuffer, by position (constants appended after)
         self.constants = {}             # InputBuffer name -> the tensor (get_attr)
@@ -123,6 +141,8 @@ class GraphLowering:
             elif node.op == "get_attr":
                 t = getattr(self.gm, node.target)
                 buf = ir.InputBuffer(self.new_name("const"), t.shape, t.dtype, t.stride(), None)
+                if getattr(t, "device", None) is not None and t.device.type != self.device:
+                    self.host_buffers.add(buf.name)     # only extern ops may read it (x.to("cuda"))
                 self.constants[buf.name] = t
                 self.env[node] = ir.BufferValue(buf)
             elif node.op == "call_function":
@@ -156,11 +176,20 @@ class GraphLowering:
         lower = LOWERINGS.get(key) or EXTERN_LOWERINGS.get(key)
         values = [v for v in _leaves([args, list(kwargs.values())]) if isinstance(v, ir.Value)]
         metas = list(_leaves(meta)) if meta is not None else []
+        if self.device == "cuda" and _names_other_device(kwargs.get("device"), args):
+            raise NotLowerable(f"node {node.name}: {target.name} moves data off the GPU")
+        # random ops on the GPU run their eager kernels (codegen_triton has no Philox of codegen_c's)
+        on_host = any(isinstance(v, ir.BufferValue) and v.buffer.name in self.host_buffers for v in values)
         computable = all(isinstance(m, Tensor) and m.dtype in ir.C_TYPES for m in metas) and metas and \
-            all(v.dtype in ir.C_TYPES for v in values) and not (props.is_random and _fallback_random())
+            all(v.dtype in ir.C_TYPES for v in values) and not on_host and \
+            not (props.is_random and (_fallback_random() or self.triton))
         result = lower(self, meta, *args, **kwargs) if lower is not None and computable else None
         if result is None:
-            return self.extern(target, args, kwargs, meta)
+            result = self.extern(target, args, kwargs, meta)
+            if on_host and str(kwargs.get("device", "")).split(":")[0] != self.device:
+                # an eager op on a host constant gives host tensors, unless it moves them here
+                self.host_buffers |= {v.buffer.name for v in _leaves(result) if isinstance(v, ir.BufferValue)}
+            return result
         if isinstance(result, ir.Pointwise) and result.should_realize(len(node.users)):
             result = self.realize(result)
         return result

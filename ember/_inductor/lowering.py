@@ -111,7 +111,7 @@ _FILL_VALUE = {"ones.default": lambda *a: 1, "zeros.default": lambda *a: 0, "ful
 
 @register(*_FILL_VALUE)
 def constant_fill(g, meta, *args, device=None, **_dtype_layout_pin_memory_format):
-    if device is not None and not str(device).startswith("cpu"):
+    if device is not None and not str(device).startswith(g.device):
         return None
     value = _FILL_VALUE[g.current_key](*args)
     return Pointwise(meta.shape, meta.dtype, lambda index: ops.constant(value, meta.dtype))
@@ -230,6 +230,8 @@ def hardtanh(g, meta, x, min_val=-1.0, max_val=1.0):
 @register("_to_copy.default", "clone.default", "contiguous.default", "to.dtype")
 def copy_(g, meta, x, *args, **kwargs):
     """A fresh value (Pointwise): inlined when read inside the graph, stored when it is an output."""
+    if kwargs.get("device") is not None and not str(kwargs["device"]).startswith(g.device):
+        return None                          # a copy to another device: its eager kernel
     return pointwise(meta, [x], meta.dtype, lambda v: v)
 
 # -- views -------------------------------------------------------------------------------------
@@ -410,7 +412,11 @@ def reduce(g, x, dims, keepdim, rtype, out_dtype, src_dtype=None, fn=None):
             v = ops.to_dtype(v, x.dtype, src_dtype)
         return fn(v) if fn else v
     body = ReductionBody([x.shape[d] for d in kept], [x.shape[d] for d in red], rtype, inner_fn, src_dtype)
-    value = g.reduction(body, out_dtype)
+    value = None
+    if getattr(g, "triton", False):          # the GPU: a long reduction over few outputs is split
+        from .lowering_split import split_reduction
+        value = split_reduction(g, body, out_dtype)
+    value = value or g.reduction(body, out_dtype)
     if keepdim:
         shape = tuple(1 if d in dims else x.shape[d] for d in range(len(x.shape)))
         value = reshape(g, _Meta(shape, out_dtype), value)

@@ -184,6 +184,8 @@ def index(g, meta, x, indices):
 
 def _scatter(g, meta, x, update_ranges, positions, value_fn, accumulate, op, wrap):
     from .ir import ComputedBuffer, ScatterBody
+    if g.triton:
+        return None         # a serial loop of updates: eager's kernel on the GPU (codegen_triton has none)
     if math.prod(x.shape) == 0 and math.prod(update_ranges) != 0:
         return None                          # every index is out of bounds: eager's kernel says so
     dtype = meta.dtype

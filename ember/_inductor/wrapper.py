@@ -93,10 +93,10 @@ class InputCheck(_Named):
                 raise GuardMismatch()
 
 
-def _plain_enough(keys) -> bool:
-    """A CPU tensor whose autograd recording is off here (the kernels record nothing)."""
+def _plain_enough(keys, backend=CPU_BIT) -> bool:
+    """A tensor of `backend` whose autograd recording is off here (the kernels record nothing)."""
     from ..autograd.grad_mode import is_grad_enabled
-    return keys & ~(AUTOGRAD_BIT | INFERENCE_BIT) == CPU_BIT and not (keys & AUTOGRAD_BIT and is_grad_enabled())
+    return keys & ~(AUTOGRAD_BIT | INFERENCE_BIT) == backend and not (keys & AUTOGRAD_BIT and is_grad_enabled())
 
 
 class Alloc(_Named):
@@ -119,7 +119,7 @@ class ExpectLayout(_Named):
         if tuple(t.shape) == self.shape and (t.stride() == self.strides or t.numel() <= 1):
             return t
         import ember
-        out = ember.empty_strided(self.shape, self.strides, dtype=t.dtype)
+        out = ember.empty_strided(self.shape, self.strides, dtype=t.dtype, device=t.device)
         out.copy_(t)
         return out
 
@@ -173,8 +173,10 @@ def _encode(v):
     return {"object": v}
 
 
-def plan_wrapper(g, groups, kernels, kept) -> dict:
-    """The wrapper as data. kernels: {id(group): (kernel name, [buffers], checks_errors)}."""
+def plan_wrapper(g, groups, kernels, kept, device="cpu", launch=None) -> dict:
+    """The wrapper as data. kernels: {id(group): (kernel name, [buffers], checks_errors)}; on "cuda"
+    `launch` holds each kernel's launch facts (codegen_triton's meta) and nothing is pooled (CuPy's
+    memory pool already reuses freed blocks)."""
     from . import ir
     inputs = [[list(b.shape), list(g.example_inputs[b.position]._data.strides), b.dtype.name] for b in g.inputs]
     targets = {n.name: n.target for n in g.gm.graph.nodes if n.op == "get_attr"}
@@ -211,14 +213,17 @@ def plan_wrapper(g, groups, kernels, kept) -> dict:
             note(leaf.buffer)
     pool = Pool()
     for name, (lo, hi) in lifetimes.items():
-        if name not in kept and name not in fixed and not name.startswith("extern"):
+        if name not in kept and name not in fixed and not name.startswith("extern") and device == "cpu":
             shape, _, dtype = buffers[name]
             size = 1
             for d in shape:
                 size *= d
             pool.place(name, size * DTYPES[dtype].np.itemsize, lo, hi)
-    return {"inputs": inputs, "constants": constants, "buffers": buffers, "steps": steps, "outputs": outputs,
+    plan = {"inputs": inputs, "constants": constants, "buffers": buffers, "steps": steps, "outputs": outputs,
             "pool": {"blocks": [size for size, _ in pool.blocks], "placement": pool.placement}}
+    if device != "cpu":
+        plan["device"], plan["launch"] = device, launch
+    return plan
 
 
 def _leaves_of(x):
@@ -243,18 +248,26 @@ def _ints(xs):
     return tuple(xs)
 
 
-def build_wrapper(plan, fnptrs, aten_gm):
-    """The wrapper GraphModule of `plan`; fnptrs: kernel name -> address; extern ops and constants are
-    looked up in `aten_gm` by name. Raises PlanMismatch when the plan does not fit."""
+def build_wrapper(plan, fnptrs, aten_gm, source_only=False):
+    """The wrapper GraphModule of `plan`; fnptrs: kernel name -> address (on "cuda": the
+    triton_launch.KernelCall); extern ops and constants are looked up in `aten_gm` by name. Raises
+    PlanMismatch when the plan does not fit. source_only: built to be read (codegen_source)."""
     from ..fx import Graph, GraphModule
-    from .launch import launcher
-    launch = launcher()
+    cuda = plan.get("device") == "cuda"
+    triton = plan.get("device") in ("cuda", "triton-cpu")     # kernels are Triton calls taking tensors
+    if cuda:
+        from . import triton_launch as dev
+        check, alloc, raise_error = dev.CudaInputCheck, dev.CudaAlloc, dev.raise_if_error
+    else:
+        from .launch import launcher
+        launch = None if triton else launcher()
+        check, alloc, raise_error = InputCheck, Alloc, raise_if_error
     ops = {n.target.name: n.target for n in aten_gm.graph.nodes
            if n.op == "call_function" and hasattr(n.target, "name")}
     graph = Graph()
     specs = tuple((_ints(shape), _ints(strides), _dtype(dtype).np) for shape, strides, dtype in plan["inputs"])
     placeholders = [graph.placeholder(f"arg{i}") for i in range(len(specs))]
-    graph.call_function(InputCheck(specs), tuple(placeholders))
+    graph.call_function(check(specs), tuple(placeholders))
     tensors = {f"arg{i}": p for i, p in enumerate(placeholders)}
     module_attrs, data_nodes = {}, {}
     for name, target in plan["constants"].items():
@@ -283,10 +296,12 @@ def build_wrapper(plan, fnptrs, aten_gm):
             if name not in buffers or name in placement:
                 raise PlanMismatch(f"buffer {name!r} is read before it is written")
             shape, strides, dtype = buffers[name]
-            tensors[name] = graph.call_function(Alloc(name, _ints(shape), _ints(strides), _dtype(dtype)), ())
+            tensors[name] = graph.call_function(alloc(name, _ints(shape), _ints(strides), _dtype(dtype)), ())
         return tensors[name]
 
     def data(name):
+        if triton:                  # Triton takes the tensors (data_ptr(), dtype)
+            return tensor(name)
         if name not in data_nodes:
             data_nodes[name] = graph.call_function(getattr, (tensor(name), "_data"))
         return data_nodes[name]
@@ -330,16 +345,19 @@ def build_wrapper(plan, fnptrs, aten_gm):
         _, kname, names, checks = step
         if kname not in fnptrs:
             raise PlanMismatch(f"kernel {kname!r} is not in the library")
-        call = functools.partial(launch, fnptrs[kname])
-        call.__name__ = call.__qualname__ = kname          # launch.launcher() bound to the kernel
-        call.__module__ = None
+        if triton:
+            call = fnptrs[kname]
+        else:
+            call = functools.partial(launch, fnptrs[kname])
+            call.__name__ = call.__qualname__ = kname          # launch.launcher() bound to the kernel
+            call.__module__ = None
         args = [data(n) for n in names]
         if checks:
-            module_attrs[f"err_{kname}"] = np.zeros(1, np.int32)
+            module_attrs[f"err_{kname}"] = (None if source_only else dev.error_flag()) if cuda else np.zeros(1, np.int32)
             args.append(graph.get_attr(f"err_{kname}"))
         graph.call_function(call, tuple(args))
         if checks:
-            graph.call_function(raise_if_error, (args[-1],))
+            graph.call_function(raise_error, (args[-1],))
     graph.output(decode(plan["outputs"]))
     gm = GraphModule(module_attrs, graph)
     gm._ember_pool_blocks = list(pool["blocks"])

@@ -1,0 +1,118 @@
+"""Triton code of one reduction member of a row kernel (codegen_triton.generate_kernel calls `_reduction`).
+
+Persistent (the row fits one block): the masked lanes take the reduction's identity, then one
+tl.sum / tl.reduce over the block. var/std (welford_m2) is an exact two-pass over the registers:
+the mean (CSE'd with a welford_mean member of the same row), then the sum of squared deviations.
+
+Looped: a block-wide accumulator updated per chunk, reduced after the loop; Welford keeps a
+(mean, m2, count) per lane, merged by Chan's formula (triton_helpers.welford). argmax/argmin keep
+(value, index) per lane; ties go to the smaller index, so the first extreme wins as in eager.
+"""
+from __future__ import annotations
+
+from .._core import dtype as _dt
+from . import ir
+from .codegen_triton import TritonEmitter, _open_inner, compute_tl
+
+_IDENTITY = {"sum": "0", "prod": "1", "any": "0", "all": "1"}
+_INT_EXTREMES = {"tl.int64": (-2 ** 63, 2 ** 63 - 1), "tl.int32": (-2 ** 31, 2 ** 31 - 1),
+                 "tl.int16": (-2 ** 15, 2 ** 15 - 1), "tl.int8": (-128, 127), "tl.uint8": (0, 255),
+                 "tl.int1": (0, 1)}
+_BIG_INDEX = 2 ** 62
+
+
+def _extreme_init(rt, t):
+    """The identity of max/min (and argmax/argmin) in compute type t."""
+    low = rt in ("max", "argmax")
+    if t.startswith("tl.float"):
+        return "float('-inf')" if low else "float('inf')"
+    return str(_INT_EXTREMES[t][0 if low else 1])
+
+
+def _reduction(k, b, inner, inner_vars, rename, locals_, lines, cse, persistent, mask):
+    """Emit member `b` (a ReductionBody) of a row kernel; returns the name of its per-row result."""
+    rt, src = b.body.reduction_type, b.body.src_dtype
+    numel = 1
+    for r in inner:
+        numel *= r
+    ovars, rvars = b.canonical_vars()
+    body, rmask, sub, own_cse = _open_inner(k, inner, inner_vars, b, rename, lines, cse, persistent)
+    em = TritonEmitter(k, body, sub, locals_, rmask, own_cse)
+    with ir.set_handler(em):
+        value = b.body.run((ovars, rvars))
+    t = compute_tl(src)
+    lane = rmask.replace("_mask", "")
+    if rt in ("any", "all"):
+        value, t = em._emit(f"({value} != 0).to(tl.int8)"), "tl.int8"
+    if rt in ("welford_mean", "welford_m2"):
+        res = _welford(k, em, body, lines, value, rmask, numel, rt, t, persistent)
+    elif rt in ("argmax", "argmin"):
+        init = _extreme_init(rt, t)
+        if persistent:
+            res = em._emit(f"tl.reduce((tl.where({rmask}, {value}, {init}), tl.where({rmask}, {lane}.to(tl.int64), "
+                           f"{_BIG_INDEX})), 0, {rt})[1]")
+        else:
+            acc = k.temp()
+            lines += [f"{acc}_v = tl.full([{_block(body)}], {init}, {t})",
+                      f"{acc}_i = tl.full([{_block(body)}], {_BIG_INDEX}, tl.int64)"]
+            body.append(f"{acc}_v, {acc}_i = {rt}({acc}_v, {acc}_i, tl.where({rmask}, {value}, {init}), "
+                        f"tl.where({rmask}, {lane}.to(tl.int64), {_BIG_INDEX}))")
+            res = f"tl.reduce(({acc}_v, {acc}_i), 0, {rt})[1]"
+    else:
+        init = _IDENTITY.get(rt) or _extreme_init(rt, t)
+        floating = t.startswith("tl.float")
+        if rt in ("max", "min") and floating:
+            final, step = f"tl.reduce({{}}, 0, nan{rt})", f"nan{rt}({{}}, {{}})"
+        elif rt in ("max", "min", "any", "all"):
+            fn = "max" if rt in ("max", "any") else "min"
+            final, step = f"tl.{fn}({{}}, 0)", f"tl.{fn}imum({{}}, {{}})"
+        elif rt == "prod":
+            final, step = "tl.reduce({}, 0, prod)", "({} * {})"
+        else:
+            final, step = "tl.sum({}, 0)", "({} + {})"
+        masked = f"tl.where({rmask}, {value}, {init})"
+        if persistent:
+            res = em._emit(final.format(masked))
+        else:
+            acc = k.temp()
+            lines.append(f"{acc} = tl.full([{_block(body)}], {init}, {t})")
+            body.append(f"{acc} = {step.format(acc, masked)}")
+            res = final.format(acc)
+    if not persistent:
+        lines.append(body[0])
+        lines.extend("    " + ln for ln in body[1:])
+    out = k.temp()
+    if b.dtype == _dt.bool_:
+        lines.append(f"{out} = {res} != 0")
+    else:
+        lines.append(f"{out} = ({res}).to({compute_tl(b.dtype)})")
+    return out
+
+
+def _block(body):
+    """The chunk size of a looped member (its lane index line: `rN = rN_off + tl.arange(0, B)`)."""
+    return body[1].rsplit(", ", 1)[1].rstrip(")")
+
+
+def _welford(k, em, body, lines, value, rmask, numel, rt, t, persistent):
+    if t not in ("tl.float32", "tl.float64"):
+        t = "tl.float32"
+    if numel == 0:
+        return "float('nan')" if rt == "welford_mean" else "0.0"
+    if persistent:
+        total = em._emit(f"tl.sum(tl.where({rmask}, ({value}).to({t}), 0), 0)")
+        mean = em._emit(f"div_rn({total}, tl.full([], {float(numel)}, {t}))")
+        if rt == "welford_mean":
+            return mean
+        dev = em._emit(f"tl.where({rmask}, ({value}).to({t}) - {mean}, 0)")
+        return em._emit(f"tl.sum({dev} * {dev}, 0)")
+    acc, block = k.temp(), _block(body)
+    lines += [f"{acc}_mean = tl.zeros([{block}], {t})", f"{acc}_m2 = tl.zeros([{block}], {t})",
+              f"{acc}_n = tl.zeros([{block}], {t})"]
+    body += [f"{acc}_x = ({value}).to({t})",
+             f"{acc}_n = {acc}_n + tl.where({rmask}, 1.0, 0.0)",
+             f"{acc}_d = tl.where({rmask}, {acc}_x - {acc}_mean, 0.0)",
+             f"{acc}_mean = {acc}_mean + div_rn({acc}_d, tl.maximum({acc}_n, 1.0))",
+             f"{acc}_m2 = {acc}_m2 + tl.where({rmask}, {acc}_d * ({acc}_x - {acc}_mean), 0.0)"]
+    index = 0 if rt == "welford_mean" else 1
+    return f"tl.reduce(({acc}_mean, {acc}_m2, {acc}_n), 0, welford)[{index}]"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The GPU code generator on a machine with a GPU (through the `device` tool): the compiled-CUDA
+# tests, then bench/fused_cuda.py (arguments after the script go to the benchmark; none: skipped).
+#   bash scripts/device_triton.sh                      # tests only
+#   bash scripts/device_triton.sh --sizes 20,24,27 --png $OUT/fused_cuda.png
+set -u
+PY=python3
+for p in /opt/torch/.venv/bin/python3 python3; do
+  if $p -c "import numpy, pytest, torch, cupy, triton" 2>/dev/null; then PY=$p; break; fi
+done
+export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
+export EMBER_CACHE_DIR=${EMBER_CACHE_DIR:-/tmp/ember_cache_$$}
+$PY -c "import ember, torch, triton; print('card:', ember.cuda.get_device_name(), '| torch', torch.__version__, '| triton', triton.__version__)" || exit 1
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  $PY -m pytest -p no:cacheprovider -o addopts="" -q -rf --tb=short tests/cuda/test_compile_cuda.py 2>&1 | tail -n 40
+fi
+if [ $# -gt 0 ]; then
+  $PY bench/fused_cuda.py "$@"
+fi
