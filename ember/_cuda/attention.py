@@ -14,7 +14,7 @@ import cupy
 import numpy
 
 from .._core import dtype as _dt
-from . import blas, fused
+from . import blas, fused, graphs
 
 _HALF = {numpy.dtype(numpy.float16): "half", _dt.bfloat16.np: "bf16"}
 
@@ -118,6 +118,8 @@ def linear(math_path):
     the bias added by the GEMM (beta = 1) so the result is rounded once, as PyTorch's addmm."""
     def linear(x, w, b=None):
         X, W = x._data, w._data
+        if graphs.captures_underway[0] and graphs.is_current_stream_capturing():
+            return math_path(x, w, b)      # its matmul takes graphs.captured_matmul (CuPy refuses cuBLAS here)
         if not (X.dtype in _HALF and W.dtype == X.dtype and W.ndim == 2 and X.ndim >= 2 and X.size and W.size
                 and (b is None or b._data.dtype == X.dtype)):
             return math_path(x, w, b)

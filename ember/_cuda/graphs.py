@@ -184,13 +184,16 @@ def refuse_host_draw() -> None:
     nearest public function of an ember kernel module."""
     if not is_current_stream_capturing():
         return
-    frame, op = sys._getframe(1), "a random op"
-    while frame is not None:
+    from ..ops.registry import _OVERLOADS_BY_NAME
+    ops = {name for _, name in _OVERLOADS_BY_NAME}
+    frame, op, first = sys._getframe(1), None, None
+    while frame is not None and op is None:
         name, module = frame.f_code.co_name, frame.f_globals.get("__name__", "")
         if not name.startswith(("_", "<")) and module.startswith(("ember.ops.", "ember._cuda.variant.")):
-            op = name
-            break
+            op = name if name in ops else None      # a helper (uniform01) names no op: look further out
+            first = first or name
         frame = frame.f_back
+    op = op or first or "a random op"
     raise RuntimeError(f"{op}: ember's CUDA random ops seed each draw from the host generator, "
                        f"which a CUDA graph capture would record once: every replay would give the same "
                        f"numbers. Draw outside the captured region (or pass the random tensor as an input).")

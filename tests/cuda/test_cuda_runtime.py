@@ -37,6 +37,8 @@ def test_memory_statistics_follow_allocations():
     ember.cuda.empty_cache()
     ember.cuda.reset_peak_memory_stats()
     base = ember.cuda.memory_allocated()
+    # what other tests of this worker keep cached (a CUDA graph's private pool is not emptied)
+    slack = ember.cuda.memory_reserved() - base
     x = ember.empty(1 << 20, device="cuda")            # 4 MiB
     assert ember.cuda.memory_allocated() - base >= 4 << 20
     assert ember.cuda.memory_reserved() >= ember.cuda.memory_allocated()
@@ -47,7 +49,7 @@ def test_memory_statistics_follow_allocations():
     ember.cuda.reset_peak_memory_stats()
     assert ember.cuda.max_memory_allocated() == base
     ember.cuda.empty_cache()
-    assert ember.cuda.memory_reserved() <= ember.cuda.memory_allocated() + (2 << 20)
+    assert ember.cuda.memory_reserved() <= ember.cuda.memory_allocated() + slack + (2 << 20)
 
 
 def test_tf32_switch_changes_float32_matmul_like_torch():
