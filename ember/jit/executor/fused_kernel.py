@@ -96,7 +96,9 @@ def _matmul_2d(a, b):
 # Extern ops a fast path runs on the arrays: op name -> rule(look of each argument) giving (what to
 # call on the arrays, the result's look), or None when those looks leave the op's CPU kernel hot path.
 # A look is (shape, byte strides, numpy dtype). fuse_groups lets these ops join groups.
-ARRAY_EXTERNS = {"aten::matmul": _matmul_2d}
+# "ember_matmul" is the fuser's own BLAS extern (_inductor/extern_blas.matmul): a 2-D product there is
+# the same ndarray.dot.
+ARRAY_EXTERNS = {"aten::matmul": _matmul_2d, "ember_matmul": _matmul_2d}
 
 
 def fast_path(kernel: FusedKernel, wrapper):
