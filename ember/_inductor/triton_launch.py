@@ -42,9 +42,21 @@ def source_path(key: str) -> str:
     return os.path.join(diskstore.subdir("triton"), f"ember_triton_{key[:40]}.py")
 
 
+def _helpers_for_this_mode() -> None:
+    """triton.jit decides per function, when it decorates, whether it is for the interpreter
+    (TRITON_INTERPRET=1): helpers decorated the other way than the kernels cannot be called from
+    them, so they are decorated again (and kernels that bound the old ones are loaded again)."""
+    helpers = sys.modules.get("ember._inductor.triton_helpers")
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    if helpers is not None and (type(helpers.set_error).__name__ == "InterpretedFunction") != interpreted:
+        importlib.reload(helpers)
+        _modules.clear()
+
+
 def load_module(source: str, key: str | None = None):
     """The imported module of a generated source (written once, trusted only when ours)."""
     key = key or diskstore.sha256_hex(source.encode())
+    _helpers_for_this_mode()
     if key in _modules:
         return _modules[key]
     _place_triton_cache()
