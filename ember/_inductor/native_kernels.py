@@ -174,6 +174,24 @@ K(adam_step) {
     }
 }
 
+/* Mean and biased variance, in double, of `outer` blocks of `inner` contiguous elements, block b
+   at x + b * bstride (two passes: the variance of data far from zero keeps its digits). */
+static void group_moments(const T *x, int64_t outer, int64_t inner, int64_t bstride, double *mean, double *var) {
+    double sum = 0, sq = 0, count = (double)(outer * inner);
+    for (int64_t b = 0; b < outer; b++) {
+        const T *xb = x + b * bstride;
+        #pragma omp simd reduction(+:sum)
+        for (int64_t j = 0; j < inner; j++) sum += xb[j];
+    }
+    *mean = sum / count;
+    for (int64_t b = 0; b < outer; b++) {
+        const T *xb = x + b * bstride;
+        #pragma omp simd reduction(+:sq)
+        for (int64_t j = 0; j < inner; j++) { double d = xb[j] - *mean; sq += d * d; }
+    }
+    *var = sq / count;
+}
+
 /* A normalisation's forward over the same groups as norm_bwd below: per group the mean and biased
    variance (in double, written to mean/var), then y = (x - mean) * rstd * w + b, with w and b per
    group or per element of a row (`row_weight`), each optional. */
@@ -181,21 +199,11 @@ K(norm_fwd) {
     const T *x = bufs[0], *w = bufs[1], *bias = bufs[2]; T *y = bufs[3]; double *mean_out = bufs[4], *var_out = bufs[5];
     int64_t groups = ints[0], outer = ints[1], inner = ints[2], gstride = ints[3], bstride = ints[4];
     int64_t has_weight = ints[5], has_bias = ints[6], row_weight = ints[7];
-    double eps = floats[0], count = (double)(outer * inner);
+    double eps = floats[0];
     for (int64_t k = 0; k < groups; k++) {
-        double sum = 0, sq = 0;
-        for (int64_t b = 0; b < outer; b++) {
-            const T *xb = x + k * gstride + b * bstride;
-            #pragma omp simd reduction(+:sum)
-            for (int64_t j = 0; j < inner; j++) sum += xb[j];
-        }
-        double mean = sum / count;
-        for (int64_t b = 0; b < outer; b++) {
-            const T *xb = x + k * gstride + b * bstride;
-            #pragma omp simd reduction(+:sq)
-            for (int64_t j = 0; j < inner; j++) { double d = xb[j] - mean; sq += d * d; }
-        }
-        double var = sq / count, rstd = 1.0 / sqrt(var + eps);
+        double mean, var;
+        group_moments(x + k * gstride, outer, inner, bstride, &mean, &var);
+        double rstd = 1.0 / sqrt(var + eps);
         mean_out[k] = mean; var_out[k] = var;
         for (int64_t b = 0; b < outer; b++) {
             const T *xb = x + k * gstride + b * bstride; T *yb = y + k * gstride + b * bstride;
@@ -221,19 +229,9 @@ K(norm_bwd) {
     int64_t has_weight = ints[5], row_weight = ints[6];
     double eps = floats[0], count = (double)(outer * inner);
     for (int64_t k = 0; k < groups; k++) {
-        double sum = 0, sq = 0;
-        for (int64_t b = 0; b < outer; b++) {
-            const T *xb = x + k * gstride + b * bstride;
-            #pragma omp simd reduction(+:sum)
-            for (int64_t j = 0; j < inner; j++) sum += xb[j];
-        }
-        double mean = sum / count;
-        for (int64_t b = 0; b < outer; b++) {
-            const T *xb = x + k * gstride + b * bstride;
-            #pragma omp simd reduction(+:sq)
-            for (int64_t j = 0; j < inner; j++) { double d = xb[j] - mean; sq += d * d; }
-        }
-        double rstd = 1.0 / sqrt(sq / count + eps);
+        double mean, var;
+        group_moments(x + k * gstride, outer, inner, bstride, &mean, &var);
+        double rstd = 1.0 / sqrt(var + eps);
         double s1 = 0, s2 = 0;
         for (int64_t b = 0; b < outer; b++) {
             const T *xb = x + k * gstride + b * bstride, *gb = g + k * gstride + b * bstride;
