@@ -6,10 +6,7 @@
 #   tests/autograd/... likewise         the gradient oracle on the GPU
 # LOG_DIR (default: none) keeps each suite's full output. Extra arguments go to every pytest.
 set -u
-PY=python3
-for p in /opt/torch/.venv/bin/python3 python3; do
-  if $p -c "import numpy, pytest, torch, cupy" 2>/dev/null; then PY=$p; break; fi
-done
+. "$(dirname "$0")/_device_python.sh"
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 $PY -c "import ember, torch, cupy; print('card:', ember.cuda.get_device_name(), '| torch', torch.__version__, '| cupy', cupy.__version__)" || exit 1
 LIMIT=${LIMIT:-0}   # seconds per suite (0: none); a suite stopped at its limit still prints its summary

@@ -14,10 +14,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
 export PYTHONPATH=$PWD OMP_NUM_THREADS=4 PYTHONUNBUFFERED=1
-PY=python3
-for p in /opt/torch/.venv/bin/python3 python3; do
-  if $p -c "import numpy, torch, cupy" 2>/dev/null; then PY=$p; break; fi
-done
+NEEDS="numpy torch cupy" . "$(dirname "$0")/_device_python.sh"
 if ! $PY -c "import mpi4py" 2>/dev/null; then
   if ls .whl/*.whl >/dev/null 2>&1; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1

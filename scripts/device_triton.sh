@@ -4,10 +4,7 @@
 #   bash scripts/device_triton.sh                      # tests only
 #   bash scripts/device_triton.sh --sizes 20,24,27 --png $OUT/fused_cuda.png
 set -u
-PY=python3
-for p in /opt/torch/.venv/bin/python3 python3; do
-  if $p -c "import numpy, pytest, torch, cupy, triton" 2>/dev/null; then PY=$p; break; fi
-done
+NEEDS="numpy pytest torch cupy triton" . "$(dirname "$0")/_device_python.sh"
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
 export EMBER_CACHE_DIR=${EMBER_CACHE_DIR:-/tmp/ember_cache_$$}
 $PY -c "import ember, torch, triton; print('card:', ember.cuda.get_device_name(), '| torch', torch.__version__, '| triton', triton.__version__)" || exit 1
