@@ -214,10 +214,10 @@ def _make_wrapper(fn: types.FunctionType, opts: _CompileOptions):
     fill = "".join(f"    if {name} is ___O: {name} = ___dflt(___fn0, {name!r}, {i - npos})\n"
                    for i, name in enumerate(code.co_varnames[:npos]) if i >= npos - len(defaults))
     fill += "".join(f"    if {name} is ___O: {name} = ___dflt(___fn0, {name!r}, None)\n" for name in kwdefaults)
-    check_call = call + (", ___closure=___cl" if code.co_freevars else "")
+    check_call = ", ".join(filter(None, [call, "___closure=___cl" if code.co_freevars else ""]))
     if code.co_freevars and code.co_flags & 0x08:   # **kwargs must come last
         head, _, tail = call.rpartition(", **")
-        check_call = (f"{head}, ___closure=___cl, **{tail}" if head else f"___closure=___cl, **{tail}")
+        check_call = (f"{head}, ___closure=___cl, **{tail}" if head else f"___closure=___cl, {call}")
     src = (f"def {_safe_name(fn.__name__)}({params}):\n"
            f"{fill}"
            f"    for ___check, ___fn in ___entries:\n"

@@ -349,3 +349,41 @@ def test_optimized_module_attribute_passthrough():
         assert cm.weight is m.weight and cm.in_features == 3
         cm.eval()
         assert not m.training and not cm.training
+
+
+@pytest.mark.parametrize("form", ["none", "varargs", "varkw", "mixed"])
+def test_closures_with_any_signature_compile_as_torch(form):
+    # the wrapper's generated guard call once came out as `___check(, ___closure=...)` for a closure
+    # taking no arguments and `****kw` for one taking only **kwargs: a SyntaxError at compile()
+    def make(lib):
+        z = lib.ones(3) * 2
+        return {"none": lambda: z * 3,
+                "varargs": lambda *a: a[0] + z,
+                "varkw": lambda **kw: kw["a"] + z,
+                "mixed": lambda x, *a, k=1, **kw: x + z * k + a[0]}[form]
+    call = {"none": lambda f, y: f(), "varargs": lambda f, y: f(y, y), "varkw": lambda f, y: f(a=y, b=1),
+            "mixed": lambda f, y: f(y, y * 4, k=3, q=0)}[form]
+    expected = call(torch.compile(make(torch), backend="eager"), torch.arange(3.0))
+    for backend in ("eager", "inductor"):
+        got = call(ember.compile(make(ember), backend=backend), ember.arange(3.0))
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_compiled_training_step_closing_over_model_and_optimizer_matches_eager():
+    def run(compile):
+        ember.manual_seed(0)
+        m = ember.nn.Linear(4, 3)
+        opt = ember.optim.Adam(m.parameters(), lr=0.1)
+        x = ember.from_numpy(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4))
+
+        def step():
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        step = ember.compile(step) if compile else step
+        return [step().item() for _ in range(3)], m.weight.detach().numpy()
+    (l0, w0), (l1, w1) = run(False), run(True)
+    np.testing.assert_allclose(l1, l0, rtol=1e-5)
+    np.testing.assert_allclose(w1, w0, rtol=1e-5, atol=1e-6)
