@@ -338,6 +338,10 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self):
+        if self.requires_grad:      # PyTorch 2.13 warns here (not in item(), int() or bool())
+            import warnings
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self._scalar("float"))
 
     def __int__(self):

@@ -342,3 +342,17 @@ def test_tensor_device():
     m = ember.zeros(2, device="meta")
     assert m.device.type == "meta" and m.is_meta and m.data_ptr() == 0
     assert ember.is_tensor(e) and not ember.is_tensor(np.zeros(2)) and ember.numel(e) == 2
+
+
+@pytest.mark.parametrize("convert", [float, int, bool, lambda t: t.item(), complex])
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_scalar_conversion_warns_where_torch_does(convert, requires_grad):
+    import warnings
+
+    def warned(lib):
+        t = lib.ones((), requires_grad=requires_grad)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            convert(t)
+        return [(w.category, str(w.message).split("(Triggered")[0].strip()) for w in caught]
+    assert warned(ember) == warned(torch)
