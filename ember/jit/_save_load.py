@@ -38,8 +38,7 @@ from ._callable import CompiledGraphCallable
 from ._payload_check import Refused, check_payload
 from .ir import callee_graph, prim
 from .ir import serialize as ser
-from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
-                       TupleType, parse_type)
+from .ir.types import AnyType, Argument, ModuleType, NO_DEFAULT, Signature, TensorType, parse_type
 
 # ---------------------------------------------------------------------------------------------
 # save
