@@ -50,6 +50,9 @@ __all__ = ["save", "load", "safe_globals", "add_safe_globals", "get_safe_globals
 
 MAGIC = b"\x89EMBER\r\n"
 PICKLE_MAGIC = b"\x89EMBPK\r\n"  # a whole-object (pickled) checkpoint: see ember/_pickled_checkpoint.py
+JIT_MAGIC = b"\x89EMBJT\r\n"     # an ember.jit.save archive: this format, its program and tensors (ember/jit/_save_load.py)
+# magic -> (the function that reads the file, what the file is)
+_READERS = {MAGIC: ("ember.load", "an ember checkpoint"), JIT_MAGIC: ("ember.jit.load", "an ember.jit archive")}
 VERSION = 1
 _HEADER = struct.Struct("<8sIIQQ")
 _DIGEST_LEN = 32
@@ -223,9 +226,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     or a binary file object. ``pickle_module``/``pickle_protocol`` are accepted for PyTorch
     compatibility and ignored: nothing is pickled — except an object tree holding an nn.Module,
     which is pickled as PyTorch does (`ember._pickled_checkpoint`: loads only with weights_only=False)."""
-    w = _Writer()
     try:
-        root = w.node(obj)
+        write(obj, f)
     except TypeError:
         from . import _pickled_checkpoint
         if not _pickled_checkpoint.holds_module(obj):
@@ -236,12 +238,19 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         else:
             with open(os.fspath(f), "wb") as out:
                 out.write(data)
-        return
+
+
+def write(obj, f, magic: bytes = MAGIC) -> None:
+    """Write `obj` to `f` (a path or a binary file object) in this module's format, starting with
+    `magic` (``ember.jit.save`` writes its archives with `JIT_MAGIC`). An object the format cannot
+    hold raises TypeError before anything is written."""
+    w = _Writer()
+    root = w.node(obj)
     w.layout()
     manifest = {"root": root, "tensors": w.tensors,
                 "storages": [[off, buf.nbytes] for off, buf in w.storages]}
     mbytes = json.dumps(manifest, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    header = _HEADER.pack(MAGIC, VERSION, 0, len(mbytes), w.nbytes)
+    header = _HEADER.pack(magic, VERSION, 0, len(mbytes), w.nbytes)
     h = hashlib.sha256()
 
     def write_all(out):
@@ -311,8 +320,13 @@ def no_json_constant(name):
 
 def describe_foreign(head: bytes, loader: str) -> str:
     """Why `loader` ("ember.load" / "ember.jit.load") refuses a file starting with `head`, as a message tail."""
-    if head.startswith(b"PK") and loader == "ember.load":
-        return " (it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save files)"
+    if not head:
+        return " (the file is empty)"
+    if head.startswith(b"PK"):
+        return (" (it is a zip archive, e.g. a PyTorch checkpoint; ember.load reads only ember.save files)"
+                if loader == "ember.load" else " (it is a zip archive: a torch.save or torch.jit.save file)")
+    if head.startswith(JIT_MAGIC) and loader == "ember.load":
+        return " (it is an ember.jit.save archive: load it with ember.jit.load)"
     if head.startswith((MAGIC, PICKLE_MAGIC)) and loader == "ember.jit.load":
         return " (it is an ember.save checkpoint: load it with ember.load)"
     return f" (it is a pickle; {loader} never unpickles)" if head[:1] == b"\x80" else ""
@@ -348,41 +362,50 @@ def _load(fh, name, map_location, whole_file: bool, weights_only=True):
         if head == PICKLE_MAGIC:
             from . import _pickled_checkpoint
             return _pickled_checkpoint.load(fh, name, map_location, weights_only)
-        head += fh.read(_HEADER.size - len(head)) if len(head) == len(MAGIC) else b""
-        if len(head) < len(MAGIC) or not head.startswith(MAGIC):
-            if len(head) < len(MAGIC) and MAGIC.startswith(head) and head:
-                raise _Corrupt("truncated checkpoint: the header is incomplete")
-            raise _Corrupt("not an ember checkpoint (bad magic number)" + describe_foreign(head, "ember.load"))
-        if len(head) < _HEADER.size:
-            raise _Corrupt("truncated checkpoint: the header is incomplete")
-        _, version, flags, mlen, dlen = _HEADER.unpack(head)
-        if version != VERSION or flags != 0:
-            raise _Corrupt(f"unsupported checkpoint version {version} (flags {flags}); this ember reads "
-                           f"version {VERSION} — or the header is corrupted")
-        left = _remaining(fh)
-        declared = mlen + dlen + _DIGEST_LEN
-        if left is not None and left < declared:
-            raise _Corrupt(f"truncated checkpoint: the header declares {declared} more bytes, the file holds {left}")
-        if whole_file and left is not None and left > declared:
-            raise _Corrupt(f"{left - declared} unexpected bytes after the checksum")
-        known = left is not None
-        mbytes = _read_exact(fh, mlen, "manifest", known)
-        data = _read_exact(fh, dlen, "tensor data", known)
-        digest = _read_exact(fh, _DIGEST_LEN, "checksum", known)
-        h = hashlib.sha256(head)
-        h.update(mbytes)
-        h.update(data)
-        if h.digest() != digest:
-            raise _Corrupt("corrupted checkpoint: checksum mismatch")
-        try:
-            manifest = json.loads(mbytes.decode("utf-8"), parse_constant=no_json_constant)
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise _Corrupt(f"malformed manifest: {exc}") from None
-        del mbytes
-        reader = _Reader(manifest, data, map_location)
-        try:
-            return reader.node(reader.root)
-        except RecursionError:
-            raise _Corrupt("malformed manifest: nested too deeply") from None
+        return read(fh, head, map_location, whole_file)
     except _Corrupt as exc:
         raise RuntimeError(f"ember.load: {name}: {exc}") from None
+
+
+def read(fh, head: bytes, map_location, whole_file: bool, magic: bytes = MAGIC):
+    """The object of the file `fh` in this module's format starting with `magic`, `head` being the
+    bytes already read from it; what is wrong with the file raises `_Corrupt` (the caller names it)."""
+    head += fh.read(_HEADER.size - len(head)) if len(head) == len(magic) else b""
+    if not head.startswith(magic):
+        if len(head) < len(magic) and magic.startswith(head) and head:
+            raise _Corrupt("truncated checkpoint: the header is incomplete")
+        loader, what = _READERS[magic]
+        raise _Corrupt(f"not {what} (bad magic number)" + describe_foreign(head, loader))
+    if len(head) < _HEADER.size:
+        raise _Corrupt("truncated checkpoint: the header is incomplete")
+    _, version, flags, mlen, dlen = _HEADER.unpack(head)
+    if version != VERSION or flags != 0:
+        raise _Corrupt(f"unsupported checkpoint version {version} (flags {flags}); this ember reads "
+                       f"version {VERSION} — or the header is corrupted")
+    left = _remaining(fh)
+    declared = mlen + dlen + _DIGEST_LEN
+    if left is not None and left < declared:
+        raise _Corrupt(f"truncated checkpoint: the header declares {declared} more bytes, the file holds {left}")
+    if whole_file and left is not None and left > declared:
+        raise _Corrupt(f"{left - declared} unexpected bytes after the checksum")
+    known = left is not None
+    mbytes = _read_exact(fh, mlen, "manifest", known)
+    data = _read_exact(fh, dlen, "tensor data", known)
+    digest = _read_exact(fh, _DIGEST_LEN, "checksum", known)
+    h = hashlib.sha256(head)
+    h.update(mbytes)
+    h.update(data)
+    if h.digest() != digest:
+        raise _Corrupt("corrupted checkpoint: checksum mismatch")
+    try:
+        manifest = json.loads(mbytes.decode("utf-8"), parse_constant=no_json_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _Corrupt(f"malformed manifest: {exc}") from None
+    except RecursionError:
+        raise _Corrupt("malformed manifest: nested too deeply") from None
+    del mbytes
+    reader = _Reader(manifest, data, map_location)
+    try:
+        return reader.node(reader.root)
+    except RecursionError:
+        raise _Corrupt("malformed manifest: nested too deeply") from None

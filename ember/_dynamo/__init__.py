@@ -7,7 +7,7 @@ Names are loaded on first use; the table says from where.
 """
 from __future__ import annotations
 
-import importlib
+from ember.fx import _lazy_exports
 
 _EXPORTS = {  # public name -> module (relative to ember._dynamo)
     "optimize": ".eval_frame", "reset": ".eval_frame", "disable": ".eval_frame", "OptimizedModule": ".eval_frame",
@@ -16,14 +16,4 @@ _EXPORTS = {  # public name -> module (relative to ember._dynamo)
 _SUBMODULES = ("config", "testing", "backends", "eval_frame", "guards", "source", "bytecode_transformation",
                "bytecode_analysis", "resume_execution", "symbolic_convert", "output_graph", "convert_frame",
                "exc", "variables", "side_effects", "codegen")
-
-
-def __getattr__(name):
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ember._dynamo' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(globals(), _EXPORTS, _SUBMODULES)

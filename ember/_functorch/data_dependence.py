@@ -19,6 +19,7 @@ import threading
 from .._core.tensor import Tensor
 from .fake_tensor import DataDependentOutputException, FakeTensor
 from .functional_tensor import FunctionalTensor, current
+from .make_fx import SharedPatches
 
 CONVERSIONS = ("__bool__", "item", "tolist", "__int__", "__float__", "__index__", "numpy", "__array__")
 
@@ -32,7 +33,6 @@ class _State(threading.local):
 
 
 _state = _State()
-_install_lock = threading.Lock()
 
 
 def _guarded(name, original):
@@ -51,30 +51,17 @@ def _guarded(name, original):
     return conversion
 
 
-_originals: dict = {}
-_users = [0]
+# every conversion of Tensor and FakeTensor (which defines item, tolist, numpy of its own), guarded
+_PATCHES = SharedPatches(lambda: [(cls, name, _guarded(name, cls.__dict__[name]))
+                                  for cls in (Tensor, FakeTensor) for name in CONVERSIONS if name in cls.__dict__])
 
 
 @contextlib.contextmanager
 def forbidden(tracer):
     """Within the block, converting a tensor `tracer` traces raises DataDependentTrace."""
-    with _install_lock:
-        _users[0] += 1
-        if _users[0] == 1:
-            for cls in (Tensor, FakeTensor):     # FakeTensor defines item, tolist, numpy of its own
-                for name in CONVERSIONS:
-                    original = cls.__dict__.get(name)
-                    if original is not None:
-                        _originals[cls, name] = original
-                        setattr(cls, name, _guarded(name, original))
-    previous, _state.tracer = _state.tracer, tracer
-    try:
-        yield
-    finally:
-        _state.tracer = previous
-        with _install_lock:
-            _users[0] -= 1
-            if _users[0] == 0:
-                for (cls, name), original in _originals.items():
-                    setattr(cls, name, original)
-                _originals.clear()
+    with _PATCHES.installed():
+        previous, _state.tracer = _state.tracer, tracer
+        try:
+            yield
+        finally:
+            _state.tracer = previous

@@ -33,6 +33,7 @@ of the node, as PyTorch's dispatcher leaves them out (jit.trace keeps them: Torc
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import operator
 import os
@@ -323,6 +324,38 @@ class tracing:
         self._include.__exit__(*exc)
         _thread.tracer = None
         return False
+
+
+class SharedPatches:
+    """Class attributes a kind of trace replaces while it runs (`make()` gives the (owner, name,
+    replacement) triples): installed by the first trace entering `installed()` and restored by the
+    last to leave, so traces on other threads may overlap and eager code never pays for them.
+    jit.trace's conversion warnings and traced sizes, and AOT autograd's data-dependence refusals
+    are two of these.
+
+        with SharedPatches(lambda: [(Tensor, "item", checked_item)]).installed(): ...
+    """
+
+    def __init__(self, make):
+        self.make, self.lock, self.users, self.originals = make, threading.Lock(), 0, []
+
+    @contextlib.contextmanager
+    def installed(self):
+        with self.lock:
+            self.users += 1
+            if self.users == 1:
+                for owner, name, replacement in self.make():
+                    self.originals.append((owner, name, owner.__dict__[name]))
+                    setattr(owner, name, replacement)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.users -= 1
+                if self.users == 0:
+                    for owner, name, original in reversed(self.originals):
+                        setattr(owner, name, original)
+                    self.originals.clear()
 
 
 # ---------------------------------------------------------------------------------------

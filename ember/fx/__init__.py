@@ -24,12 +24,26 @@ _EXPORTS = {  # public name -> module (relative to ember.fx) that defines it
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        if name in ("passes", "subgraph_rewriter", "interpreter", "node", "graph", "graph_module", "proxy"):
-            return importlib.import_module(f".{name}", __name__)
-        raise AttributeError(f"module 'ember.fx' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+def _lazy_exports(namespace: dict, exports: dict, submodules: tuple = ()):
+    """A module ``__getattr__`` for the package whose globals are `namespace` (the one of ember.fx,
+    ember.fx.passes, ember.jit and ember._dynamo): a name of `exports` (name -> the module, relative
+    to the package, that defines it) is imported on first use and kept in `namespace`; a name of
+    `submodules` imports that submodule; any other raises AttributeError.
+
+        __getattr__ = _lazy_exports(globals(), {"Graph": ".graph"}, ("passes",))
+    """
+    package = namespace["__name__"]
+
+    def __getattr__(name):
+        if name in submodules:
+            return importlib.import_module(f".{name}", package)
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module '{package}' has no attribute '{name}'")
+        namespace[name] = getattr(importlib.import_module(module, package), name)
+        return namespace[name]
+    return __getattr__
+
+
+__getattr__ = _lazy_exports(globals(), _EXPORTS, ("passes", "subgraph_rewriter", "interpreter", "node", "graph",
+                                                   "graph_module", "proxy"))

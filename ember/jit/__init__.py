@@ -13,7 +13,7 @@ ember._functorch.make_fx's; jit.trace adds TorchScript names and TracerWarnings 
 """
 from __future__ import annotations
 
-import importlib
+from ember.fx import _lazy_exports
 
 _EXPORTS = {  # public name -> module (relative to ember.jit) that defines it
     "trace": "._trace", "trace_module": "._trace", "ScriptFunction": "._script",
@@ -27,12 +27,4 @@ _EXPORTS = {  # public name -> module (relative to ember.jit) that defines it
 }
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ember.jit' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(globals(), _EXPORTS)

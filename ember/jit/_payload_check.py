@@ -1,4 +1,4 @@
-"""Check a jit archive's ``code/graphs.json`` before anything is built from it.
+"""Check a jit archive's program (its JSON payload) before anything is built from it.
 
 `check_payload` walks the whole JSON tree -- module tree, schemas, graphs, nested blocks, values --
 and refuses, with `Refused` naming the offending module/method/node, anything that is not exactly
@@ -19,7 +19,7 @@ Beyond the allowlist, what the graphs may do is checked here because it depends 
 - ``prim::RaiseException`` names a class of ``prim.RAISABLE``;
 - every field has the JSON type save writes, and no field is unknown.
 
-    check_payload(json.loads(text))    # None, or Refused("method 'forward' of module '' ...: ...")
+    check_payload(json.loads(text), tensors)    # None, or Refused("method 'forward' of module '' ...: ...")
 """
 from __future__ import annotations
 
@@ -31,8 +31,7 @@ from .ir.types import parse_type
 
 _MAX_OUTPUTS = 1 << 16      # outputs of one multi-output node (save writes the real count)
 
-_TOP_KEYS = {"version", "kind", "tensors", "name", "method", "module"}
-_TENSOR_KEYS = {"dtype", "requires_grad", "parameter"}
+_TOP_KEYS = {"version", "kind", "name", "method", "module"}
 _MODULE_KEYS = {"class", "training", "parameters", "buffers", "non_persistent", "attributes", "submodules",
                 "methods"}
 _NODE_KEYS = {"id", "op", "name", "target", "args", "kwargs", "type", "loc", "jit_name", "num_outputs",
@@ -43,21 +42,23 @@ class Refused(Exception):
     """What is wrong with the archive (load/save turn it into a RuntimeError naming the file)."""
 
 
-def check_payload(payload) -> None:
-    """Refuse (raise `Refused`) unless `payload` is a well-formed archive of the closed language."""
-    _keys(payload, "the archive", {"version", "kind", "tensors"}, _TOP_KEYS)
+def check_payload(payload, tensors: list) -> None:
+    """Refuse (raise `Refused`) unless `payload` is a well-formed program of the closed language
+    over `tensors` (the archive's tensor list: ``ember.load``'s reader built and checked them)."""
+    import ember
+    _keys(payload, "the archive", {"version", "kind"}, _TOP_KEYS)
     if payload["version"] != FORMAT_VERSION or type(payload["version"]) is not int:
         raise Refused(f"unsupported archive version {_shown(payload['version'])} (this ember reads {FORMAT_VERSION})")
-    tensors = _typed(payload["tensors"], list, "the tensor table")
-    for i, entry in enumerate(tensors):
-        _tensor_entry(entry, i)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, ember.Tensor):
+            raise Refused(f"tensor list entry {i} is a {type(t).__name__}, expected a tensor")
     kind = payload["kind"]
     if kind == "function":
-        _keys(payload, "a function archive", {"version", "kind", "tensors", "name", "method"}, _TOP_KEYS - {"module"})
+        _keys(payload, "a function archive", {"version", "kind", "name", "method"}, _TOP_KEYS - {"module"})
         name = _text(payload["name"], "the function name")
         _method(payload["method"], len(tensors), None, f"function {name!r}")
     elif kind == "module":
-        _keys(payload, "a module archive", {"version", "kind", "tensors", "module"}, _TOP_KEYS - {"name", "method"})
+        _keys(payload, "a module archive", {"version", "kind", "module"}, _TOP_KEYS - {"name", "method"})
         _module(payload["module"], tensors, "")
     else:
         raise Refused(f"unknown archive kind {_shown(kind)}")
@@ -111,24 +112,17 @@ def _dtype(name):
     return dt if isinstance(dt, ember.dtype) else None
 
 
-def _tensor_entry(entry, i: int) -> None:
-    what = f"tensor table entry {i}"
-    _keys(entry, what, _TENSOR_KEYS, _TENSOR_KEYS)
-    dt = _dtype(entry["dtype"])
-    if dt is None:
-        raise Refused(f"{what} has an unknown dtype {_shown(entry['dtype'])}")
-    _typed(entry["requires_grad"], bool, f"{what}: requires_grad")
-    _typed(entry["parameter"], bool, f"{what}: parameter")
-    if entry["requires_grad"] and not (dt.is_floating_point or dt.is_complex):
-        raise Refused(f"{what}: only floating point and complex tensors can require grad (dtype {dt.name})")
-
-
 def _member_name(name, what: str, reserved: frozenset) -> str:
     if not (isinstance(name, str) and name.isascii() and (name.isidentifier() or name.isdigit())):
         raise Refused(f"{what} name {_shown(name)} is not an identifier")
     if name in reserved or (name.startswith("__") and name.endswith("__")):
         raise Refused(f"{what} name {name!r} is taken by ember.nn.Module's own attributes")
     return name
+
+
+def _parameter_class():
+    from ..nn.parameter import Parameter
+    return Parameter
 
 
 _reserved: frozenset | None = None
@@ -160,7 +154,7 @@ def _module(data, tensors: list, path: str) -> None:
             if kind in ("parameters", "buffers") and value is not None:
                 if type(value) is not int or not 0 <= value < len(tensors):
                     raise Refused(f"{where}: {kind[:-1]} {name!r} refers to tensor {_shown(value)}, which the table lacks")
-                if kind == "parameters" and not tensors[value]["parameter"]:
+                if kind == "parameters" and not isinstance(tensors[value], _parameter_class()):
                     raise Refused(f"{where}: parameter {name!r} refers to tensor {value}, which is not a parameter")
             elif kind == "attributes":
                 _keys(value, f"{where}: attribute {name!r}", {"type", "value"}, {"type", "value"})

@@ -1,16 +1,20 @@
 """ember.jit.save / ember.jit.load: a scripted or traced program as a zip file that runs without
 its Python source, and whose loading cannot execute code from the file: a saved program is a closed
-language (``ember.jit.ir.allowlist``), and load reads the zip with ``_archive`` and checks the whole
-program with ``_payload_check`` before building anything (save runs the same check).
+language (``ember.jit.ir.allowlist``), and load checks the whole program with ``_payload_check``
+before building anything from it (save runs the same check).
 
     ember.jit.save(ember.jit.script(MyCell()), "cell.pt")
     cell = ember.jit.load("cell.pt")      # an ember.nn.Module: parameters(), state_dict(), .graph, .code
     cell(x, h)                            # runs the saved graph through the GraphExecutor
 
-The zip holds ``code/graphs.json`` (format version, kind, the module tree or the function, and a
-tensor manifest) and ``data/<i>.npy`` per tensor (``np.save(allow_pickle=False)``). Graphs are
-saved inlined (calls of scripted functions and methods are replaced by their graphs), in the
-format of ``ember.jit.ir.serialize``.
+The file is in ``ember.save``'s format (``ember/serialization.py``: a JSON manifest, the tensors'
+storages, a SHA-256 digest; nothing is unpickled) with its own magic number (``JIT_MAGIC``, so
+neither loader takes the other's files), holding ``{"program": <JSON text>, "tensors": [...]}``:
+the program is the format version, the kind and the module tree or the function, with graphs
+saved inlined (calls of scripted functions and methods are replaced by their graphs) in the format
+of ``ember.jit.ir.serialize``, naming tensors by their index in ``tensors``. The tensors are
+written and read by ``ember.save``'s code: dtypes, Parameters, ``requires_grad`` and shared
+storage round-trip as they do in a checkpoint.
 
 What is saved:
 - a script function (``._graph`` + ``.schema``): its graph, schema and name;
@@ -24,20 +28,17 @@ What is saved:
 """
 from __future__ import annotations
 
-import io
+import contextlib
 import json
 import os
-import zipfile
 
-import numpy as np
-
-from ._archive import GRAPHS, open_archive
+from .. import serialization
+from .._checkpoint_reader import _Corrupt
 from ._callable import CompiledGraphCallable
 from ._payload_check import Refused, check_payload
 from .ir import callee_graph, prim
 from .ir import serialize as ser
-from .ir.types import (AnyType, Argument, ListType, ModuleType, NO_DEFAULT, NoneType, Signature, TensorType,
-                       TupleType, parse_type)
+from .ir.types import AnyType, Argument, ModuleType, NO_DEFAULT, Signature, TensorType, parse_type
 
 # ---------------------------------------------------------------------------------------------
 # save
@@ -62,35 +63,12 @@ def save(m, f, _extra_files=None) -> None:
     else:
         raise TypeError(f"ember.jit.save: expected a scripted or traced function or module, got {type(m).__name__}")
     payload["version"] = ser.FORMAT_VERSION
-    payload["tensors"] = [_tensor_entry(t) for t in tensors.tensors]
     try:   # what load would refuse is refused here, before anything is written
-        check_payload(payload)
+        check_payload(payload, tensors.tensors)
     except Refused as exc:
         raise RuntimeError(f"ember.jit.save: {exc}") from None
-    with zipfile.ZipFile(_path(f), "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr(GRAPHS, json.dumps(payload, allow_nan=False, indent=1))
-        for i, t in enumerate(tensors.tensors):
-            buf = io.BytesIO()
-            np.save(buf, _to_numpy(t), allow_pickle=False)
-            zf.writestr(f"data/{i}.npy", buf.getvalue())
-
-
-def _path(f):
-    return os.fspath(f) if isinstance(f, (str, os.PathLike)) else f
-
-
-def _to_numpy(t) -> np.ndarray:
-    import ember
-    t = t.detach()
-    if t.dtype == ember.bfloat16:  # numpy has no bfloat16: stored widened, narrowed on load
-        t = t.to(ember.float32)
-    # np.array, not np.ascontiguousarray: the latter turns a 0-dim array into a 1-dim one
-    return np.array(t.cpu().numpy() if hasattr(t, "cpu") else t.numpy(), order="C", copy=True)
-
-
-def _tensor_entry(t) -> dict:
-    from ..nn.parameter import Parameter
-    return {"dtype": t.dtype.name, "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, Parameter)}
+    program = json.dumps(payload, allow_nan=False, indent=1)
+    serialization.write({"program": program, "tensors": tensors.tensors}, f, serialization.JIT_MAGIC)
 
 
 def _schema_of(obj, default_name: str) -> Signature:
@@ -247,10 +225,10 @@ def load(f, map_location=None, _extra_files=None):
 
         fn = ember.jit.load("fn.pt"); fn(x)
 
-    The file is checked whole before anything is built from it (see ``_archive`` and
-    ``_payload_check``): a file that is corrupt, foreign, or whose program names anything outside
-    the closed language of ``ember.jit.ir.allowlist`` raises RuntimeError naming the file and what
-    is wrong, and runs nothing.
+    The file is checked whole before anything is built from it: its format by ``ember.load``'s
+    reader (``ember.serialization.read``), its program by ``_payload_check``. A file that is corrupt,
+    foreign, or whose program names anything outside the closed language of
+    ``ember.jit.ir.allowlist`` raises RuntimeError naming the file and what is wrong, and runs nothing.
     """
     if _extra_files:
         raise NotImplementedError("ember.jit.load: _extra_files is not supported")
@@ -258,17 +236,16 @@ def load(f, map_location=None, _extra_files=None):
         raise NotImplementedError("ember.jit.load: map_location must be a device or a device string")
     name = _source_name(f)
     try:
-        with open_archive(f, name) as archive:
-            payload = archive.read_json()
-            check_payload(payload)
-            arrays = [archive.read_array(i, _stored_dtype(e["dtype"])) for i, e in enumerate(payload["tensors"])]
-        tensors = [_load_tensor(arr, e, map_location) for arr, e in zip(arrays, payload["tensors"])]
-        del arrays
+        with _opened(f) as fh:
+            magic = serialization.JIT_MAGIC
+            root = serialization.read(fh, fh.read(len(magic)) or b"", map_location, True, magic)
+        payload, tensors = _program(root)
+        check_payload(payload, tensors)
         if payload["kind"] == "function":
             graph, schema = _decode_method(payload["method"], tensors)
             return LoadedScriptFunction(payload["name"], graph, schema)
         return _decode_module(payload["module"], tensors)
-    except Refused as exc:
+    except (Refused, _Corrupt) as exc:
         raise RuntimeError(f"ember.jit.load: {name}: {exc}") from None
     except RecursionError:
         raise RuntimeError(f"ember.jit.load: {name}: the archive is nested too deeply") from None
@@ -280,27 +257,29 @@ def _source_name(f) -> str:
     return str(getattr(f, "name", None) or type(f).__name__)
 
 
-def _stored_dtype(name: str) -> np.dtype:
-    """The NumPy dtype `save` writes a tensor of ember dtype `name` with (bfloat16 widened)."""
-    import ember
-    dt = getattr(ember, name)
-    return np.dtype(np.float32) if dt == ember.bfloat16 else np.dtype(dt.np)
+def _opened(f):
+    """`f` opened for reading: a missing path or a directory raise ValueError, as ``torch.jit.load`` does."""
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        if not os.path.exists(path):
+            raise ValueError(f"ember.jit.load: The provided filename {path} does not exist")
+        if os.path.isdir(path):
+            raise ValueError(f"ember.jit.load: The provided filename {path} is a directory")
+        return open(path, "rb")
+    if not hasattr(f, "read"):
+        raise TypeError(f"ember.jit.load: expected a path or a binary file object, got {type(f).__name__}")
+    return contextlib.nullcontext(f)
 
 
-def _load_tensor(arr, entry: dict, map_location):
-    import ember
-    from ..nn.parameter import Parameter
-    t = ember.from_numpy(arr)
-    dt = getattr(ember, entry["dtype"])
-    if t.dtype != dt:
-        t = t.to(dt)
-    if map_location is not None:
-        t = t.to(ember.device(map_location) if isinstance(map_location, str) else map_location)
-    if entry["parameter"]:
-        return Parameter(t, requires_grad=entry["requires_grad"])
-    if entry["requires_grad"]:
-        t.requires_grad_(True)
-    return t
+def _program(root) -> tuple:
+    """(the program's JSON payload, the tensor list) of the object a file holds: what `save` writes."""
+    if type(root) is not dict or set(root) != {"program", "tensors"} or type(root["program"]) is not str \
+            or type(root["tensors"]) is not list:
+        raise Refused("not an ember.jit archive: it holds no program and tensor list")
+    try:
+        return json.loads(root["program"], parse_constant=serialization.no_json_constant), root["tensors"]
+    except ValueError as exc:
+        raise Refused(f"the program is not valid JSON ({exc})") from None
 
 
 # decoding: the payload passed check_payload, so its fields have the types and names save writes

@@ -15,7 +15,7 @@ only. ``range(n)`` and indexing use ``__index__``, which Python does not let an 
 override: those freeze silently.
 
 Like the conversions of _tracing.py, ``Tensor.size`` and ``Tensor.shape`` are wrapped only while
-a trace runs (jit/_trace.py's `patched_while_tracing`), so eager code pays nothing. A traced int is one of the tracer's
+a trace runs (jit/_trace.py's `_PATCHES`), so eager code pays nothing. A traced int is one of the tracer's
 traced values (``tracer.values``, by identity), so make_fx's tracer passes its node to ops.
 """
 from __future__ import annotations
@@ -239,7 +239,7 @@ def _keep_traced(original, is_list: bool):
 
 def patches() -> list:
     """(owner, name, wrapper) for Tensor.size, .shape, .numel / .nelement and the int argument
-    converters (jit/_trace.py's `patched_while_tracing` installs them)."""
+    converters (jit/_trace.py's `_PATCHES` installs them)."""
     from ..ops import argparse as ap
     original_size, original_shape = Tensor.__dict__["size"], Tensor.__dict__["shape"]
     original_numel = Tensor.__dict__["numel"]

@@ -18,16 +18,14 @@ different values warn.
 """
 from __future__ import annotations
 
-import contextlib
 import difflib
 import inspect
-import threading
 import warnings
 
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
 from .._core.tensor import Tensor
 from ..nn.modules.module import Module
-from .._functorch.make_fx import tracing
+from .._functorch.make_fx import SharedPatches, tracing
 from .ir.printer import ScriptGraph, drop_dead_int_nodes, format_graph, node_lines
 from . import _script, _sizes
 from ._tracing import TorchScriptTracer, TracerWarning, conversion_patches
@@ -158,7 +156,7 @@ def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
     inputs = _distinct_inputs(inputs)
     for name, t in zip(names, inputs):
         recorder.add_input(name, t)
-    with tracing(recorder), patched_while_tracing():
+    with tracing(recorder), _PATCHES.installed():
         result = fn(*inputs)
     _check_outputs_strict(result, strict)
     recorder.set_output(result)
@@ -167,31 +165,9 @@ def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
     return recorder
 
 
-_patch_lock = threading.Lock()
-_patch_users = [0]
-_patched: list = []     # (owner, name, original) of what the first running trace replaced
-
-
-@contextlib.contextmanager
-def patched_while_tracing():
-    """The Tensor methods jit.trace wraps (conversions that warn, sizes that are recorded: see
-    _tracing.py and _sizes.py), installed by the first trace that runs and restored by the last
-    (traces on other threads may overlap), so eager code never pays for them."""
-    with _patch_lock:
-        _patch_users[0] += 1
-        if _patch_users[0] == 1:
-            for owner, name, wrapper in conversion_patches() + _sizes.patches():
-                _patched.append((owner, name, owner.__dict__[name]))
-                setattr(owner, name, wrapper)
-    try:
-        yield
-    finally:
-        with _patch_lock:
-            _patch_users[0] -= 1
-            if _patch_users[0] == 0:
-                for owner, name, original in reversed(_patched):
-                    setattr(owner, name, original)
-                _patched.clear()
+# the Tensor methods jit.trace wraps while a trace runs: conversions that warn and sizes that are
+# recorded (see _tracing.py and _sizes.py)
+_PATCHES = SharedPatches(lambda: conversion_patches() + _sizes.patches())
 
 
 def _distinct_inputs(inputs: tuple) -> tuple:

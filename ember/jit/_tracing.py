@@ -185,6 +185,6 @@ def _wrap(original, message, untraced):
 
 
 def conversion_patches() -> list:
-    """(Tensor, name, wrapper) for each conversion (jit/_trace.py's `patched_while_tracing` installs them)."""
+    """(Tensor, name, wrapper) for each conversion (jit/_trace.py's `_PATCHES` installs them)."""
     return [(Tensor, name, _wrap(Tensor.__dict__[name], message, untraced))
             for name, (message, untraced) in CONVERSIONS.items() if name in Tensor.__dict__]

@@ -1,32 +1,30 @@
 """Building hostile files from legitimate ones, for the tests of tests/security.
 
 Every hostile jit archive starts as a real ``ember.jit.save`` file of a small scripted program
-(`save_legit`); its ``code/graphs.json`` is edited (`Edit`) or its zip structure rewritten
-(`write_archive`), so it looks like a real file with one thing changed. Checkpoints start as
-``ember.save`` files and are re-signed (`resign`) after editing, since the SHA-256 digest only
-detects accidents: an attacker can compute it too.
+(`save_legit`); its program's JSON is edited (`Edit`) and written back (`write_archive`), or its
+checkpoint manifest is edited, so it looks like a real file with one thing changed. Checkpoints
+(a jit archive is one, with its own magic number) are re-signed (`resign`) after editing, since the
+SHA-256 digest only detects accidents: an attacker can compute it too.
 
     paths = save_legit(tmp)                       # {"module": ..., "function": ...}
-    payload, entries = read_archive(paths["module"])
+    payload, tensors = read_archive(paths["module"])
     e = Edit(payload)                              # the forward method of the top module
     arr = e.method("numpy", e.x)                   # %p = x.numpy()
     e.method("tofile", arr, "/tmp/marker")
     e.returns(arr)
-    write_archive(dst, payload, entries)
+    write_archive(dst, payload, tensors)
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import struct
-import zipfile
 
 import ember
-from ember import nn
-from ember.serialization import MAGIC
-
-GRAPHS = "code/graphs.json"
+from ember import nn, serialization
+from ember.serialization import JIT_MAGIC, MAGIC
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,59 +80,41 @@ def call_legit(loaded, kind: str):
 # ---------------------------------------------------------------------------------------------
 # archives
 # ---------------------------------------------------------------------------------------------
-def read_archive(path: str) -> tuple:
-    """(payload, [(name, bytes), ...]) of a jit archive, entries in file order."""
-    with zipfile.ZipFile(path) as zf:
-        entries = [(info.filename, zf.read(info)) for info in zf.infolist()]
-    payload = json.loads(dict(entries)[GRAPHS])
-    return payload, entries
+def read_archive(f) -> tuple:
+    """(payload, tensors) of a jit archive (a path, bytes or a binary file): its program's JSON and
+    its tensor list."""
+    fh = open(f, "rb") if isinstance(f, str) else io.BytesIO(f) if isinstance(f, (bytes, bytearray)) else f
+    with fh:
+        root = serialization.read(fh, fh.read(len(JIT_MAGIC)), None, True, JIT_MAGIC)
+    return json.loads(root["program"]), root["tensors"]
 
 
-def write_archive(path: str, payload, entries: list, *, compress: dict | None = None, names: dict | None = None,
-                  extra: list = ()) -> None:
-    """Write a jit archive: `payload` as the JSON (None keeps the entry's bytes), `compress`:
-    name -> zipfile compression, `names`: entry renames, `extra`: more (name, bytes) entries."""
-    compress, names = compress or {}, names or {}
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
-        for name, data in list(entries) + list(extra):
-            if name == GRAPHS and payload is not None:
-                data = json.dumps(payload).encode()
-            zf.writestr(zipfile.ZipInfo(names.get(name, name)), data, compress_type=compress.get(name, zipfile.ZIP_STORED))
+def write_archive(f, payload, tensors: list, *, program: str | None = None) -> None:
+    """Write a jit archive holding `payload` as its program (`program`: the JSON text instead) and
+    `tensors`, laid out as ember.jit.save writes it."""
+    text = json.dumps(payload) if program is None else program
+    serialization.write({"program": text, "tensors": tensors}, f, JIT_MAGIC)
+
+
+class Unseekable(io.RawIOBase):
+    """A stream that cannot tell its length (a pipe, a socket)."""
+
+    def __init__(self, data: bytes):
+        self._data, self._pos, self.name = data, 0, "<pipe>"
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = min(len(b), len(self._data) - self._pos)
+        b[:n] = self._data[self._pos:self._pos + n]
+        self._pos += n
+        return n
 
 
 def archive_bytes(path: str) -> bytearray:
     with open(path, "rb") as fh:
         return bytearray(fh.read())
-
-
-def central_entries(data: bytes) -> list:
-    """Offsets of the central directory headers of a zip held in `data`."""
-    out, pos = [], data.find(b"PK\x01\x02")
-    while pos != -1:
-        out.append(pos)
-        pos = data.find(b"PK\x01\x02", pos + 4)
-    return out
-
-
-def set_central_field(data: bytearray, entry_offset: int, field: str, value: int) -> None:
-    """Overwrite one field of the central directory header at `entry_offset`."""
-    fmt, pos = {"flags": ("<H", 8), "method": ("<H", 10), "crc": ("<I", 16), "csize": ("<I", 20),
-                "usize": ("<I", 24), "offset": ("<I", 42)}[field]
-    struct.pack_into(fmt, data, entry_offset + pos, value)
-
-
-def set_eocd_field(data: bytearray, field: str, value: int) -> None:
-    fmt, pos = {"count_disk": ("<H", 8), "count": ("<H", 10), "cd_size": ("<I", 12), "cd_offset": ("<I", 16),
-                "comment": ("<H", 20)}[field]
-    struct.pack_into(fmt, data, len(data) - 22 + pos, value)
-
-
-def npy_bytes(header: dict, body: bytes) -> bytes:
-    """A version 1.0 .npy file with a hand-written header dict, laid out as np.save writes it."""
-    text = ("{" + "".join(f"{k!r}: {v!r}, " for k, v in sorted(header.items())) + "}").encode("latin1")
-    pad = 64 - (10 + len(text) + 1) % 64
-    text += b" " * pad + b"\n"
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + body
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,9 +223,10 @@ def split_checkpoint(data: bytes) -> tuple:
 
 
 def resign(manifest, blob: bytes, *, mlen: int | None = None, dlen: int | None = None,
-           manifest_bytes: bytes | None = None) -> bytes:
-    """An ember.save file holding `manifest` and `blob` with a valid digest; `mlen`/`dlen` override
-    the lengths the header declares (the digest still covers the real bytes)."""
+           manifest_bytes: bytes | None = None, magic: bytes = MAGIC) -> bytes:
+    """An ember.save file (an ember.jit.save archive with `magic` JIT_MAGIC) holding `manifest` and
+    `blob` with a valid digest; `mlen`/`dlen` override the lengths the header declares (the digest
+    still covers the real bytes)."""
     text = manifest_bytes if manifest_bytes is not None else json.dumps(manifest).encode()
-    header = _HEADER.pack(MAGIC, 1, 0, len(text) if mlen is None else mlen, len(blob) if dlen is None else dlen)
+    header = _HEADER.pack(magic, 1, 0, len(text) if mlen is None else mlen, len(blob) if dlen is None else dlen)
     return header + text + blob + hashlib.sha256(header + text + blob).digest()

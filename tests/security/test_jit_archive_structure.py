@@ -1,9 +1,11 @@
-"""ember.jit.load of archives with a malformed module tree, graph or zip structure, and of
-decompression bombs / huge declared shapes: every one raises RuntimeError naming the file (and the
-module/node/entry), before building anything from it.
+"""ember.jit.load of archives with a malformed module tree, graph, tensor list or file structure,
+and of huge declared lengths and shapes: every one raises RuntimeError naming the file (and the
+module/node/tensor), before building anything from the program.
 
-Each case edits a legitimate archive (hostile_archives.save_legit): its JSON (`JSON_CASES`, a
-function of the payload) or its zip/.npy bytes (`ZIP_CASES`, a function (src, dst) writing dst).
+Each case edits a legitimate archive (hostile_archives.save_legit): its program's JSON
+(`JSON_CASES`, a function of the payload), or the file (`FILE_CASES`, a function (src, dst) writing
+dst): its root object, its checkpoint manifest (re-signed) or its bytes. The file is in ember.save's
+format, so what tests/security checks of ember.load's reader holds for these files too.
 """
 import copy
 import io
@@ -16,6 +18,8 @@ import pytest
 
 import ember
 import hostile_archives as H
+from ember import serialization
+from ember.serialization import JIT_MAGIC, MAGIC
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +120,6 @@ JSON_CASES = {
     "version_bumped": ("function", lambda p: p.__setitem__("version", 2), "version"),
     "version_true": ("function", lambda p: p.__setitem__("version", True), "version"),
     "kind_unknown": ("function", lambda p: p.__setitem__("kind", "pickle"), "kind"),
-    "tensor_table_dtype_object": ("module", lambda p: p["tensors"][0].__setitem__("dtype", "object"), "dtype"),
-    "tensor_table_int_requires_grad": ("module", lambda p: p["tensors"][0].update(dtype="int64", requires_grad=True),
-                                       "require grad"),
     # schemas
     "schema_default_unknown_tag": ("function", lambda p: p["method"]["schema"]["arguments"][1].__setitem__(
         "default", {"$eval": "1"}), "malformed value"),
@@ -168,158 +169,135 @@ JSON_CASES = {
 @pytest.mark.parametrize("name", sorted(JSON_CASES))
 def test_malformed_json_refused(legit, tmp_path, name):
     base, edit, fragment = JSON_CASES[name]
-    payload, entries = H.read_archive(legit[base])
+    payload, tensors = H.read_archive(legit[base])
     edit(payload)
     text = json.dumps(payload).replace(json.dumps(DEEP), "[" * 100_000 + "]" * 100_000)
     path = str(tmp_path / f"{name}.pt")
-    H.write_archive(path, None, [(n, text.encode() if n == H.GRAPHS else b) for n, b in entries])
+    H.write_archive(path, None, tensors, program=text)
     refused(path, fragment)
 
 
 # ---------------------------------------------------------------------------------------------
-# the zip structure and the .npy entries
+# the file: ember.save's format holding {"program": <JSON text>, "tensors": [...]}
 # ---------------------------------------------------------------------------------------------
-def _rebuild(src, dst, *, replace=None, names=None, drop=(), extra=(), compress=None):
-    payload, entries = H.read_archive(src)
-    replace = replace or {}
-    entries = [(n, replace.get(n, b)) for n, b in entries if n not in drop]
-    H.write_archive(dst, None, entries, names=names, extra=extra, compress=compress)
-
-
-def _patch(fn):
+def _root(edit):
+    """A case writing the archive's root object as `edit(program text, tensors)` makes it."""
     def case(src, dst):
-        data = H.archive_bytes(src)
-        result = fn(data)
-        data = result if isinstance(result, (bytes, bytearray)) else data
-        with open(dst, "wb") as fh:
-            fh.write(data)
+        payload, tensors = H.read_archive(src)
+        serialization.write(edit(json.dumps(payload), tensors), dst, JIT_MAGIC)
     return case
 
 
-def _npy(header, body=b""):
-    return lambda src, dst: _rebuild(src, dst, replace={"data/0.npy": H.npy_bytes(header, body)})
+def _manifest(edit, magic=JIT_MAGIC, **lengths):
+    """A case editing the archive's checkpoint manifest in place (`edit(manifest)`), re-signed."""
+    def case(src, dst):
+        manifest, blob = H.split_checkpoint(H.archive_bytes(src))
+        edit(manifest)
+        with open(dst, "wb") as fh:
+            fh.write(H.resign(manifest, blob, magic=magic, **lengths))
+    return case
 
 
-def _central(field, value, entry=-1):
-    def patch(data):
-        H.set_central_field(data, H.central_entries(data)[entry], field, value)
-    return _patch(patch)
+def _bytes(edit):
+    def case(src, dst):
+        with open(dst, "wb") as fh:
+            fh.write(edit(bytes(H.archive_bytes(src))))
+    return case
 
 
-def _flip_in(name):
-    def patch(data):
-        with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
-            info = zf.getinfo(name)
-        start = info.header_offset + 30 + len(info.filename) + len(info.extra)
-        data[start + info.file_size - 1] ^= 0x01
-    return _patch(patch)
+def _weight(manifest) -> dict:
+    """The manifest entry of a 3x3 parameter (a Linear's weight)."""
+    return next(e for e in manifest["tensors"] if e.get("parameter") and e["shape"] == [3, 3])
 
 
-def _shift_offsets(data: bytes, by: int) -> bytearray:
-    """`data` (a zip with `by` bytes put in front) with every offset moved, as ``zip -A`` does."""
-    data = bytearray(data)
-    for entry in H.central_entries(data):
-        offset = struct.unpack_from("<I", data, entry + 42)[0]
-        H.set_central_field(data, entry, "offset", offset + by)
-    H.set_eocd_field(data, "cd_offset", struct.unpack_from("<I", data, len(data) - 6)[0] + by)
-    return data
+def _zip_layout(src, dst):
+    """The layout ember.jit.save wrote before it used ember.save's format: a zip of
+    ``code/graphs.json`` and ``data/<i>.npy``."""
+    payload, tensors = H.read_archive(src)
+    with zipfile.ZipFile(dst, "w") as zf:
+        zf.writestr("code/graphs.json", json.dumps(payload))
+        for i, t in enumerate(tensors):
+            buf = io.BytesIO()
+            np.save(buf, t.detach().numpy())
+            zf.writestr(f"data/{i}.npy", buf.getvalue())
 
 
-F32 = "<f4"
-ZIP_CASES = {
-    "entry_deflated": (lambda s, d: _rebuild(s, d, compress={"data/0.npy": zipfile.ZIP_DEFLATED}), "compressed"),
-    "graphs_json_deflated": (lambda s, d: _rebuild(s, d, compress={H.GRAPHS: zipfile.ZIP_DEFLATED}), "compressed"),
-    "stored_size_lie": (_central("usize", 200 << 20), "declares"),
-    "method_field_lie": (_central("method", 8), "compressed"),
-    "encrypted_flag": (_central("flags", 1), "encrypted"),
-    "path_traversal_dotdot": (lambda s, d: _rebuild(s, d, names={"data/2.npy": "../../evil.npy"}), "unexpected"),
-    "path_traversal_absolute": (lambda s, d: _rebuild(s, d, names={"data/2.npy": "/etc/cron.d/evil"}), "unexpected"),
-    "path_traversal_in_data": (lambda s, d: _rebuild(s, d, names={"data/2.npy": "data/../../2.npy"}), "unexpected"),
-    "entry_name_leading_zero": (lambda s, d: _rebuild(s, d, names={"data/2.npy": "data/02.npy"}), "unexpected"),
-    "entry_index_past_table": (lambda s, d: _rebuild(s, d, names={"data/2.npy": "data/3.npy"}), "unexpected"),
-    "duplicate_entry": (lambda s, d: _rebuild(s, d, names={"data/1.npy": "data/0.npy"}), "duplicate"),
-    "duplicate_graphs_json": (lambda s, d: _rebuild(s, d, names={"data/1.npy": H.GRAPHS}), "more than one"),
-    "missing_entry": (lambda s, d: _rebuild(s, d, drop={"data/2.npy"}), "declares 3 tensors"),
-    "missing_graphs_json": (lambda s, d: _rebuild(s, d, drop={H.GRAPHS}), "no code/graphs.json"),
-    "extra_entry": (lambda s, d: _rebuild(s, d, extra=[("code/evil.py", b"import os")]), "declares 3 tensors"),
-    "renamed_to_source_file": (lambda s, d: _rebuild(s, d, names={"data/2.npy": "code/evil.py"}), "unexpected"),
-    "trailing_bytes": (_patch(lambda data: data + b"\0" * 100), "end record"),
-    "prepended_bytes": (_patch(lambda data: b"\x80\x04junk" + data), "central directory"),
-    "prepended_bytes_offsets_adjusted": (_patch(lambda data: _shift_offsets(b"\x80\x04junk" + data, 6)), "hidden"),
-    "zip_comment": (_patch(lambda data: (H.set_eocd_field(data, "comment", 4), data + b"evil")[1]), "end record"),
-    "eocd_count_huge": (_patch(lambda data: (H.set_eocd_field(data, "count", 65000),
-                                             H.set_eocd_field(data, "count_disk", 65000))), "central directory"),
-    "eocd_offset_outside": (_patch(lambda data: H.set_eocd_field(data, "cd_offset", 1 << 30)), "central directory"),
-    "zip64_markers_without_record": (_patch(lambda data: H.set_eocd_field(data, "cd_offset", 0xFFFFFFFF)), "zip64"),
-    "central_offset_points_at_other_entry": (_central("offset", 0), "local header"),
-    "central_offset_outside_file": (_central("offset", 1 << 31), "past the end"),
-    "crc_of_tensor_wrong": (_flip_in("data/1.npy"), "CRC-32"),
-    "crc_of_graphs_json_wrong": (_central("crc", 0, entry=0), "CRC-32"),
-    "npy_huge_declared_shape": (_npy({"descr": F32, "fortran_order": False, "shape": (10 ** 12,)}, b"\0" * 16),
-                                "declares shape [1000000000000]"),
-    "npy_shape_overflows_int64": (_npy({"descr": F32, "fortran_order": False, "shape": (2 ** 62, 2 ** 62)}),
-                                  "declares shape"),
-    "npy_negative_dim": (_npy({"descr": F32, "fortran_order": False, "shape": (-1, 3)}), "npy"),
-    "npy_object_dtype": (_npy({"descr": "|O", "fortran_order": False, "shape": (1,)}, b"\x80\x04N."), "malformed"),
-    "npy_structured_dtype": (_npy({"descr": [("a", F32)], "fortran_order": False, "shape": (1,)}, b"\0" * 4),
-                             "malformed"),
-    "npy_dtype_mismatch": (_npy({"descr": "<i8", "fortran_order": False, "shape": (3, 3)}, b"\0" * 72), "dtype int64"),
-    "npy_big_endian": (_npy({"descr": ">f4", "fortran_order": False, "shape": (3, 3)}, b"\0" * 36), "dtype >f4"),
-    "npy_short_body": (_npy({"descr": F32, "fortran_order": False, "shape": (3, 3)}, b"\0" * 35), "holds 35 bytes"),
-    "npy_long_body": (_npy({"descr": F32, "fortran_order": False, "shape": (3, 3)}, b"\0" * 37), "holds 37 bytes"),
-    "npy_not_npy": (lambda s, d: _rebuild(s, d, replace={"data/0.npy": b"\x80\x04\x95junk"}), "not a .npy"),
-    "npy_header_length_huge": (lambda s, d: _rebuild(s, d, replace={"data/0.npy": b"\x93NUMPY\x02\x00" +
-                                                                    struct.pack("<I", 1 << 31) + b"{}"}), ".npy"),
-    "npy_version_3": (lambda s, d: _rebuild(s, d, replace={"data/0.npy": b"\x93NUMPY\x03\x00" + b"\0" * 64}),
-                      "format 1.0"),
-    "npy_header_eval": (_npy({"descr": "__import__('os').system('touch x')", "fortran_order": False, "shape": (1,)}),
-                        ".npy"),
+def _flip(position):
+    return _bytes(lambda d: d[:position] + bytes([d[position] ^ 1]) + d[position + 1:])
+
+
+FILE_CASES = {
+    # the root object
+    "root_a_list": (_root(lambda text, tensors: [text, tensors]), "no program"),
+    "root_extra_key": (_root(lambda text, tensors: {"program": text, "tensors": tensors, "code": "import os"}),
+                       "no program"),
+    "program_not_text": (_root(lambda text, tensors: {"program": json.loads(text), "tensors": tensors}), "no program"),
+    "program_not_json": (_root(lambda text, tensors: {"program": text[:-1], "tensors": tensors}), "not valid JSON"),
+    "program_nan_constant": (_root(lambda text, tensors: {"program": text.replace('"version": 1', '"version": NaN'),
+                                                          "tensors": tensors}), "not valid JSON"),
+    "tensor_list_holds_int": (_root(lambda text, tensors: {"program": text, "tensors": tensors[:-1] + [3]}),
+                              "expected a tensor"),
+    "tensor_list_holds_ndarray": (_root(lambda text, tensors: {"program": text, "tensors": tensors[:-1] + [
+        np.zeros(3, np.float32)]}), "expected a tensor"),
+    "parameter_saved_as_plain_tensor": (_root(lambda text, tensors: {
+        "program": text, "tensors": [t.detach().clone() for t in tensors]}), "not a parameter"),
+    # the tensors' manifest entries
+    "tensor_dtype_object": (_manifest(lambda m: _weight(m).update(dtype="object")), "unknown dtype"),
+    "int_tensor_requires_grad": (_manifest(lambda m: _weight(m).update(dtype="int32", requires_grad=True)),
+                                 "require grad"),
+    "tensor_huge_shape": (_manifest(lambda m: _weight(m).update(shape=[10 ** 6, 10 ** 6])), "outside its storage"),
+    "tensor_shape_overflows_int64": (_manifest(lambda m: _weight(m).update(shape=[2 ** 62, 2 ** 62])), "too large"),
+    "tensor_negative_dim": (_manifest(lambda m: _weight(m).update(shape=[-1, 3])), "integer >= 0"),
+    "tensor_offset_outside_storage": (_manifest(lambda m: _weight(m).update(offset=1 << 40)), "outside its storage"),
+    "unknown_node_kind": (_manifest(lambda m: m.__setitem__("root", {"k": "pickle", "v": "cos\nsystem\n"})),
+                          "unknown node kind"),
+    "storage_table_lie": (_manifest(lambda m: m["storages"][-1].__setitem__(1, m["storages"][-1][1] + 4)),
+                          "storages do not cover"),
+    # the header and the bytes
+    "declared_length_huge": (_manifest(lambda m: None, dlen=1 << 40), "truncated"),
+    "version_bumped": (_bytes(lambda d: d[:8] + struct.pack("<I", 2) + d[12:]), "unsupported"),
+    "trailing_bytes": (_bytes(lambda d: d + b"\0" * 100), "unexpected bytes after the checksum"),
+    "prepended_bytes": (_bytes(lambda d: b"\x80\x04junk" + d), "bad magic"),
+    "tensor_byte_flipped": (_flip(-33), "checksum"),
+    "digest_flipped": (_flip(-1), "checksum"),
+    "checkpoint_magic": (_manifest(lambda m: None, magic=MAGIC), "ember.save checkpoint"),
+    "old_zip_layout": (_zip_layout, "zip archive"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(ZIP_CASES))
-def test_malformed_zip_refused(legit, tmp_path, name):
-    build, fragment = ZIP_CASES[name]
+@pytest.mark.parametrize("name", sorted(FILE_CASES))
+def test_malformed_file_refused(legit, tmp_path, name):
+    build, fragment = FILE_CASES[name]
     path = str(tmp_path / f"{name}.pt")
     build(legit["module"], path)
     refused(path, fragment)
 
 
-def test_fortran_order_npy_entry_loads_in_order(legit, tmp_path):
-    values = np.arange(9, dtype=np.float32).reshape(3, 3)
-    body = np.asfortranarray(values).tobytes(order="F")
-    path = str(tmp_path / "fortran.pt")
-    payload, _ = H.read_archive(legit["module"])
-    index = payload["module"]["submodules"]["inner"]["submodules"]["lin"]["parameters"]["weight"]
-    header = H.npy_bytes({"descr": F32, "fortran_order": True, "shape": (3, 3)}, body)
-    _rebuild(legit["module"], path, replace={f"data/{index}.npy": header})
-    loaded = ember.jit.load(path)
-    np.testing.assert_array_equal(loaded.inner.lin.weight.detach().numpy(), values)
-
-
-def test_data_descriptors_of_a_streamed_zip_load(legit, tmp_path):
-    """A zip written to a stream that cannot seek puts sizes in data descriptors after each entry:
-    still a well-formed archive, and it loads."""
-    class Unseekable:
-        def __init__(self):
-            self.chunks = []
-
-        def write(self, b):
-            self.chunks.append(bytes(b))
-            return len(b)
-
-        def flush(self):
-            pass
-
-    payload, entries = H.read_archive(legit["module"])
-    out = Unseekable()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
-        for name, data in entries:
-            with zf.open(name, "w") as w:
-                w.write(data)
-    path = tmp_path / "streamed.pt"
-    path.write_bytes(b"".join(out.chunks))
-    assert any(i.flag_bits & 0x8 for i in zipfile.ZipFile(path).infolist())
+def test_archive_loads_from_a_stream_that_cannot_seek(legit):
     reference = ember.jit.load(legit["module"])
+    loaded = ember.jit.load(H.Unseekable(bytes(H.archive_bytes(legit["module"]))))
     x = ember.randn(2, 3)
-    np.testing.assert_array_equal(ember.jit.load(str(path))(x).detach().numpy(), reference(x).detach().numpy())
+    np.testing.assert_array_equal(loaded(x).detach().numpy(), reference(x).detach().numpy())
+
+
+def test_tied_weights_stay_tied_through_save_and_load(tmp_path):
+    """The tensors go through ember.save's code: one tensor reached twice (a tied weight) and views
+    of one storage load sharing memory, as torch.jit.load's do."""
+    class Tied(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = ember.nn.Linear(3, 3)
+            self.b = ember.nn.Linear(3, 3)
+            self.b.weight = self.a.weight
+            self.register_buffer("row", self.a.bias.detach()[1:])
+
+        def forward(self, x):
+            return self.b(self.a(x)) + self.row.sum()
+
+    path = str(tmp_path / "tied.pt")
+    ember.jit.save(ember.jit.script(Tied()), path)
+    loaded = ember.jit.load(path)
+    assert loaded.a.weight is loaded.b.weight
+    with ember.no_grad():
+        loaded.a.bias[2] = 7.0
+    assert float(loaded.row[1]) == 7.0

@@ -182,13 +182,12 @@ def test_other_exceptions_become_runtime_errors(raisers, name):
 def test_check_payload_accepts_what_save_writes_and_names_the_first_problem():
     buf = io.BytesIO()
     ember.jit.save(ember.jit.script(ember.nn.Linear(2, 2)), buf)
-    import json
-    import zipfile
-    payload = json.loads(zipfile.ZipFile(buf).read("code/graphs.json"))
-    _payload_check.check_payload(payload)
+    import hostile_archives as H
+    payload, tensors = H.read_archive(buf.getvalue())
+    _payload_check.check_payload(payload, tensors)
     payload["module"]["methods"]["forward"]["graph"]["nodes"][-2]["target"] = "os.system"
     with pytest.raises(_payload_check.Refused, match="method 'forward' of module '<top>': node %.*'os.system'"):
-        _payload_check.check_payload(payload)
+        _payload_check.check_payload(payload, tensors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,11 +196,11 @@ def test_check_payload_accepts_what_save_writes_and_names_the_first_problem():
 def _edited(tmp_path, build):
     import hostile_archives as H
     paths = H.save_legit(str(tmp_path))
-    payload, entries = H.read_archive(paths["module"])
+    payload, tensors = H.read_archive(paths["module"])
     e = H.Edit(payload)
     build(e)
     path = str(tmp_path / "edited.pt")
-    H.write_archive(path, payload, entries)
+    H.write_archive(path, payload, tensors)
     return ember.jit.load(path)
 
 

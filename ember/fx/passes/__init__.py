@@ -29,7 +29,7 @@ The contract every pass here keeps:
 """
 from __future__ import annotations
 
-import importlib
+from ember.fx import _lazy_exports
 
 _EXPORTS = {
     "ShapeProp": ".shape_prop", "TensorMetadata": ".shape_prop", "extract_tensor_metadata": ".shape_prop",
@@ -43,14 +43,4 @@ _SUBMODULES = ("shape_prop", "dead_code_elimination", "common_subexpression_elim
                "pass_manager", "purity", "jit_log")
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ember.fx.passes' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(globals(), _EXPORTS, _SUBMODULES)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from ember.fx.graph import Graph
 
-from ember._core.tensor_spec import meta_like
-
 from ..ir import block_params, block_returns, prim, walk
 from ..ir.types import TensorType
 

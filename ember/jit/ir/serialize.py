@@ -7,8 +7,8 @@ A graph is ``{"nodes": [node, ...]}``; a node is
 
 Values inside args: JSON numbers/strings/bools/null and lists as themselves; the rest tagged:
 ``{"$node": id}``, ``{"$tuple": [...]}``, ``{"$dict": [[k, v], ...]}``, ``{"$float": "nan"}``,
-``{"$dtype": "float32"}``, ``{"$device": "cpu"}``, ``{"$tensor": i}`` (i indexes the tensor table
-that the caller stores as ``.npy`` files), ``{"$slice": [a, b, c]}``, ``{"$ellipsis": true}``.
+``{"$dtype": "float32"}``, ``{"$device": "cpu"}``, ``{"$tensor": i}`` (i indexes the tensor list
+the caller stores beside the program), ``{"$slice": [a, b, c]}``, ``{"$ellipsis": true}``.
 
 Target names: ``prim::If`` (the prim table), ``aten::add.Tensor`` (ember's operator registry),
 ``operator.add``, ``math.sqrt``, ``builtins.len``, ``ember.tanh`` / ``ember.nn.functional.relu``,

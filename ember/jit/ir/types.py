@@ -15,6 +15,7 @@ import typing
 from dataclasses import dataclass
 
 from ember._core.schema import NO_DEFAULT, Argument  # noqa: F401  (one Argument for ops and scripts)
+from ember._core.schema import _split_top   # one splitter of type and schema text on top-level commas
 
 
 class ScriptType:
@@ -120,20 +121,6 @@ def parse_type(text: str) -> ScriptType:
     if text in _SIMPLE:
         return _SIMPLE[text]
     raise ValueError(f"parse_type: unknown type {text!r}")
-
-
-def _split_top(text: str) -> list:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
 
 
 def from_annotation(annotation, globals_: dict | None = None) -> ScriptType:

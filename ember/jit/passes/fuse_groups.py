@@ -40,7 +40,7 @@ from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes import purity
 from ember.fx.passes.pass_manager import PassResult, finish
-from ember.jit.ir import BoolType, TensorType, add_if, block_returns, call, prim, set_block_returns, walk
+from ember.jit.ir import BoolType, TensorType, add_if, call, prim, set_block_returns, walk
 from ember.jit.ir.op_names import op_name
 from ember.jit.ir.types import observed_tensor_type
 
