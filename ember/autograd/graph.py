@@ -14,7 +14,8 @@ import weakref
 import numpy as np
 
 from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, INFERENCE_BIT, tls
-from .._core.tensor import CPU_BIT, Tensor, wrap
+from .._core.tensor import CPU_BIT, Tensor, alias as alias_of, wrap
+from .grad_mode import is_grad_enabled, no_grad
 
 
 class AutogradMeta:
@@ -154,7 +155,6 @@ class AccumulateGrad(Node):
         if g is None:
             return []
         meta = meta_of(self.variable)
-        from .grad_mode import is_grad_enabled, no_grad
         if meta.grad is None:
             # A copy: the same gradient object may reach several leaves (a + b), and users
             # zero .grad in place. Under create_graph the grad keeps its history. A plain CPU
@@ -196,7 +196,6 @@ class SavedTensor:
             # An alias without history, and a weak reference to the node that saves it: saving
             # the output itself (or the node strongly) would make a reference cycle
             # node -> saved -> output -> grad_fn -> node, which only gc could free.
-            from .._core.tensor import alias as alias_of
             alias = alias_of(tensor, tensor._keys & BACKEND_MASK)
             alias._version_counter = tensor._shared_version_counter()
             self.tensor = alias
@@ -228,10 +227,8 @@ class SavedTensor:
                 "failed to compute its gradient. The variable in question was changed in there or anywhere later.")
         node = self.node() if self.node is not None else None
         if self.is_output and node is not None:
-            from .grad_mode import is_grad_enabled
             if is_grad_enabled():  # double backward: the output is connected to its node again
-                from .._core.tensor import alias
-                out = alias(t, t._keys | AUTOGRAD_BIT)
+                out = alias_of(t, t._keys | AUTOGRAD_BIT)
                 out._version_counter = t._version_counter
                 out._autograd = AutogradMeta(node, self.output_nr)
                 return out

@@ -436,6 +436,9 @@ def _checker(arg: Argument, index: int):
         return lambda v: v.__class__ is bool or _type_ok(arg, v)
     if simple and arg.type == "int":
         return lambda v: v.__class__ is int or _type_ok(arg, v)
+    if arg.is_list and arg.type == "int":  # dims and sizes: a list or tuple of plain ints passes at once
+        return lambda v: ((v.__class__ is list or v.__class__ is tuple) and all(x.__class__ is int for x in v)
+                          or _type_ok(arg, v))
     number_ok = arg.type == "Tensor" and not arg.is_list and index > 0
     return lambda v: (number_ok and v.__class__ in _NUMBERS) or _type_ok(arg, v)
 
