@@ -1,6 +1,6 @@
 """Per-call time of tiny ops (shape (4,)) in ember, NumPy and PyTorch eager, interleaved.
 
-    .venv/bin/python bench/eager_overhead.py [--rounds 15] [--number 2000]
+    .venv/bin/python bench/eager_overhead.py [--rounds 15] [--number 2000] [--clock cpu]
 
 What it measures is the fixed cost of one op call: argument parsing, dispatch, allocation of
 the result; the two autograd rows add recording a graph node (``mul, grad``) and running a
@@ -66,10 +66,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--number", type=int, default=2000)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the process's CPU time (waiting for a core on a shared machine is not counted)")
     args = parser.parse_args()
     header("eager overhead: microseconds per call, tiny tensors (median of interleaved rounds)")
     c = cases()
-    medians = interleaved(c, rounds=args.rounds, number=args.number)
+    medians = interleaved(c, rounds=args.rounds, number=args.number, clock=args.clock)
     rows = list(dict.fromkeys(r for r, _ in c))
     print(table(rows, ["ember", "numpy", "torch"], medians, ratio=("ember", "torch")))
     plain = [r for r in rows if (r, "numpy") in medians]     # (the autograd rows have no NumPy peer)
