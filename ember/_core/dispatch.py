@@ -61,6 +61,8 @@ META_BIT = 1 << DispatchKey.Meta
 AUTOGRAD_BIT = 1 << DispatchKey.Autograd
 FAKE_BIT = 1 << DispatchKey.Fake
 INFERENCE_BIT = 1 << DispatchKey.Inference
+_CPU_AUTOGRAD = CPU_BIT | AUTOGRAD_BIT
+_AUTOGRAD_KEY = int(DispatchKey.Autograd)
 
 # The backend of factories called without a device (``ember.set_default_device``): [its bit, its device].
 default_factory_backend = [CPU_BIT, None]
@@ -242,6 +244,10 @@ class OperatorHandle:
             kernel = self.table[0]
             if kernel is not None:
                 return kernel(*args)
+        elif keys == _CPU_AUTOGRAD:    # a CPU op recording autograd: what redispatch picks, a frame sooner
+            kernel = self.table[_AUTOGRAD_KEY]
+            if kernel is not None:
+                return kernel(self, CPU_BIT, *args)
         return self.redispatch(keys, *args)
 
     def redispatch(self, keys: int, *args):

@@ -137,27 +137,39 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
     for node, _ in root_edges:
         if deps.get(node, 0) == 0 and all(n is not node for _, _, n in ready):
             heapq.heappush(ready, (-node.sequence_nr, id(node), node))
+    heappush, heappop = heapq.heappush, heapq.heappop
     with set_grad_enabled(bool(create_graph)):
         while ready:
-            _, _, node = heapq.heappop(ready)
-            buf = buffers.pop(node, {})
-            grads = [buf.get(i) for i in range(max(buf.keys(), default=-1) + 1)]
-            grads = run_pre_hooks(node, grads)
-            for (cnode, nr), pos in capture.items():
-                if cnode is node and nr < len(grads):
-                    results[pos] = _sum(results[pos], grads[nr])
-            run = needed is None or id(node) in needed
-            if isinstance(node, AccumulateGrad) and not accumulate:
-                run = False
+            node = heappop(ready)[2]
+            buf = buffers.pop(node, None)
+            if buf is None:
+                grads = []
+            elif len(buf) == 1 and 0 in buf:   # the common case: one output, one gradient
+                grads = [buf[0]]
+            else:
+                grads = [buf.get(i) for i in range(max(buf) + 1)]
+            buf = None
+            is_accumulator = isinstance(node, AccumulateGrad)
+            if node._hooked or is_accumulator:   # (hook containers exist only on nodes that were given one)
+                grads = run_pre_hooks(node, grads)
+            if capture:
+                for (cnode, nr), pos in capture.items():
+                    if cnode is node and nr < len(grads):
+                        results[pos] = _sum(results[pos], grads[nr])
+            run = (needed is None or id(node) in needed) and (accumulate or not is_accumulator)
             outs = None     # the last node's outputs go: AccumulateGrad counts who holds a gradient
             if run:
-                if not any(g is not None for g in grads):
-                    outs = [None] * len(node.next_functions)
-                elif tls.include & _PROFILER_BIT and node_evaluators:  # a profiler records: in its ranges
-                    outs = node_evaluators[-1](node, grads)
+                for g in grads:
+                    if g is not None:
+                        g = None    # (a name holding a gradient would make AccumulateGrad copy it)
+                        if tls.include & _PROFILER_BIT and node_evaluators:  # a profiler records: in its ranges
+                            outs = node_evaluators[-1](node, grads)
+                        else:
+                            outs = node.apply(grads)
+                        break
                 else:
-                    outs = node.apply(grads)
-                if node.hooks:
+                    outs = [None] * len(node.next_functions)
+                if node._hooked and node.hooks:
                     outs = run_post_hooks(node, outs, grads)
                 if not retain_graph:
                     node.release()
@@ -166,13 +178,19 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
             for edge, g in zip(node.next_functions, outs):
                 if edge is None or edge[0] is None:
                     continue
-                nxt, nr = edge
+                nxt = edge[0]
                 if g is not None:
-                    b = buffers.setdefault(nxt, {})
-                    b[nr] = _sum(b.get(nr), g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+                    b = buffers.get(nxt)
+                    if b is None:
+                        buffers[nxt] = {edge[1]: g}
+                    else:
+                        nr = edge[1]
+                        b[nr] = _sum(b.get(nr), g)
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    heappush(ready, (-nxt.sequence_nr, id(nxt), nxt))
+            g = nxt = edge = b = None
     if inputs is not None and not allow_unused:
         for i, r in enumerate(results):
             if r is None:

@@ -7,13 +7,15 @@ inputs; a leaf that requires grad is reached through its `AccumulateGrad` node.
 """
 from __future__ import annotations
 
+import itertools
 import sys
 import weakref
 
 import numpy as np
 
 from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, INFERENCE_BIT, tls
-from .._core.tensor import CPU_BIT, Tensor, wrap
+from .._core.tensor import CPU_BIT, Tensor, alias as alias_of, wrap
+from .grad_mode import is_grad_enabled, no_grad
 
 
 class AutogradMeta:
@@ -57,20 +59,39 @@ def gradient_edge(t):
     return (acc, 0)
 
 
-class Node:
-    """A backward function. ``apply(grads)`` maps output grads to input grads."""
+# Numbers nodes in creation order (the engine runs the newest ready node first). A counter, not a
+# class attribute: assigning one (``Node._sequence += 1``) invalidates the type cache of Node and
+# of every subclass (one per op), which cost ~30 us per recorded op.
+next_sequence_nr = itertools.count(1).__next__
 
-    _sequence = 0
+_HOOK_CONTAINERS = {"pre_hooks": dict, "retain_hooks": dict, "hooks": list, "metadata": dict}
+
+
+class Node:
+    """A backward function. ``apply(grads)`` maps output grads to input grads.
+
+    Its hook containers are made on first use (`__getattr__`): most nodes never get a hook, and
+    four empty containers per node were ~1 us of every recorded op. ``_hooked`` turns True once
+    one of them exists, so the engine looks for hooks only on nodes that may have some."""
+
+    _hooked = False
 
     def __init__(self, next_edges=()):
         # PyTorch shows an input that needs no gradient as the edge (None, 0).
         self.next_functions = tuple((None, 0) if e is None else e for e in next_edges)
-        self.pre_hooks = {}         # output_nr -> [hook(grad) -> grad or None]; -1: whole-node prehooks
-        self.retain_hooks = {}      # output_nr -> retain_grad hook (always runs after the tensor hooks)
-        self.hooks = []             # hook(grad_inputs, grad_outputs)
-        self.metadata = {}
-        Node._sequence += 1
-        self.sequence_nr = Node._sequence
+        self.sequence_nr = next_sequence_nr()
+
+    def __getattr__(self, name):
+        # pre_hooks: output_nr -> [hook(grad) -> grad or None]; -1: whole-node prehooks.
+        # retain_hooks: output_nr -> retain_grad hook (always runs after the tensor hooks).
+        # hooks: [hook(grad_inputs, grad_outputs)]. metadata: the user's dict.
+        make = _HOOK_CONTAINERS.get(name)
+        if make is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        value = self.__dict__[name] = make()
+        if name != "metadata":
+            self._hooked = True
+        return value
 
     def name(self) -> str:
         return type(self).__name__
@@ -108,11 +129,12 @@ class _Handle:
 
 
 # Who holds an incoming gradient while _sole_owner counts: the engine's list of the node's
-# gradients and its buffer dict (engine._run_graph drops the previous node's outputs first),
-# AccumulateGrad.apply's local `g`, _sole_owner's parameter and sys.getrefcount's argument; its
-# array: the tensor, apply's local `arr`, the parameter and getrefcount's argument. One more holder
-# (a hook that kept it, a second leaf it also flows to, a saved tensor, a view) and it is copied.
-_GRAD_REFS, _ARRAY_REFS = 5, 4
+# gradients (engine._run_graph drops its buffer dict, the previous node's outputs and its loop
+# names first), AccumulateGrad.apply's local `g`, _sole_owner's parameter and sys.getrefcount's
+# argument; its array: the tensor, apply's local `arr`, the parameter and getrefcount's argument.
+# One more holder (a hook that kept it, a second leaf it also flows to, a saved tensor, a view) and
+# it is copied.
+_GRAD_REFS, _ARRAY_REFS = 4, 4
 
 
 def _sole_owner(g, arr) -> bool:
@@ -133,7 +155,6 @@ class AccumulateGrad(Node):
         if g is None:
             return []
         meta = meta_of(self.variable)
-        from .grad_mode import is_grad_enabled, no_grad
         if meta.grad is None:
             # A copy: the same gradient object may reach several leaves (a + b), and users
             # zero .grad in place. Under create_graph the grad keeps its history. A plain CPU
@@ -175,7 +196,6 @@ class SavedTensor:
             # An alias without history, and a weak reference to the node that saves it: saving
             # the output itself (or the node strongly) would make a reference cycle
             # node -> saved -> output -> grad_fn -> node, which only gc could free.
-            from .._core.tensor import alias as alias_of
             alias = alias_of(tensor, tensor._keys & BACKEND_MASK)
             alias._version_counter = tensor._shared_version_counter()
             self.tensor = alias
@@ -207,10 +227,8 @@ class SavedTensor:
                 "failed to compute its gradient. The variable in question was changed in there or anywhere later.")
         node = self.node() if self.node is not None else None
         if self.is_output and node is not None:
-            from .grad_mode import is_grad_enabled
             if is_grad_enabled():  # double backward: the output is connected to its node again
-                from .._core.tensor import alias
-                out = alias(t, t._keys | AUTOGRAD_BIT)
+                out = alias_of(t, t._keys | AUTOGRAD_BIT)
                 out._version_counter = t._version_counter
                 out._autograd = AutogradMeta(node, self.output_nr)
                 return out

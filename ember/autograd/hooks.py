@@ -10,6 +10,7 @@ into ``.grad`` further down the graph.
 from __future__ import annotations
 
 from .._core.tensor import Tensor
+from .graph import AccumulateGrad
 
 
 def hook_name(hook) -> str:
@@ -54,11 +55,12 @@ def run_tensor_hooks(hooks, grad):
 def run_pre_hooks(node, grads):
     """PyTorch's order: tensor hooks (a leaf's live on its tensor, a non-leaf's on its grad_fn),
     then retain_grad hooks, then the node's own prehooks."""
-    from .graph import AccumulateGrad
     if isinstance(node, AccumulateGrad):
         meta = node.variable._autograd
         if meta is not None and meta.hooks and grads and grads[0] is not None:
             grads[0] = run_tensor_hooks(meta.hooks, grads[0])
+    if not node._hooked:    # no hook container was ever made on the node (graph.Node.__getattr__)
+        return grads
     hooks = node.pre_hooks
     for nr, fns in hooks.items():
         if 0 <= nr < len(grads) and grads[nr] is not None:

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import inspect
 
-from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, _ExcludeDispatchKeyGuard, register_fallback
+from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, CPU_BIT, _ExcludeDispatchKeyGuard, register_fallback, tls
 from .._core.tensor import Tensor
-from .graph import Node, SavedTensor, gradient_edge, meta_of
+from .graph import Node, SavedTensor, gradient_edge, meta_of, next_sequence_nr
 
 _EXCLUDE = DispatchKey.Autograd
 
@@ -38,6 +38,7 @@ class Formula:
     def __init__(self, fn):
         self.fn = fn
         self.params = tuple(inspect.signature(fn).parameters)
+        self.param_set = frozenset(self.params)
 
 
 def _camel(name: str) -> str:
@@ -114,18 +115,23 @@ def _node_type(op_name: str, name: str = None):
 
 
 class FormulaNode(Node):
-    """A backward node that evaluates a derivative formula."""
+    """A backward node that evaluates a derivative formula.
 
-    def __init__(self, formula, op, values, saved, shapes, dtypes, slots, out_meta, next_edges):
-        super().__init__(next_edges)
+    What the formula reads is gathered when the op is recorded (`make_kernel`): ``kw`` holds its
+    plain arguments by parameter name (non-tensor arguments, ``<arg>_shape``, ``<arg>_dtype_device``),
+    ``saved`` the tensors it reads (SavedTensor, or a list of them for ``Tensor[]``; also ``result`` /
+    ``results``), unpacked and version-checked when the node runs."""
+
+    def __init__(self, formula, op, kw, saved, dtypes, slots, has_list, out_meta, next_edges):
+        self.next_functions = next_edges    # (node, input_nr) per input, (None, 0) where none
+        self.sequence_nr = next_sequence_nr()
         self.formula, self.op = formula, op
-        self.values = values      # non-tensor arguments by name
-        self.saved = saved        # name -> SavedTensor (or list of them)
-        self.shapes = shapes      # name -> shape (tensor args)
-        self.dtypes = dtypes      # edge index -> (shape, dtype) of the input it feeds
+        self.kw = kw              # parameter name -> plain value
+        self.saved = saved        # parameter name -> SavedTensor (or list of them)
+        self.dtypes = dtypes      # edge index -> (shape, dtype) of the input it feeds, None where no gradient
         self.slots = slots        # per tensor arg: (name, is_list, n_edges)
+        self.has_list = has_list  # whether a tensor arg is a Tensor[] (else one edge per slot)
         self.out_meta = out_meta  # per output: (shape, dtype, device) or None (not differentiable)
-        self.devices = {}         # name -> (device, dtype) of tensor args, for formulas that ask
 
     def _unpack(self, name):
         s = self.saved[name]
@@ -134,47 +140,49 @@ class FormulaNode(Node):
         return None if s is None else s.unpack(self.name())
 
     def apply(self, grads):
-        from .. import zeros
-        full = []
-        for i, meta in enumerate(self.out_meta):
-            g = grads[i] if i < len(grads) else None
-            if g is None and meta is not None:
-                g = zeros(meta[0], dtype=meta[1], device=meta[2])
-            full.append(g)
-        kwargs = {}
-        for p in self.formula.params:
-            if p == "grad":
-                kwargs[p] = full[0]
-            elif p == "grads":
-                kwargs[p] = tuple(full)
-            elif p == "needs_grad":
-                kwargs[p] = self._needs_grad()
-            elif p in self.saved:
-                kwargs[p] = self._unpack(p)
-            elif p in self.values:
-                kwargs[p] = self.values[p]
-            elif p.endswith("_shape") and p[:-6] in self.shapes:
-                kwargs[p] = self.shapes[p[:-6]]
-            elif p.endswith("_dtype_device") and p[:-13] in self.devices:
-                kwargs[p] = self.devices[p[:-13]]
-            else:
-                raise RuntimeError(f"derivative of {self.op.name}: unknown formula parameter '{p}'")
-        out = self.formula.fn(**kwargs)
-        if not isinstance(out, (tuple, list)) or (len(self.slots) == 1 and self.slots[0][1]):
+        out_meta = self.out_meta
+        if len(grads) < len(out_meta):
+            grads = _materialize(grads, out_meta)
+        else:
+            for g in grads:
+                if g is None:
+                    grads = _materialize(grads, out_meta)
+                    break
+        formula = self.formula
+        params = formula.param_set
+        kwargs = self.kw.copy()
+        if "grad" in params:
+            kwargs["grad"] = grads[0]
+        if "grads" in params:
+            kwargs["grads"] = tuple(grads[:len(out_meta)])
+        if "needs_grad" in params:
+            kwargs["needs_grad"] = self._needs_grad()
+        for name in self.saved:
+            if name in params:
+                kwargs[name] = self._unpack(name)
+        if len(kwargs) != len(formula.params):
+            missing = next(p for p in formula.params if p not in kwargs)
+            raise RuntimeError(f"derivative of {self.op.name}: unknown formula parameter '{missing}'")
+        out = formula.fn(**kwargs)
+        slots = self.slots
+        if not isinstance(out, (tuple, list)) or (len(slots) == 1 and slots[0][1]):
             out = (out,)
-        flat = []
-        for (name, is_list, n), g in zip(self.slots, out):
-            if is_list:
-                flat.extend(list(g) if g is not None else [None] * n)
-            else:
-                flat.append(g)
+        if not self.has_list:      # one gradient per slot
+            flat = out[:len(slots)]
+        else:
+            flat = []
+            for (name, is_list, n), g in zip(slots, out):
+                if is_list:
+                    flat.extend(list(g) if g is not None else [None] * n)
+                else:
+                    flat.append(g)
         result = []
-        for i, g in enumerate(flat):
-            if self.dtypes[i] is None:  # the input needs no gradient (PyTorch leaves it undefined)
+        for meta, g in zip(self.dtypes, flat):
+            if meta is None:  # the input needs no gradient (PyTorch leaves it undefined)
                 g = None
             elif g is not None:
-                shape, dtype = self.dtypes[i]
-                if tuple(g.shape) != shape:
+                shape, dtype = meta
+                if g.shape != shape:
                     g = sum_to(g, shape)
                 if g.dtype is not dtype:
                     g = g.to(dtype)
@@ -194,6 +202,18 @@ class FormulaNode(Node):
             for x in (s if isinstance(s, list) else [s]):
                 if x is not None:
                     x.release()
+
+
+def _materialize(grads, out_meta):
+    """The output gradients with zeros where one is missing (None) for a differentiable output."""
+    from .. import zeros
+    full = []
+    for i, meta in enumerate(out_meta):
+        g = grads[i] if i < len(grads) else None
+        if g is None and meta is not None:
+            g = zeros(meta[0], dtype=meta[1], device=meta[2])
+        full.append(g)
+    return full
 
 
 def sum_to(g, shape):
@@ -260,73 +280,99 @@ def _check_inplace(op, target, args=()):
                                   "grad are not supported by ember's autograd yet")
 
 
+_NO_EDGE = (None, 0)
+
+
 def make_kernel(op, formula: Formula):
-    """The Autograd-key kernel of `op` for `formula` (see module docstring)."""
+    """The Autograd-key kernel of `op` for `formula` (see module docstring).
+
+    What a call records is planned here, once per op, from the schema and the formula's parameter
+    names: which arguments to save, which to keep as values, which shapes and devices the formula
+    reads; a call only follows the plan."""
     schema = op.schema
-    args_spec = [(i, a) for i, a in enumerate(schema.arguments) if a.type == "Tensor"]
-    names = [a.name for a in schema.arguments]
+    arguments = schema.arguments
     inplace = schema.is_inplace
     is_out = schema.is_out
     is_view = bool(schema.returns) and schema.returns[0].alias is not None and not schema.returns[0].is_write
-    wants = set(formula.params)
-    wants_device = [p[:-13] for p in formula.params if p.endswith("_dtype_device")]
+    wants = formula.param_set
     node_type = _node_type(op.name)
     name_by_args = NODE_NAME_BY_ARGS.get(op.name.split("::")[-1])
+    tensor_args = tuple((i, a.is_list) for i, a in enumerate(arguments) if a.type == "Tensor")
+    has_list = any(is_list for _, is_list in tensor_args)
+    fixed_slots = tuple((a.name, a.is_list, 1) for a in arguments if a.type == "Tensor")
+    saves = tuple((i, a.name, a.is_list) for i, a in enumerate(arguments) if a.type == "Tensor" and a.name in wants)
+    values = tuple((i, a.name) for i, a in enumerate(arguments) if a.type != "Tensor" and a.name in wants)
+    shapes = tuple((i, a.name + "_shape", a.is_list) for i, a in enumerate(arguments)
+                   if a.type == "Tensor" and a.name + "_shape" in wants)
+    devices = tuple((i, a.name + "_dtype_device") for i, a in enumerate(arguments) if a.name + "_dtype_device" in wants)
+    wants_result = "result" in wants or "results" in wants
+    redispatch = op.redispatch
+    table = op.table
 
     def kernel(op_, keys, *args):
+        excluded = tls.exclude
         if not _any_requires_grad(args):
-            with _ExcludeDispatchKeyGuard(_EXCLUDE):
-                return op.redispatch(keys, *args)
+            tls.exclude = excluded | AUTOGRAD_BIT
+            try:
+                if keys == CPU_BIT and table[0] is not None:   # what redispatch would pick, without its loop
+                    return table[0](*args)
+                return redispatch(keys, *args)
+            finally:
+                tls.exclude = excluded
         if is_out:
             raise RuntimeError(f"{schema.name}(): functions with out=... arguments don't support automatic "
                                "differentiation, but one of the arguments requires grad.")
         if inplace:
             _check_inplace(op, args[0], args)
-        saved, values, shapes = {}, {}, {}
-        for (i, a) in enumerate(schema.arguments):
+        saved, kw = {}, {}
+        for i, name, is_list in saves:
             v = args[i]
-            if a.type == "Tensor" and not a.is_list:
-                if isinstance(v, Tensor):
-                    shapes[a.name] = tuple(v.shape)
-                    if a.name in wants:
-                        if inplace and i == 0:  # `self` is about to be overwritten: save its old value
-                            with _ExcludeDispatchKeyGuard(_EXCLUDE):
-                                v = v.clone()
-                        saved[a.name] = SavedTensor(v)
-                else:
-                    values[a.name] = v
-            elif a.type == "Tensor":
-                if a.name in wants:
-                    saved[a.name] = [SavedTensor(x) if isinstance(x, Tensor) else None for x in (v or [])]
-                shapes[a.name] = [tuple(x.shape) if isinstance(x, Tensor) else None for x in (v or [])]
+            if is_list:
+                saved[name] = [SavedTensor(x) if isinstance(x, Tensor) else None for x in (v or [])]
+            elif isinstance(v, Tensor):
+                if inplace and i == 0:  # `self` is about to be overwritten: save its old value
+                    with _ExcludeDispatchKeyGuard(_EXCLUDE):
+                        v = v.clone()
+                saved[name] = SavedTensor(v)
             else:
-                values[a.name] = v
-        edges, dtypes, slots = [], [], []
-        for i, a in args_spec:
+                kw[name] = v
+        for i, name in values:
+            kw[name] = args[i]
+        for i, param, is_list in shapes:
             v = args[i]
-            items = list(v or []) if a.is_list else [v]
-            for x in items:
-                if _requires_grad(x):
+            if is_list:
+                kw[param] = [tuple(x.shape) if isinstance(x, Tensor) else None for x in (v or [])]
+            elif isinstance(v, Tensor):
+                kw[param] = tuple(v.shape)
+        edges, dtypes = [], []
+        for i, is_list in tensor_args:
+            v = args[i]
+            for x in ((v or ()) if is_list else (v,)):
+                if isinstance(x, Tensor) and x._keys & AUTOGRAD_BIT:
                     edges.append(gradient_edge(x))
-                    dtypes.append((tuple(x.shape), x.dtype))
+                    dtypes.append((x._data.shape, x.dtype))
                 else:
-                    edges.append(None)
+                    edges.append(_NO_EDGE)
                     dtypes.append(None)
-            slots.append((a.name, a.is_list, len(items)))
-        with _ExcludeDispatchKeyGuard(_EXCLUDE):
-            out = op.redispatch(keys, *args)
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        out_meta = [(tuple(o.shape), o.dtype, o.device) if _differentiable(o) else None for o in outs]
+        slots = tuple((arguments[i].name, is_list, len(args[i] or ()) if is_list else 1)
+                      for i, is_list in tensor_args) if has_list else fixed_slots
+        tls.exclude = excluded | AUTOGRAD_BIT
+        try:
+            out = redispatch(keys, *args)
+        finally:
+            tls.exclude = excluded
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        out_meta = tuple((o._data.shape, o.dtype, o.device) if _differentiable(o) else None for o in outs)
         node_cls = node_type
         if name_by_args is not None:
             special = name_by_args(args)
             if special is not None:
                 node_cls = _node_type(op.name, special)
-        node = node_cls(formula, op, values, saved, shapes, dtypes, slots, out_meta, edges)
-        for name in wants_device:
-            v = args[names.index(name)]
-            node.devices[name] = (v.device, v.dtype)
-        if "result" in wants or "results" in wants:
+        node = node_cls(formula, op, kw, saved, dtypes, slots, has_list, out_meta, tuple(edges))
+        for i, param in devices:
+            v = args[i]
+            kw[param] = (v.device, v.dtype)
+        if wants_result:
             bump = 1 if inplace else 0
             res = [SavedTensor(o, node, is_output=True, expected_bump=bump, output_nr=nr)
                    if isinstance(o, Tensor) else None for nr, o in enumerate(outs)]

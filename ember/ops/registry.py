@@ -126,7 +126,12 @@ def _make_handle(schema: FunctionSchema, ns: str = "aten") -> OperatorHandle:
     if packet is None:
         packet = _Packet(schema.name)
         setattr(namespace, schema.name, packet)
-    packet._overloads[schema.overload_name or "default"] = handle
+    overload = schema.overload_name or "default"
+    packet._overloads[overload] = handle
+    if not hasattr(_Packet, overload) and overload not in packet.__dict__:
+        # also a plain attribute: reaching __getattr__ costs a raised AttributeError first (~1.3 us
+        # of every ``aten.view.default(...)`` that Tensor.view and other Python wrappers make)
+        packet.__dict__[overload] = handle
     handle.overloadpacket = packet
     handle._schema = schema
     handle.__name__ = f"{schema.name}.{schema.overload_name or 'default'}"
@@ -436,6 +441,9 @@ def _checker(arg: Argument, index: int):
         return lambda v: v.__class__ is bool or _type_ok(arg, v)
     if simple and arg.type == "int":
         return lambda v: v.__class__ is int or _type_ok(arg, v)
+    if arg.is_list and arg.type == "int":  # dims and sizes: a list or tuple of plain ints passes at once
+        return lambda v: ((v.__class__ is list or v.__class__ is tuple) and all(x.__class__ is int for x in v)
+                          or _type_ok(arg, v))
     number_ok = arg.type == "Tensor" and not arg.is_list and index > 0
     return lambda v: (number_ok and v.__class__ in _NUMBERS) or _type_ok(arg, v)
 
