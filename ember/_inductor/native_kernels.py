@@ -426,7 +426,8 @@ def source(dtype) -> str:
     from .machine import vector_math_prelude
     ctype, suffix = DTYPES[np.dtype(dtype)]
     fill = {"prelude": vector_math_prelude(), "T": ctype, "suffix": suffix, "is_float": int(ctype == "float")}
-    return _HEADER % fill + _BODIES % fill
+    from .native_kernels_conv import BODIES as conv_bodies     # the CNN ops' kernels (a file of their own)
+    return _HEADER % fill + _BODIES % fill + conv_bodies % fill
 
 
 _kernels: dict = {}          # (name, dtype) -> launch partial, or None when unavailable

@@ -15,6 +15,7 @@ from math import prod
 import numpy as np
 
 from .. import native
+from ..._core.tensor import wrap
 from ..cpu import conv as _cpu
 from ..cpu import pool as _pool
 from ..meta import conv as _plan
@@ -197,6 +198,9 @@ def _scatter_max(grad, self, indices, nd, disjoint=False):
     windows do not overlap, so no two outputs share an argmax and plain writes replace the
     accumulating scatter (NumPy's ufunc.at is several times slower than fancy assignment)."""
     from ... import zeros
+    fused = _native_scatter_max(grad, self, indices, nd)
+    if fused is not None:
+        return fused
     plane = prod(self.shape[-nd:])
     lead = tuple(self.shape[:-nd])
     g = grad.reshape(lead + (-1,))
@@ -218,6 +222,26 @@ def _max_pool(nd, with_indices):
         disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(ks, st, dil))
         return _scatter_max(grads[0], self, indices, nd, disjoint)
     return formula
+
+
+def _native_scatter_max(grad, self, indices, nd):
+    """_scatter_max as one C loop (max_pool_bwd), when native.plain_backward holds and grad and
+    indices are contiguous float32/float64 and int64 arrays of one shape matching the input's
+    leading dims; None otherwise (and for an index outside its plane, which the ember ops'
+    scatter then reports)."""
+    if not native.plain_backward(grad, self, indices):
+        return None
+    g, idx, d = grad._data, indices._data, self._data.dtype
+    if g.dtype is not d or idx.dtype != np.int64 or g.shape != idx.shape or not idx.flags.c_contiguous \
+            or g.ndim != self.ndim or g.shape[:-nd] != self.shape[:-nd] or self.numel() == 0:
+        return None
+    fn = native.kernel("max_pool_bwd", d)
+    if fn is None:
+        return None
+    plane, outputs = prod(self.shape[-nd:]), prod(g.shape[-nd:])
+    gi, bad = np.empty(self.shape, d), np.zeros(1, np.int64)
+    fn(np.ascontiguousarray(g), idx, gi, bad, prod(g.shape[:-nd]), plane, outputs)
+    return None if bad[0] else wrap(gi)
 
 
 def _adaptive_max(nd):

@@ -175,8 +175,31 @@ def _batch_norm_family_train(grad, input, weight, bias, eps, dims):
             None, None)
 
 
-def _batch_norm_train(grad, input, weight, bias, eps):
-    fused = _native_norm(grad, input, weight, bias, eps, None)
+def _native_batch_norm(grad, input, weight, bias, eps, needs_grad):
+    """(gx, gw, gb) from the batch_norm_bwd kernel (ember/_inductor/native_kernels_conv.py; gx
+    skipped when the input wants none), or None where it does not apply (see _native_norm)."""
+    tensors = (grad, input) if weight is None else (grad, input, weight)
+    if not native.plain_backward(*tensors) or input.numel() == 0 or input.ndim < 2:
+        return None
+    g, x = grad._data, input._data
+    w = x if weight is None else weight._data
+    if g.shape != x.shape or g.dtype is not x.dtype or any(a.dtype is not x.dtype or not a.flags.c_contiguous
+                                                            for a in (x, w)):
+        return None
+    fn = native.kernel("batch_norm_bwd", x.dtype)
+    if fn is None:
+        return None
+    n, c = x.shape[:2]
+    gx = np.empty_like(x) if needs_grad[0] else None
+    dw, db = np.empty(c), np.empty(c)
+    fn(np.ascontiguousarray(g), x, w, x if gx is None else gx, dw, db, n, c, x.size // (n * c), weight is not None,
+       gx is not None, float(eps))
+    return (None if gx is None else wrap(gx), None if weight is None else wrap(dw.astype(x.dtype)),
+            None if bias is None else wrap(db.astype(x.dtype)))
+
+
+def _batch_norm_train(grad, input, weight, bias, eps, needs_grad):
+    fused = _native_batch_norm(grad, input, weight, bias, eps, needs_grad)
     if fused is not None:
         return (*fused, None, None)
     return _batch_norm_family_train(grad, input, weight, bias, eps, [0] + list(range(2, input.ndim)))
