@@ -105,4 +105,69 @@ K(batch_norm_bwd) {
         }
     }
 }
+/* The output columns [lo, hi) of a kernel tap whose input column is ow * SW + off lie inside
+   [0, W): the rest read the zero padding. */
+static void tap_span(int64_t OW, int64_t W, int64_t SW, int64_t off, int64_t *lo, int64_t *hi) {
+    *lo = off >= 0 ? 0 : (-off + SW - 1) / SW;
+    *hi = W - off <= 0 ? 0 : (W - 1 - off) / SW + 1;
+    if (*hi > OW) *hi = OW;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* im2col of a 2-d convolution in F.unfold's layout: the value of input x (N, C, H, W) under tap
+   (c, ki, kj) at output position l = oh * OW + ow of sample n goes to cols (N, C*KH*KW, L) at
+   [n][(c * KH + ki) * KW + kj][l] (PyTorch's row order), zeros where the tap falls in the padding
+   (the high padding is implied by OH/OW, so asymmetric padding works). A convolution is then one
+   GEMM per sample, writing NCHW. */
+K(unfold2d) {
+    const T *x = bufs[0]; T *cols = bufs[1];
+    int64_t N = ints[0], C = ints[1], H = ints[2], W = ints[3], KH = ints[4], KW = ints[5], OH = ints[6], OW = ints[7];
+    int64_t SH = ints[8], SW = ints[9], PH = ints[10], PW = ints[11], DH = ints[12], DW = ints[13];
+    int64_t L = OH * OW;
+    for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+    for (int64_t ki = 0; ki < KH; ki++)
+    for (int64_t kj = 0; kj < KW; kj++) {
+        T *row = cols + (n * C * KH * KW + (c * KH + ki) * KW + kj) * L;
+        const T *xc = x + (n * C + c) * H * W;
+        int64_t off = kj * DW - PW, lo, hi;
+        tap_span(OW, W, SW, off, &lo, &hi);
+        for (int64_t oh = 0; oh < OH; oh++) {
+            T *dst = row + oh * OW;
+            int64_t h = oh * SH - PH + ki * DH;
+            if (h < 0 || h >= H) { memset(dst, 0, OW * sizeof(T)); continue; }
+            const T *src = xc + h * W;
+            memset(dst, 0, lo * sizeof(T));
+            if (SW == 1) memcpy(dst + lo, src + lo + off, (hi - lo) * sizeof(T));
+            else for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * SW + off];
+            memset(dst + hi, 0, (OW - hi) * sizeof(T));
+        }
+    }
+}
+
+/* col2im in F.fold's layout, unfold2d's adjoint: img (N, C, H, W) zeroed, then every value of
+   cols (N, C*KH*KW, L) added at its tap's input position (taps in PyTorch's row order). */
+K(fold2d) {
+    const T *cols = bufs[0]; T *img = bufs[1];
+    int64_t N = ints[0], C = ints[1], H = ints[2], W = ints[3], KH = ints[4], KW = ints[5], OH = ints[6], OW = ints[7];
+    int64_t SH = ints[8], SW = ints[9], PH = ints[10], PW = ints[11], DH = ints[12], DW = ints[13];
+    int64_t L = OH * OW;
+    memset(img, 0, N * C * H * W * sizeof(T));
+    for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+    for (int64_t ki = 0; ki < KH; ki++)
+    for (int64_t kj = 0; kj < KW; kj++) {
+        const T *row = cols + (n * C * KH * KW + (c * KH + ki) * KW + kj) * L;
+        T *xc = img + (n * C + c) * H * W;
+        int64_t off = kj * DW - PW, lo, hi;
+        tap_span(OW, W, SW, off, &lo, &hi);
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t h = oh * SH - PH + ki * DH;
+            if (h < 0 || h >= H) continue;
+            const T *src = row + oh * OW; T *dst = xc + h * W;
+            #pragma omp simd
+            for (int64_t ow = lo; ow < hi; ow++) dst[ow * SW + off] += src[ow];
+        }
+    }
+}
 """

@@ -173,3 +173,78 @@ def test_batch_norm_double_backward_is_composed(native_calls):
         res.append([gx.detach().numpy(), *[a.numpy() for a in lib.autograd.grad((gx ** 2).sum(), (x, w))]])
     for e, t in zip(*res):
         np.testing.assert_allclose(e, t, rtol=1e-9, atol=1e-9)
+
+
+# ------------------------------------------------------------------------------ convolution
+
+CONV2D = [dict(padding=1), dict(stride=2, padding=(2, 0)), dict(dilation=(2, 1), padding=(1, 3)),
+          dict(stride=(3, 2), dilation=2), dict(padding="same", dilation=(1, 2)), dict(groups=2, padding=1),
+          dict(kernel=(2, 4), padding="same"), dict(kernel=(1, 1)), dict(kernel=(5, 5), padding=4, stride=3)]
+
+
+def _conv_case(dtype, kw, cin=4, batch=(3,), size=(11, 10)):
+    kw = dict(kw)
+    kernel = kw.pop("kernel", (3, 3))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(batch + (cin,) + size).astype(dtype)
+    w = rng.standard_normal((6, cin // kw.get("groups", 1)) + kernel).astype(dtype)
+    return [x, w, rng.standard_normal(6).astype(dtype)], kw
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", CONV2D)
+@pytest.mark.parametrize("needs", [(True, True, True), (False, True, True), (True, False, False)])
+def test_conv2d_values_and_gradients_match_torch(dtype, kw, needs, native_calls):
+    arrays, kw = _conv_case(dtype, kw)
+    _compare(lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, **kw), arrays, list(needs), exact_values=False)
+    per_sample = kw.get("groups", 1) == 1
+    assert ("unfold2d" in native_calls) == per_sample              # forward (and the weight gradient)
+    assert ("fold2d" in native_calls) == (per_sample and needs[0])  # the input gradient's col2im
+
+
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(stride=2)])
+def test_conv2d_unbatched_strided_and_half_inputs(kw):
+    arrays, kw = _conv_case("float32", kw, batch=())
+    _compare(lambda lib, x, w, b: lib.nn.functional.conv2d(x, w, b, **kw), arrays, exact_values=False)
+    _compare(lambda lib, x, w, b: lib.nn.functional.conv2d(x.transpose(-1, -2), w.transpose(-1, -2), b, **kw),
+             arrays, exact_values=False)                         # non-contiguous input and weight
+    x, w, b = _conv_case("float32", kw, batch=(2,))[0]
+    for dt in ("float16", "bfloat16"):                           # computed in float32, rounded once
+        e = ember.nn.functional.conv2d(*[ember.from_numpy(a).to(getattr(ember, dt)) for a in (x, w, b)], **kw)
+        t = torch.nn.functional.conv2d(*[torch.from_numpy(a).to(getattr(torch, dt)) for a in (x, w, b)], **kw)
+        np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("nd", [1, 3])
+def test_conv1d_conv3d_per_sample_gemms_match_torch(nd):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3) + (7,) * nd)
+    w = rng.standard_normal((5, 3) + (3,) * nd)
+    conv = f"conv{nd}d"
+    _compare(lambda lib, x, w: getattr(lib.nn.functional, conv)(x, w, stride=2, padding=1), [x, w],
+             exact_values=False)
+
+
+def test_conv2d_integer_and_empty_inputs_match_torch():
+    x = np.arange(2 * 3 * 5 * 5).reshape(2, 3, 5, 5)
+    w = np.arange(4 * 3 * 3 * 3).reshape(4, 3, 3, 3) % 7 - 3
+    np.testing.assert_array_equal(ember.nn.functional.conv2d(ember.from_numpy(x), ember.from_numpy(w), padding=1).numpy(),
+                                  torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy())
+    rng = np.random.default_rng(2)
+    _compare(lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding=1),
+             [rng.standard_normal((0, 3, 5, 5)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)],
+             exact_values=False)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bool"])
+def test_unfold_fold_match_torch(dtype):
+    x = (np.random.default_rng(3).standard_normal((2, 3, 9, 8)) > 0).astype(dtype)
+    kw = dict(kernel_size=(3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1))
+    e = ember.nn.functional.unfold(ember.from_numpy(x.copy()), **kw)
+    t = torch.nn.functional.unfold(torch.from_numpy(x.copy()), **kw)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    ef = ember.nn.functional.fold(e, (9, 8), **kw)
+    tf = torch.nn.functional.fold(t, (9, 8), **kw)
+    np.testing.assert_array_equal(ef.numpy(), tf.numpy())
+    if dtype != "bool":
+        _compare(lambda lib, a: lib.nn.functional.fold(lib.nn.functional.unfold(a, **kw) * 2, (9, 8), **kw), [x])

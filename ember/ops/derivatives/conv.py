@@ -87,12 +87,6 @@ def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups, gg=None):
     gg = _grad_rows(g, groups) if gg is None else gg
     # (g, Cin/g * K, N * L); one 2-D GEMM when g == 1 (NumPy's stacked matmul is slower)
     cols = np.dot(wg[0].T, gg[0])[None] if groups == 1 else np.matmul(wg.transpose(0, 2, 1), gg)
-    col2im = native.kernel("col2im2d", cols.dtype) if nd == 2 and groups == 1 else None
-    if col2im is not None:   # the scatter-add as one C loop, straight into the unpadded image
-        img = np.empty(in_shape, cols.dtype)
-        col2im(np.ascontiguousarray(cols[0]), img, *in_shape, *ks, *out, *stride, pads[0][0], pads[1][0],
-               *dilation)
-        return img
     cols = cols.reshape((groups * cin_g,) + tuple(ks) + (n,) + tuple(out))
     cols = np.moveaxis(cols, 1 + nd, 0)                             # (N, Cin, *K, *out)
     full = tuple(L + lo + hi for L, (lo, hi) in zip(in_shape[2:], pads))
@@ -111,6 +105,23 @@ def _conv_weight_grad(x, g, ks, pads, stride, dilation, groups, gg=None):
     return gw.reshape((o, x.shape[1] // groups) + tuple(ks))
 
 
+def _conv_grads_per_sample(g, x, w, pads, stride, dilation, needs_grad):
+    """(input grad, weight grad) of a convolution with one group, each computed only when wanted,
+    in the forward's layout (ember/ops/cpu/conv.py): one GEMM per sample on F.unfold's (N, C*K, L)
+    columns. Input gradient: w^T @ g[n], folded back (col2im); weight gradient: the sum over the
+    batch of (cols[n] @ g[n]^T)^T (of the layouts tried, the fastest for bench/models.py's CNN)."""
+    n, o = g.shape[:2]
+    out, ks = g.shape[2:], w.shape[2:]
+    g3, w2 = g.reshape(n, o, prod(out)), w.reshape(o, -1)
+    gi = gw = None
+    if needs_grad[0]:
+        gi = _cpu.fold_cols(np.matmul(w2.T, g3), x.shape[2:], ks, stride, dilation, pads, out)
+    if needs_grad[1]:
+        cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, batch_major=True)
+        gw = np.ascontiguousarray(np.matmul(cols, g3.transpose(0, 2, 1)).sum(0).T).reshape(w.shape)
+    return gi, gw
+
+
 def _compute(a):
     return a.astype(_cpu._cdt(a.dtype), copy=False)
 
@@ -123,6 +134,9 @@ def _conv(nd):
             batched = x.ndim == nd + 2
             g, x = _compute(_batched(g, nd)), _compute(_batched(x, nd))
             w = _compute(w)
+            if groups == 1 and x.size and w.size:
+                gi, gw = _conv_grads_per_sample(g, x, w, pads, st, dil, needs_grad)
+                return (gi if batched or gi is None else gi[0]), gw
             gg = _grad_rows(g, groups)     # one copy for both gradients
             # the network's first layer: no input gradient wanted, so no GEMM and col2im for it
             gi = _conv_input_grad(g, w, x.shape, pads, st, dil, groups, gg) if needs_grad[0] else None
