@@ -1,8 +1,9 @@
-"""Native eager kernels of the convolutional-network ops: max pooling with its backward and batch
-norm's training backward, C loops compiled into the same translation unit as
-ember/_inductor/native_kernels.py (its `source(dtype)` appends `BODIES`, filled with the same
-template values: T, the dtype suffix, the EXP/TANH macros) and called the same way, through
-ember/ops/native.py's `kernel(name, dtype)`.
+"""Native eager kernels of the convolutional-network ops: relu, max pooling with its backward,
+batch norm's training backward and the 2-d im2col/col2im of convolutions (in F.unfold/F.fold's
+layout). C loops compiled into the same translation unit as ember/_inductor/native_kernels.py
+(its `source(dtype)` appends `BODIES`, filled with the same template values: T, the dtype
+suffix, the EXP/TANH macros) and called the same way, through ember/ops/native.py's
+`kernel(name, dtype)`.
 
 Why a file of their own: the kernels of one family of ops are read (and reviewed) together, and
 the shared file stays the general ops'. Every kernel takes C-contiguous arrays of one dtype
@@ -10,6 +11,13 @@ the shared file stays the general ops'. Every kernel takes C-contiguous arrays o
 """
 
 BODIES = r"""
+/* relu: x < 0 ? 0 : x, so -0.0 and NaN pass through as in PyTorch (np.maximum(x, 0) gives +0.0). */
+K(relu_fwd) {
+    const T *x = bufs[0]; T *out = bufs[1]; int64_t n = ints[0];
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] < (T)0 ? (T)0 : x[i];
+}
+
 /* max_pool2d where every window lies inside its plane (no padding, no dilation, no ceil_mode
    overhang): no bounds checks, and 2x2 windows of stride 2 as one vectorised loop per output row
    (selects, not branches: pooled data compare unpredictably). Values and PyTorch's flat indices
@@ -135,12 +143,14 @@ K(unfold2d) {
         for (int64_t oh = 0; oh < OH; oh++) {
             T *dst = row + oh * OW;
             int64_t h = oh * SH - PH + ki * DH;
-            if (h < 0 || h >= H) { memset(dst, 0, OW * sizeof(T)); continue; }
+            if (h < 0 || h >= H) { for (int64_t ow = 0; ow < OW; ow++) dst[ow] = 0; continue; }
             const T *src = xc + h * W;
-            memset(dst, 0, lo * sizeof(T));
-            if (SW == 1) memcpy(dst + lo, src + lo + off, (hi - lo) * sizeof(T));
-            else for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * SW + off];
-            memset(dst + hi, 0, (OW - hi) * sizeof(T));
+            for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
+            if (SW == 1) {
+                #pragma omp simd
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow + off];
+            } else for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * SW + off];
+            for (int64_t ow = hi; ow < OW; ow++) dst[ow] = 0;
         }
     }
 }

@@ -248,3 +248,22 @@ def test_unfold_fold_match_torch(dtype):
     np.testing.assert_array_equal(ef.numpy(), tf.numpy())
     if dtype != "bool":
         _compare(lambda lib, a: lib.nn.functional.fold(lib.nn.functional.unfold(a, **kw) * 2, (9, 8), **kw), [x])
+
+
+# ------------------------------------------------------------------------------ relu
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "uint8"])
+def test_relu_values_signed_zero_nan_and_layouts_match_torch(dtype, native_calls):
+    x = np.array([[np.nan, 0.0, -0.0, -1.5, 2.0, np.inf, -np.inf, 3.0]] * 3, np.float64)
+    if np.dtype(dtype).kind in "iu":
+        x = np.nan_to_num(x, nan=0, posinf=7, neginf=-7)
+    a = x.astype(dtype)
+    for view in (lambda t: t, lambda t: t.t(), lambda t: t[:, ::2]):          # contiguous and strided
+        e = view(ember.relu(ember.from_numpy(a.copy()))).numpy()
+        t = view(torch.relu(torch.from_numpy(a.copy()))).numpy()
+        assert e.dtype == t.dtype
+        np.testing.assert_array_equal(e, t)
+        np.testing.assert_array_equal(np.signbit(e), np.signbit(t))                # -0.0 kept, as PyTorch
+        e2 = ember.relu(view(ember.from_numpy(a.copy()))).numpy()
+        np.testing.assert_array_equal(np.signbit(e2), np.signbit(torch.relu(view(torch.from_numpy(a.copy()))).numpy()))
+    assert "relu_fwd" in native_calls
