@@ -267,3 +267,30 @@ def test_relu_values_signed_zero_nan_and_layouts_match_torch(dtype, native_calls
         e2 = ember.relu(view(ember.from_numpy(a.copy()))).numpy()
         np.testing.assert_array_equal(np.signbit(e2), np.signbit(torch.relu(view(torch.from_numpy(a.copy()))).numpy()))
     assert "relu_fwd" in native_calls
+
+
+# ------------------------------------------------------------------------------ transposed convolution
+
+CONV_T = [dict(), dict(stride=2, padding=1, output_padding=1), dict(stride=(2, 3), dilation=(2, 1), padding=(2, 0)),
+          dict(groups=2, stride=2), dict(padding=1, dilation=2, output_padding=(1, 0), stride=(2, 1))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", CONV_T)
+def test_conv_transpose2d_per_sample_gemm_matches_torch(dtype, kw, native_calls):
+    rng = np.random.default_rng(5)
+    g = kw.get("groups", 1)
+    arrays = [rng.standard_normal((2, 4, 5, 6)).astype(dtype), rng.standard_normal((4, 6 // g, 3, 2)).astype(dtype),
+              rng.standard_normal(6).astype(dtype)]
+    _compare(lambda lib, x, w, b: lib.nn.functional.conv_transpose2d(x, w, b, **kw), arrays, exact_values=False)
+    assert ("fold2d" in native_calls) == (g == 1)      # the forward's col2im
+    assert ("unfold2d" in native_calls) == (g == 1)    # the weight gradient's (and the input gradient's conv2d) im2col
+
+
+def test_conv_transpose1d_and_unbatched_match_torch():
+    rng = np.random.default_rng(6)
+    _compare(lambda lib, x, w, b: lib.nn.functional.conv_transpose1d(x, w, b, stride=3, padding=1, output_padding=2),
+             [rng.standard_normal((2, 3, 7)), rng.standard_normal((3, 5, 4)), rng.standard_normal(5)], exact_values=False)
+    _compare(lambda lib, x, w: lib.nn.functional.conv_transpose2d(x, w, stride=2),
+             [rng.standard_normal((3, 4, 5)).astype(np.float32), rng.standard_normal((3, 2, 3, 3)).astype(np.float32)],
+             exact_values=False)

@@ -159,11 +159,17 @@ def _conv_transpose(nd, op):
         in_sp = a.shape[2:]
         wt = w._data.astype(c, copy=False)
         cout_g, ks = wt.shape[1], wt.shape[2:]
+        out_sp = shape[-nd:]
+        if groups == 1 and a.size and wt.size:   # w^T @ x[n] per sample as F.unfold's columns, then F.fold
+            cols = np.matmul(wt.reshape(cin, -1).T, a.astype(c, copy=False).reshape(n, cin, -1))
+            res = fold_cols(cols, out_sp, ks, stride, dilation, pads, in_sp)
+            if bias is not None:
+                res += bias._data.astype(c, copy=False).reshape((cout_g,) + (1,) * nd)
+            return wrap(np.ascontiguousarray(res).astype(d, copy=False).reshape(shape))
         wg = wt.reshape(groups, cin // groups, cout_g * prod(ks)).transpose(0, 2, 1)   # (g, Cout/g * K, Cin/g)
         xg = a.astype(c, copy=False).swapaxes(0, 1).reshape(groups, cin // groups, n * prod(in_sp))
         cols = np.matmul(wg[0], xg[0]) if groups == 1 else np.matmul(wg, xg)  # (g, Cout/g * K, N * L)
         cols = np.moveaxis(cols.reshape((groups * cout_g,) + tuple(ks) + (n,) + tuple(in_sp)), 1 + nd, 0)
-        out_sp = shape[-nd:]
         full = tuple(o + 2 * p for o, (p, _) in zip(out_sp, pads))
         full = tuple(max(f, (L - 1) * s + dd * (k - 1) + 1) for f, L, s, dd, k in zip(full, in_sp, stride, dilation,
                                                                                       ks))

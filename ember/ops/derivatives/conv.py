@@ -96,9 +96,15 @@ def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups, gg=None):
 
 
 def _conv_weight_grad(x, g, ks, pads, stride, dilation, groups, gg=None):
-    """d(conv)/d(weight): grad @ im2col(input)^T per group; shape (O, C/g, *ks)."""
+    """d(conv)/d(weight): grad @ im2col(input)^T per group; shape (O, C/g, *ks). With one group, per
+    sample on F.unfold's (N, C*K, L) columns: the batch sum of (cols[n] @ g[n]^T)^T (of the layouts
+    tried, the fastest for bench/models.py's CNN)."""
     n, o = g.shape[:2]
     out = g.shape[2:]
+    if groups == 1:
+        cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, batch_major=True)
+        gw = np.matmul(cols, g.reshape(n, o, prod(out)).transpose(0, 2, 1)).sum(0).T
+        return np.ascontiguousarray(gw).reshape((o, x.shape[1]) + tuple(ks))
     cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, groups)   # (g, C/g * K, N * L)
     gg = _grad_rows(g, groups) if gg is None else gg
     gw = np.matmul(gg, cols.transpose(0, 2, 1))                           # (g, O/g, C/g * K)
@@ -108,17 +114,15 @@ def _conv_weight_grad(x, g, ks, pads, stride, dilation, groups, gg=None):
 def _conv_grads_per_sample(g, x, w, pads, stride, dilation, needs_grad):
     """(input grad, weight grad) of a convolution with one group, each computed only when wanted,
     in the forward's layout (ember/ops/cpu/conv.py): one GEMM per sample on F.unfold's (N, C*K, L)
-    columns. Input gradient: w^T @ g[n], folded back (col2im); weight gradient: the sum over the
-    batch of (cols[n] @ g[n]^T)^T (of the layouts tried, the fastest for bench/models.py's CNN)."""
+    columns. Input gradient: w^T @ g[n], folded back (col2im); weight gradient: _conv_weight_grad."""
     n, o = g.shape[:2]
     out, ks = g.shape[2:], w.shape[2:]
-    g3, w2 = g.reshape(n, o, prod(out)), w.reshape(o, -1)
     gi = gw = None
     if needs_grad[0]:
-        gi = _cpu.fold_cols(np.matmul(w2.T, g3), x.shape[2:], ks, stride, dilation, pads, out)
+        cols = np.matmul(w.reshape(o, -1).T, g.reshape(n, o, prod(out)))
+        gi = _cpu.fold_cols(cols, x.shape[2:], ks, stride, dilation, pads, out)
     if needs_grad[1]:
-        cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, batch_major=True)
-        gw = np.ascontiguousarray(np.matmul(cols, g3.transpose(0, 2, 1)).sum(0).T).reshape(w.shape)
+        gw = _conv_weight_grad(x, g, ks, pads, stride, dilation, 1)
     return gi, gw
 
 
