@@ -362,62 +362,6 @@ K(max_pool2d) {
         }
     }
 }
-
-/* im2col for a 2-d convolution: x (N, C, H, W) -> cols (C * KH * KW, N * OH * OW), zeros where a
-   tap falls in the padding; rows in PyTorch's (channel, kh, kw) order. */
-K(im2col2d) {
-    const T *x = bufs[0]; T *cols = bufs[1];
-    int64_t N = ints[0], C = ints[1], H = ints[2], W = ints[3], KH = ints[4], KW = ints[5], OH = ints[6], OW = ints[7];
-    int64_t SH = ints[8], SW = ints[9], PH = ints[10], PW = ints[11], DH = ints[12], DW = ints[13];
-    int64_t L = OH * OW;
-    for (int64_t c = 0; c < C; c++)
-    for (int64_t ki = 0; ki < KH; ki++)
-    for (int64_t kj = 0; kj < KW; kj++) {
-        T *row = cols + ((c * KH + ki) * KW + kj) * N * L;
-        for (int64_t n = 0; n < N; n++) {
-            const T *xc = x + (n * C + c) * H * W;
-            for (int64_t oh = 0; oh < OH; oh++) {
-                T *dst = row + n * L + oh * OW;
-                int64_t h = oh * SH - PH + ki * DH;
-                if (h < 0 || h >= H) { memset(dst, 0, OW * sizeof(T)); continue; }
-                const T *src = xc + h * W;
-                int64_t off = kj * DW - PW;
-                for (int64_t ow = 0; ow < OW; ow++) {
-                    int64_t w = ow * SW + off;
-                    dst[ow] = (w >= 0 && w < W) ? src[w] : (T)0;
-                }
-            }
-        }
-    }
-}
-
-/* col2im, the adjoint: cols (C * KH * KW, N * OH * OW) summed into img (N, C, H, W), zeroed here. */
-K(col2im2d) {
-    const T *cols = bufs[0]; T *img = bufs[1];
-    int64_t N = ints[0], C = ints[1], H = ints[2], W = ints[3], KH = ints[4], KW = ints[5], OH = ints[6], OW = ints[7];
-    int64_t SH = ints[8], SW = ints[9], PH = ints[10], PW = ints[11], DH = ints[12], DW = ints[13];
-    int64_t L = OH * OW;
-    memset(img, 0, N * C * H * W * sizeof(T));
-    for (int64_t c = 0; c < C; c++)
-    for (int64_t ki = 0; ki < KH; ki++)
-    for (int64_t kj = 0; kj < KW; kj++) {
-        const T *row = cols + ((c * KH + ki) * KW + kj) * N * L;
-        for (int64_t n = 0; n < N; n++) {
-            T *xc = img + (n * C + c) * H * W;
-            for (int64_t oh = 0; oh < OH; oh++) {
-                int64_t h = oh * SH - PH + ki * DH;
-                if (h < 0 || h >= H) continue;
-                const T *src = row + n * L + oh * OW;
-                T *dst = xc + h * W;
-                int64_t off = kj * DW - PW;
-                for (int64_t ow = 0; ow < OW; ow++) {
-                    int64_t w = ow * SW + off;
-                    if (w >= 0 && w < W) dst[w] += src[ow];
-                }
-            }
-        }
-    }
-}
 """
 
 
@@ -426,7 +370,8 @@ def source(dtype) -> str:
     from .machine import vector_math_prelude
     ctype, suffix = DTYPES[np.dtype(dtype)]
     fill = {"prelude": vector_math_prelude(), "T": ctype, "suffix": suffix, "is_float": int(ctype == "float")}
-    return _HEADER % fill + _BODIES % fill
+    from .native_kernels_conv import BODIES as conv_bodies     # the CNN ops' kernels (a file of their own)
+    return _HEADER % fill + _BODIES % fill + conv_bodies % fill
 
 
 _kernels: dict = {}          # (name, dtype) -> launch partial, or None when unavailable

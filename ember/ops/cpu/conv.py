@@ -1,8 +1,9 @@
 """CPU kernels of convolutions, im2col/col2im (F.unfold/F.fold) and pixel shuffle.
 
-A convolution is im2col + one batched GEMM: `sliding_window_view` gives every (dilated, strided)
-window as a view, one copy lays them out as columns (N, groups, C/g * K, L), and ``np.matmul``
-multiplies the (groups, O/g, C/g * K) weight with them, giving NCHW directly. A transposed
+A convolution is im2col + GEMMs. With one group: F.unfold's (N, C * K, L) columns (a native C
+loop in 2-d, else a copy of `sliding_window_view`'s windows) and one GEMM per sample writing NCHW
+directly (its backward, ember/ops/derivatives/conv.py, uses the same layout). With groups: the
+columns as (groups, C/g * K, N * L) and one GEMM per group, transposed to NCHW. A transposed
 convolution is the GEMM the other way round followed by col2im, a scatter-add with one NumPy
 slice-add per kernel offset (never per pixel). Checks and shapes: ember/ops/meta/conv.py.
 """
@@ -62,11 +63,10 @@ def im2col_cols(x, ks, stride, dilation, pads, out, groups=1, batch_major=False)
     (N, C * K, L) with `batch_major` (F.unfold's layout)."""
     n, c = x.shape[:2]
     nd = len(ks)
-    fn = native.kernel("im2col2d", x.dtype) if nd == 2 and groups == 1 and not batch_major and \
-        x.flags.c_contiguous else None
-    if fn is not None:   # one C loop, no padded copy (ember/ops/native.py)
-        cols = np.empty((1, c * prod(ks), n * prod(out)), x.dtype)
-        fn(x, cols, *x.shape, *ks, *out, *stride, pads[0][0], pads[1][0], *dilation)
+    fn = native.kernel("unfold2d", x.dtype) if nd == 2 and batch_major else None
+    if fn is not None:   # one C loop, no padded copy (ember/_inductor/native_kernels_conv.py)
+        cols = np.empty((n, c * prod(ks), prod(out)), x.dtype)
+        fn(np.ascontiguousarray(x), cols, *x.shape, *ks, *out, *stride, pads[0][0], pads[1][0], *dilation)
         return cols
     win = windows(pad_spatial(x, pads), ks, stride, dilation, out)          # (N, C, *out, *ks)
     kdims = tuple(range(2 + nd, 2 + 2 * nd))
@@ -89,6 +89,21 @@ def col2im_add(cols, full, stride, dilation, blocks):
     return out
 
 
+def fold_cols(cols, spatial, ks, stride, dilation, pads, blocks):
+    """F.fold's col2im, the adjoint of im2col_cols(batch_major=True): (N, C*K, L) columns summed
+    into a new (N, C, *spatial) image; `pads` (lo, hi) per dim, `blocks` the columns' grid."""
+    n, c = cols.shape[0], cols.shape[1] // prod(ks)
+    fn = native.kernel("fold2d", cols.dtype) if len(ks) == 2 else None
+    if fn is not None:   # one C loop, straight into the unpadded image
+        img = np.empty((n, c) + tuple(spatial), cols.dtype)
+        fn(np.ascontiguousarray(cols), img, n, c, *spatial, *ks, *blocks, *stride, pads[0][0], pads[1][0], *dilation)
+        return img
+    full = tuple(L + lo + hi for L, (lo, hi) in zip(spatial, pads))
+    full = tuple(max(f, (b - 1) * s + d * (k - 1) + 1) for f, b, s, d, k in zip(full, blocks, stride, dilation, ks))
+    img = col2im_add(cols.reshape((n, c) + tuple(ks) + tuple(blocks)), full, stride, dilation, blocks)
+    return img[(slice(None), slice(None)) + tuple(slice(lo, lo + L) for (lo, _), L in zip(pads, spatial))]
+
+
 def _conv(nd, op):
     def kernel(x, w, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
         pads, stride, dilation, shape = plan.conv_plan(x, w, bias, stride, padding, dilation, groups, nd, op)
@@ -102,6 +117,15 @@ def _conv(nd, op):
         wt = w._data.astype(c, copy=False)
         out_sp = shape[-nd:]
         o = wt.shape[0]
+        if groups == 1 and a.size and wt.size:
+            # F.unfold's (N, C*K, L) columns and one GEMM per sample, writing (N, O, L) = NCHW: no
+            # transpose of the output, and each GEMM works in cache (one (O, N*L) GEMM and the
+            # transpose were 1.1-2x slower for every shape measured, 1 thread)
+            cols = im2col_cols(a, wt.shape[2:], stride, dilation, pads, out_sp, batch_major=True)
+            res = np.matmul(wt.reshape(o, -1), cols)
+            if bias is not None:
+                res += bias._data.astype(c, copy=False).reshape(o, 1)
+            return wrap(res.astype(d, copy=False).reshape(shape))
         cols = im2col_cols(a, wt.shape[2:], stride, dilation, pads, out_sp, groups)
         wg = wt.reshape(groups, o // groups, -1)
         # (g, O/g, N * L); one 2-D GEMM when g == 1 (NumPy's stacked matmul can be far slower)
@@ -135,11 +159,17 @@ def _conv_transpose(nd, op):
         in_sp = a.shape[2:]
         wt = w._data.astype(c, copy=False)
         cout_g, ks = wt.shape[1], wt.shape[2:]
+        out_sp = shape[-nd:]
+        if groups == 1 and a.size and wt.size:   # w^T @ x[n] per sample as F.unfold's columns, then F.fold
+            cols = np.matmul(wt.reshape(cin, -1).T, a.astype(c, copy=False).reshape(n, cin, -1))
+            res = fold_cols(cols, out_sp, ks, stride, dilation, pads, in_sp)
+            if bias is not None:
+                res += bias._data.astype(c, copy=False).reshape((cout_g,) + (1,) * nd)
+            return wrap(np.ascontiguousarray(res).astype(d, copy=False).reshape(shape))
         wg = wt.reshape(groups, cin // groups, cout_g * prod(ks)).transpose(0, 2, 1)   # (g, Cout/g * K, Cin/g)
         xg = a.astype(c, copy=False).swapaxes(0, 1).reshape(groups, cin // groups, n * prod(in_sp))
         cols = np.matmul(wg[0], xg[0]) if groups == 1 else np.matmul(wg, xg)  # (g, Cout/g * K, N * L)
         cols = np.moveaxis(cols.reshape((groups * cout_g,) + tuple(ks) + (n,) + tuple(in_sp)), 1 + nd, 0)
-        out_sp = shape[-nd:]
         full = tuple(o + 2 * p for o, (p, _) in zip(out_sp, pads))
         full = tuple(max(f, (L - 1) * s + dd * (k - 1) + 1) for f, L, s, dd, k in zip(full, in_sp, stride, dilation,
                                                                                       ks))
@@ -187,12 +217,8 @@ def col2im(x, output_size, kernel_size, dilation, padding, stride):
     a = x._data if x.ndim == 3 else x._data[None]
     d = a.dtype
     c = np.dtype(np.int64) if d.kind == "b" else _cdt(d)
-    cols = a.astype(c, copy=False).reshape((a.shape[0], a.shape[1] // prod(ks)) + tuple(ks) + tuple(blocks))
-    full = tuple(o + 2 * p for o, p in zip(out, pad))
-    full = tuple(max(f, (b - 1) * s + dd * (k - 1) + 1) for f, b, s, dd, k in zip(full, blocks, st, dil, ks))
-    img = col2im_add(cols, full, st, dil, blocks)
-    res = img[:, :, pad[0]:pad[0] + out[0], pad[1]:pad[1] + out[1]]
-    return wrap(np.ascontiguousarray(res).astype(d, copy=False).reshape(shape))
+    img = fold_cols(a.astype(c, copy=False), out, ks, st, dil, tuple((p, p) for p in pad), blocks)
+    return wrap(np.ascontiguousarray(img).astype(d, copy=False).reshape(shape))
 
 
 def pixel_shuffle(x, upscale_factor):

@@ -41,6 +41,12 @@ def _padded_windows(a, ks, stride, padding, dilation, out, value):
     return windows(pad_spatial(a, pads, value), ks, stride, dilation, out)
 
 
+def _inbounds(spatial, ks, stride, padding, dilation, out):
+    """Every window lies inside the input: no padding, no dilation, no ceil_mode overhang."""
+    return not any(padding) and all(d == 1 for d in dilation) and \
+        all((o - 1) * s + k <= L for L, k, s, o in zip(spatial, ks, stride, out))
+
+
 def _max_pool(nd, op, kernel_name, with_indices, allowed):
     def kernel(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
         ks, st, pad, dil, shape = plan.pool_plan(x, kernel_size, stride, padding, dilation, ceil_mode, nd, op)
@@ -51,7 +57,11 @@ def _max_pool(nd, op, kernel_name, with_indices, allowed):
         fn = native.kernel("max_pool2d", d) if nd == 2 and a.flags.c_contiguous else None
         if fn is not None:   # one C loop over the windows (ember/ops/native.py)
             vals, idx = np.empty(shape, d), np.empty(shape, np.int64)
-            fn(a, vals, idx, a.shape[0] * a.shape[1], *a.shape[2:], *out, *ks, *st, *pad, *dil)
+            if _inbounds(a.shape[2:], ks, st, pad, dil, out):   # no bounds checks (native_kernels_conv.py)
+                native.kernel("max_pool2d_inbounds", d)(a, vals, idx, a.shape[0] * a.shape[1], *a.shape[2:],
+                                                        *out, *ks, *st)
+            else:
+                fn(a, vals, idx, a.shape[0] * a.shape[1], *a.shape[2:], *out, *ks, *st, *pad, *dil)
             return (wrap(vals), wrap(idx)) if with_indices else wrap(vals)
         win = _padded_windows(a, ks, st, pad, dil, out, _lowest(d) if d.kind != "V" else -np.inf)
         # One pass per kernel tap over output-sized strided views (no window copy). PyTorch's rule:

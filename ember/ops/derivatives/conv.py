@@ -15,6 +15,7 @@ from math import prod
 import numpy as np
 
 from .. import native
+from ..._core.tensor import wrap
 from ..cpu import conv as _cpu
 from ..cpu import pool as _pool
 from ..meta import conv as _plan
@@ -86,12 +87,6 @@ def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups, gg=None):
     gg = _grad_rows(g, groups) if gg is None else gg
     # (g, Cin/g * K, N * L); one 2-D GEMM when g == 1 (NumPy's stacked matmul is slower)
     cols = np.dot(wg[0].T, gg[0])[None] if groups == 1 else np.matmul(wg.transpose(0, 2, 1), gg)
-    col2im = native.kernel("col2im2d", cols.dtype) if nd == 2 and groups == 1 else None
-    if col2im is not None:   # the scatter-add as one C loop, straight into the unpadded image
-        img = np.empty(in_shape, cols.dtype)
-        col2im(np.ascontiguousarray(cols[0]), img, *in_shape, *ks, *out, *stride, pads[0][0], pads[1][0],
-               *dilation)
-        return img
     cols = cols.reshape((groups * cin_g,) + tuple(ks) + (n,) + tuple(out))
     cols = np.moveaxis(cols, 1 + nd, 0)                             # (N, Cin, *K, *out)
     full = tuple(L + lo + hi for L, (lo, hi) in zip(in_shape[2:], pads))
@@ -101,13 +96,34 @@ def _conv_input_grad(g, w, in_shape, pads, stride, dilation, groups, gg=None):
 
 
 def _conv_weight_grad(x, g, ks, pads, stride, dilation, groups, gg=None):
-    """d(conv)/d(weight): grad @ im2col(input)^T per group; shape (O, C/g, *ks)."""
+    """d(conv)/d(weight): grad @ im2col(input)^T per group; shape (O, C/g, *ks). With one group, per
+    sample on F.unfold's (N, C*K, L) columns: the batch sum of (cols[n] @ g[n]^T)^T (of the layouts
+    tried, the fastest for bench/models.py's CNN)."""
     n, o = g.shape[:2]
     out = g.shape[2:]
+    if groups == 1:
+        cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, batch_major=True)
+        gw = np.matmul(cols, g.reshape(n, o, prod(out)).transpose(0, 2, 1)).sum(0).T
+        return np.ascontiguousarray(gw).reshape((o, x.shape[1]) + tuple(ks))
     cols = _cpu.im2col_cols(x, ks, stride, dilation, pads, out, groups)   # (g, C/g * K, N * L)
     gg = _grad_rows(g, groups) if gg is None else gg
     gw = np.matmul(gg, cols.transpose(0, 2, 1))                           # (g, O/g, C/g * K)
     return gw.reshape((o, x.shape[1] // groups) + tuple(ks))
+
+
+def _conv_grads_per_sample(g, x, w, pads, stride, dilation, needs_grad):
+    """(input grad, weight grad) of a convolution with one group, each computed only when wanted,
+    in the forward's layout (ember/ops/cpu/conv.py): one GEMM per sample on F.unfold's (N, C*K, L)
+    columns. Input gradient: w^T @ g[n], folded back (col2im); weight gradient: _conv_weight_grad."""
+    n, o = g.shape[:2]
+    out, ks = g.shape[2:], w.shape[2:]
+    gi = gw = None
+    if needs_grad[0]:
+        cols = np.matmul(w.reshape(o, -1).T, g.reshape(n, o, prod(out)))
+        gi = _cpu.fold_cols(cols, x.shape[2:], ks, stride, dilation, pads, out)
+    if needs_grad[1]:
+        gw = _conv_weight_grad(x, g, ks, pads, stride, dilation, 1)
+    return gi, gw
 
 
 def _compute(a):
@@ -122,6 +138,9 @@ def _conv(nd):
             batched = x.ndim == nd + 2
             g, x = _compute(_batched(g, nd)), _compute(_batched(x, nd))
             w = _compute(w)
+            if groups == 1 and x.size and w.size:
+                gi, gw = _conv_grads_per_sample(g, x, w, pads, st, dil, needs_grad)
+                return (gi if batched or gi is None else gi[0]), gw
             gg = _grad_rows(g, groups)     # one copy for both gradients
             # the network's first layer: no input gradient wanted, so no GEMM and col2im for it
             gi = _conv_input_grad(g, w, x.shape, pads, st, dil, groups, gg) if needs_grad[0] else None
@@ -197,6 +216,9 @@ def _scatter_max(grad, self, indices, nd, disjoint=False):
     windows do not overlap, so no two outputs share an argmax and plain writes replace the
     accumulating scatter (NumPy's ufunc.at is several times slower than fancy assignment)."""
     from ... import zeros
+    fused = _native_scatter_max(grad, self, indices, nd)
+    if fused is not None:
+        return fused
     plane = prod(self.shape[-nd:])
     lead = tuple(self.shape[:-nd])
     g = grad.reshape(lead + (-1,))
@@ -218,6 +240,26 @@ def _max_pool(nd, with_indices):
         disjoint = all(s >= d * (k - 1) + 1 for k, s, d in zip(ks, st, dil))
         return _scatter_max(grads[0], self, indices, nd, disjoint)
     return formula
+
+
+def _native_scatter_max(grad, self, indices, nd):
+    """_scatter_max as one C loop (max_pool_bwd), when native.plain_backward holds and grad and
+    indices are contiguous float32/float64 and int64 arrays of one shape matching the input's
+    leading dims; None otherwise (and for an index outside its plane, which the ember ops'
+    scatter then reports)."""
+    if not native.plain_backward(grad, self, indices):
+        return None
+    g, idx, d = grad._data, indices._data, self._data.dtype
+    if g.dtype is not d or idx.dtype != np.int64 or g.shape != idx.shape or not idx.flags.c_contiguous \
+            or g.ndim != self.ndim or g.shape[:-nd] != self.shape[:-nd] or self.numel() == 0:
+        return None
+    fn = native.kernel("max_pool_bwd", d)
+    if fn is None:
+        return None
+    plane, outputs = prod(self.shape[-nd:]), prod(g.shape[-nd:])
+    gi, bad = np.empty(self.shape, d), np.zeros(1, np.int64)
+    fn(np.ascontiguousarray(g), idx, gi, bad, prod(g.shape[:-nd]), plane, outputs)
+    return None if bad[0] else wrap(gi)
 
 
 def _adaptive_max(nd):

@@ -77,10 +77,10 @@ def _stats(x, dims, eps):
     return xc * rstd, rstd
 
 
-def _native_norm(grad, input, weight, bias, eps, row_size):
-    """(gx, gw, gb) from the native norm_bwd kernel (ember/ops/native.py), or None where it does not
-    apply (a traced or create_graph backward, another dtype or layout, an empty input). `row_size`:
-    layer_norm's normalised size (groups are rows); None for batch_norm (groups are channels)."""
+def _native_arrays(grad, input, weight):
+    """(g, x, w) for a native normalisation backward: C-contiguous arrays of one float dtype (w is x
+    without a weight), or None where none applies (a traced or create_graph backward, another
+    dtype or layout, an empty input)."""
     tensors = (grad, input) if weight is None else (grad, input, weight)
     if not native.plain_backward(*tensors) or input.numel() == 0:
         return None
@@ -89,17 +89,20 @@ def _native_norm(grad, input, weight, bias, eps, row_size):
     if g.shape != x.shape or any(a.dtype is not x.dtype or not a.flags.c_contiguous for a in (x, w)) \
             or g.dtype is not x.dtype:
         return None
-    g = np.ascontiguousarray(g)    # e.g. the expanded ones of sum()'s backward
-    fn = native.kernel("norm_bwd", x.dtype)
+    return np.ascontiguousarray(g), x, w    # g: e.g. the expanded ones of sum()'s backward
+
+
+def _native_norm(grad, input, weight, bias, eps, row_size):
+    """(gx, gw, gb) of layer_norm from the native norm_bwd kernel (ember/ops/native.py), or None
+    where it does not apply (_native_arrays); `row_size`: the normalised size (groups are rows)."""
+    arrays = _native_arrays(grad, input, weight)
+    fn = None if arrays is None else native.kernel("norm_bwd", input._data.dtype)
     if fn is None:
         return None
-    if row_size is not None:    # rows of the normalised size, weight per element of a row
-        shape = (x.size // row_size, 1, row_size, row_size, 0, row_size)
-    else:                       # (N, C, *spatial): channel k is N blocks of H*W, C*H*W apart
-        spatial = x.size // (x.shape[0] * x.shape[1])
-        shape = (x.shape[1], x.shape[0], spatial, spatial, x.shape[1] * spatial, x.shape[1])
+    g, x, w = arrays
+    shape = (x.size // row_size, 1, row_size, row_size, 0, row_size)
     gx, dw, db = np.empty_like(x), np.zeros(shape[-1]), np.zeros(shape[-1])
-    fn(g, x, w, gx, dw, db, *shape[:5], weight is not None, row_size is not None, float(eps))
+    fn(g, x, w, gx, dw, db, *shape[:5], weight is not None, True, float(eps))   # weight per row element
     return (wrap(gx), None if weight is None else wrap(dw.astype(x.dtype).reshape(weight.shape)),
             None if bias is None else wrap(db.astype(x.dtype).reshape(bias.shape)))
 
@@ -175,8 +178,25 @@ def _batch_norm_family_train(grad, input, weight, bias, eps, dims):
             None, None)
 
 
-def _batch_norm_train(grad, input, weight, bias, eps):
-    fused = _native_norm(grad, input, weight, bias, eps, None)
+def _native_batch_norm(grad, input, weight, bias, eps, needs_grad):
+    """(gx, gw, gb) from the batch_norm_bwd kernel (ember/_inductor/native_kernels_conv.py; gx
+    skipped when the input wants none), or None where it does not apply (_native_arrays)."""
+    arrays = _native_arrays(grad, input, weight) if input.ndim >= 2 else None
+    fn = None if arrays is None else native.kernel("batch_norm_bwd", input._data.dtype)
+    if fn is None:
+        return None
+    g, x, w = arrays
+    n, c = x.shape[:2]
+    gx = np.empty_like(x) if needs_grad[0] else None
+    dw, db = np.empty(c), np.empty(c)
+    fn(g, x, w, x if gx is None else gx, dw, db, n, c, x.size // (n * c), weight is not None,
+       gx is not None, float(eps))
+    return (None if gx is None else wrap(gx), None if weight is None else wrap(dw.astype(x.dtype)),
+            None if bias is None else wrap(db.astype(x.dtype)))
+
+
+def _batch_norm_train(grad, input, weight, bias, eps, needs_grad):
+    fused = _native_batch_norm(grad, input, weight, bias, eps, needs_grad)
     if fused is not None:
         return (*fused, None, None)
     return _batch_norm_family_train(grad, input, weight, bias, eps, [0] + list(range(2, input.ndim)))
