@@ -51,12 +51,34 @@ def _embedding(grad, weight_shape, indices, padding_idx, scale_grad_by_freq, spa
     if sparse or scale_grad_by_freq:
         raise NotImplementedError("embedding backward with sparse=True or scale_grad_by_freq=True is not "
                                   "implemented in ember")
+    fused = _native_embedding(grad, weight_shape, indices, padding_idx)
+    if fused is not None:
+        return fused, None
     e = _e()
     idx = indices.reshape(-1)
     g = grad.reshape(-1, weight_shape[-1])
     if padding_idx is not None and padding_idx >= 0:  # the padding row gets no gradient
         g = g * (idx != padding_idx).unsqueeze(-1).to(g.dtype)
     return e.zeros(weight_shape, dtype=grad.dtype, device=grad.device).index_add(0, idx, g), None
+
+
+def _native_embedding(grad, weight_shape, indices, padding_idx):
+    """The dense weight gradient as one index_add_rows call (ember/ops/native.py) into zeros: what
+    the composed formula computes, in its order, without its four ops. None where it does not apply
+    (the indices were bounds-checked by the forward, and are unchanged: autograd checks versions)."""
+    if len(weight_shape) != 2 or not native.plain_backward(grad, indices):
+        return None
+    g, idx = grad._data, indices._data.reshape(-1)
+    fn = native.kernel("index_add_rows", g.dtype)
+    if fn is None or idx.dtype != np.int64 or g.size != idx.size * weight_shape[1]:
+        return None
+    g = np.ascontiguousarray(g).reshape(idx.size, weight_shape[1])
+    if padding_idx is not None and padding_idx >= 0:    # the padding row gets no gradient
+        keep = idx != padding_idx
+        g, idx = g[keep], idx[keep]
+    out = np.zeros(weight_shape, g.dtype)
+    fn(out, g, np.ascontiguousarray(idx), 1, weight_shape[0], idx.size, weight_shape[1])
+    return wrap(out)
 
 
 # ---------------------------------------------------------------------------------------
