@@ -212,3 +212,57 @@ def test_gelu_float32_error_is_pytorchs():
         ref = _both(fn, [x])[1]                           # PyTorch in float64
         for e, t, r in zip(e32, t32, ref):
             assert np.abs(e - r).max() <= 2 * np.abs(t - r).max() + 1e-8
+
+
+# ------------------------------------------------------------------------------ linear backward
+
+LINEAR_CASES = [((8, 5, 6), True), ((7, 6), True), ((2, 3, 4, 6), False), ((0, 6), True)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,with_bias", LINEAR_CASES)
+def test_linear_backward_matches_torch(dtype, shape, with_bias, monkeypatch):
+    """The direct GEMM path gives the composed formula's gradients bit for bit, and PyTorch's."""
+    rng = np.random.default_rng(11)
+    arrays = [rng.standard_normal(shape).astype(dtype), rng.standard_normal((9, 6)).astype(dtype)]
+    if with_bias:
+        arrays.append(rng.standard_normal(9).astype(dtype))
+    fn = lambda lib, *t: lib.nn.functional.linear(*t)  # noqa: E731
+    calls = []
+    monkeypatch.setattr("ember.ops.derivatives.nn._native_linear", _recording(calls))
+    got = _both(fn, arrays)
+    _assert_close(got, dtype)
+    assert calls == ["taken"]
+    monkeypatch.setattr("ember.ops.derivatives.nn._native_linear", lambda *args: None)   # the composed formula
+    assert all(np.array_equal(a, b) for a, b in zip(_both(fn, arrays)[0], got[0]))
+
+
+def _recording(calls):
+    from ember.ops.derivatives import nn as derivatives
+    original = derivatives._native_linear
+
+    def spy(*args):
+        out = original(*args)
+        calls.append("taken" if out is not None else "declined")
+        return out
+    return spy
+
+
+def test_linear_backward_fallbacks_match_torch(monkeypatch):
+    """Strided grads, a 1-d input, a frozen weight, a float16 layer and create_graph take the
+    composed formula (or the direct path, where it applies) and agree with PyTorch."""
+    rng = np.random.default_rng(12)
+    x, w, b = rng.standard_normal((4, 3, 5)), rng.standard_normal((6, 5)), rng.standard_normal(6)
+    _assert_close(_both(lambda lib, t, u, c: lib.nn.functional.linear(t.transpose(0, 1), u, c), [x, w, b]),
+                  "float64")
+    _assert_close(_both(lambda lib, t, u: lib.nn.functional.linear(t, u), [x[0, 0], w]), "float64")
+    _assert_close(_both(lambda lib, t, u: lib.nn.functional.linear(t, u), [x, w], grads_of=[0]), "float64")
+    h = [a.astype(np.float16) for a in (x, w, b)]
+    e, t = _both(lambda lib, *ts: lib.nn.functional.linear(*ts), h)
+    for a, c in zip(e, t):
+        np.testing.assert_allclose(a.astype(np.float32), c.astype(np.float32), rtol=2e-2, atol=2e-2)
+    calls = []
+    monkeypatch.setattr("ember.ops.derivatives.nn._native_linear", _recording(calls))
+    _assert_close(_both(lambda lib, t, u, c: lib.nn.functional.linear(t, u, c) ** 2, [x, w, b],
+                        create_graph=True), "float64")
+    assert calls == ["declined"]        # grad mode on while differentiating: the composed formula

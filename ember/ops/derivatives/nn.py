@@ -26,7 +26,28 @@ def _e():
 # ---------------------------------------------------------------------------------------
 # linear layers, embedding
 # ---------------------------------------------------------------------------------------
+_GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _native_linear(grad, input, weight, bias, needs_grad):
+    """The three gradients of a linear layer over a (..., in) input straight from NumPy's GEMMs: the
+    composed formula's products (same BLAS calls, same results) and the bias's reduction, without
+    its ~6 ops (flatten, mT, matmul and the engine's sum_to); None where it does not apply."""
+    if weight.ndim != 2 or input.ndim < 2 or not native.plain_backward(grad, input, weight):
+        return None
+    g, x, w = grad._data, input._data, weight._data
+    if g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or w.dtype is not g.dtype or g.ndim != x.ndim:
+        return None
+    g2 = g.reshape(-1, g.shape[-1])
+    return (wrap(g2.dot(w).reshape(x.shape)) if needs_grad[0] else None,
+            wrap(g2.T.dot(x.reshape(-1, x.shape[-1]))) if needs_grad[1] else None,
+            wrap(np.add.reduce(g2, axis=0)) if bias is not None and needs_grad[2] else None)
+
+
 def _linear(grad, input, weight, bias, needs_grad):
+    fused = _native_linear(grad, input, weight, bias, needs_grad)
+    if fused is not None:
+        return fused
     if weight.ndim == 2 and input.ndim >= 2:  # one GEMM each, over the flattened batch
         gi = grad @ weight if needs_grad[0] else None  # e.g. not for the network's input
         # flatten, not reshape(-1, n): a layer with no outputs (n = 0) still has a batch size
