@@ -216,7 +216,7 @@ def test_gelu_float32_error_is_pytorchs():
 
 # ------------------------------------------------------------------------------ linear backward
 
-LINEAR_CASES = [((8, 5, 6), True), ((7, 6), True), ((2, 3, 4, 6), False), ((0, 6), True)]
+LINEAR_CASES = [((8, 5, 6), True), ((7, 6), True), ((2, 3, 4, 6), False), ((0, 6), True), ((3, 0, 6), True)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -271,7 +271,7 @@ def test_linear_backward_fallbacks_match_torch(monkeypatch):
 # ------------------------------------------------------------------------------ matmul backward
 
 MATMUL_CASES = [((4, 3, 5, 6), (4, 3, 6, 2)), ((5, 6), (6, 2)), ((2, 5, 6), (6, 3)), ((1, 5, 6), (3, 6, 2)),
-                ((5, 6), (6,)), ((6,), (2, 6, 3))]
+                ((5, 6), (6,)), ((6,), (2, 6, 3)), ((2, 0, 6), (6, 0)), ((2, 4, 0), (2, 0, 3))]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

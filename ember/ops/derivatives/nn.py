@@ -38,9 +38,10 @@ def _native_linear(grad, input, weight, bias, needs_grad):
     g, x, w = grad._data, input._data, weight._data
     if g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or w.dtype is not g.dtype or g.ndim != x.ndim:
         return None
-    g2 = g.reshape(-1, g.shape[-1])
+    rows = prod(x.shape[:-1])    # (not -1: a layer with no outputs still has a batch size)
+    g2 = g.reshape(rows, g.shape[-1])
     return (wrap(g2.dot(w).reshape(x.shape)) if needs_grad[0] else None,
-            wrap(g2.T.dot(x.reshape(-1, x.shape[-1]))) if needs_grad[1] else None,
+            wrap(g2.T.dot(x.reshape(rows, x.shape[-1]))) if needs_grad[1] else None,
             wrap(np.add.reduce(g2, axis=0)) if bias is not None and needs_grad[2] else None)
 
 
