@@ -21,4 +21,27 @@ K(index_add_rows) {
         }
     }
 }
+
+/* Attention probabilities in place over s (rows of S scores, L query rows per batch-head): each
+   score times `scale`, then softmax over the keys the row sees (all, or j <= i for query i with
+   `causal`, as tril(ones(L, S))), zeros past them; the math path's rounding (exp(x - max) in T,
+   summed in double). A row of NaN stays NaN. */
+K(attn_softmax) {
+    T *s = bufs[0]; int64_t rows = ints[0], L = ints[1], S = ints[2], causal = ints[3];
+    T scale = (T)floats[0];
+    for (int64_t r = 0; r < rows; r++) {
+        T *sr = s + r * S;
+        int64_t n = causal ? (r %% L + 1 < S ? r %% L + 1 : S) : S;
+        #pragma omp simd
+        for (int64_t j = 0; j < n; j++) sr[j] *= scale;
+        T mx = row_max(sr, n);
+        double sum = 0;
+        #pragma omp simd reduction(+:sum)
+        for (int64_t j = 0; j < n; j++) { T e = EXP(sr[j] - mx); sr[j] = e; sum += e; }
+        T total = (T)sum;
+        #pragma omp simd
+        for (int64_t j = 0; j < n; j++) sr[j] = sr[j] / total;
+        for (int64_t j = n; j < S; j++) sr[j] = 0;
+    }
+}
 """

@@ -229,17 +229,17 @@ def test_linear_backward_matches_torch(dtype, shape, with_bias, monkeypatch):
         arrays.append(rng.standard_normal(9).astype(dtype))
     fn = lambda lib, *t: lib.nn.functional.linear(*t)  # noqa: E731
     calls = []
-    monkeypatch.setattr("ember.ops.derivatives.nn._native_linear", _recording(calls))
+    monkeypatch.setattr("ember.ops.derivatives.nn.native_linear", _recording(calls))
     got = _both(fn, arrays)
     _assert_close(got, dtype)
     assert calls == ["taken"]
-    monkeypatch.setattr("ember.ops.derivatives.nn._native_linear", lambda *args: None)   # the composed formula
+    monkeypatch.setattr("ember.ops.derivatives.nn.native_linear", lambda *args: None)   # the composed formula
     assert all(np.array_equal(a, b) for a, b in zip(_both(fn, arrays)[0], got[0]))
 
 
 def _recording(calls):
     from ember.ops.derivatives import nn as derivatives
-    original = derivatives._native_linear
+    original = derivatives.native_linear
 
     def spy(*args):
         out = original(*args)
@@ -262,7 +262,7 @@ def test_linear_backward_fallbacks_match_torch(monkeypatch):
     for a, c in zip(e, t):
         np.testing.assert_allclose(a.astype(np.float32), c.astype(np.float32), rtol=2e-2, atol=2e-2)
     calls = []
-    monkeypatch.setattr("ember.ops.derivatives.nn._native_linear", _recording(calls))
+    monkeypatch.setattr("ember.ops.derivatives.nn.native_linear", _recording(calls))
     _assert_close(_both(lambda lib, t, u, c: lib.nn.functional.linear(t, u, c) ** 2, [x, w, b],
                         create_graph=True), "float64")
     assert calls == ["declined"]        # grad mode on while differentiating: the composed formula
@@ -313,3 +313,86 @@ def test_matmul_backward_strided_one_sided_and_double_backward():
         res.append([t.numpy() for t in lib.autograd.grad((gx ** 2).sum(), [x, y])])
     for e, t in zip(*res):
         np.testing.assert_allclose(e, t, rtol=1e-10)
+
+
+# ------------------------------------------------------------------------------ scaled_dot_product_attention
+
+def _sdpa(**kw):
+    return lambda lib, q, k, v, *mask: lib.nn.functional.scaled_dot_product_attention(
+        q, k, v, *mask, **kw)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("L,S", [(7, 7), (5, 9), (9, 4), (1, 1)])
+@pytest.mark.parametrize("kw", [{}, dict(is_causal=True), dict(is_causal=True, scale=0.3)])
+def test_sdpa_native_matches_torch(dtype, L, S, kw, native_calls):
+    rng = np.random.default_rng(15)
+    q, k, v = (rng.standard_normal(s).astype(dtype) for s in ((2, 3, L, 8), (2, 3, S, 8), (2, 3, S, 5)))
+    _assert_close(_both(_sdpa(**kw), [q, k, v]), dtype)
+    assert native_calls.count("attn_softmax") == 2         # the forward, and the backward's recomputation
+
+
+def test_sdpa_native_error_is_the_math_paths(monkeypatch):
+    """Peaked float32 attention: the native path's distance from float64 is the math path's (and
+    PyTorch's float32 kernel's), value and gradients."""
+    rng = np.random.default_rng(16)
+    arrays = [rng.standard_normal((4, 16, 8)).astype(np.float32) * 3 for _ in range(3)]
+    fn = _sdpa(is_causal=True)
+    ref = _both(fn, [a.astype(np.float64) for a in arrays])[1]           # PyTorch in float64
+    native_path, torch32 = _both(fn, arrays)
+    monkeypatch.setattr(native, "enabled", False)
+    math_path = _both(fn, arrays)[0]
+    for n, m, t, r in zip(native_path, math_path, torch32, ref):
+        assert np.abs(n - r).max() <= 2 * max(np.abs(m - r).max(), np.abs(t - r).max()) + 1e-9
+
+
+def test_sdpa_nan_and_inf_scores(monkeypatch):
+    """A NaN query row gives a NaN output row, as PyTorch; +inf scores give the math path's NaNs."""
+    rng = np.random.default_rng(17)
+    q, k, v = rng.standard_normal((1, 4, 3)), rng.standard_normal((1, 4, 3)), rng.standard_normal((1, 4, 2))
+    q[0, 2, 1] = np.nan
+    e, t = _both(_sdpa(is_causal=True), [q, k, v])
+    np.testing.assert_allclose(e[0], t[0], equal_nan=True, rtol=1e-10)
+    k[0, 0, 0] = np.inf                   # scores of +-inf against key 0, seen by every query
+    got = _both(_sdpa(is_causal=True), [q, k, v])[0][0]
+    monkeypatch.setattr(native, "enabled", False)
+    np.testing.assert_array_equal(got, _both(_sdpa(is_causal=True), [q, k, v])[0][0])
+
+
+@pytest.mark.parametrize("case", ["bool mask", "float mask", "gqa", "broadcast batch", "strided"])
+def test_sdpa_fallbacks_match_torch(case, native_calls):
+    rng = np.random.default_rng(18)
+    q, k, v = (rng.standard_normal(s) for s in ((2, 4, 5, 6), (2, 4, 7, 6), (2, 4, 7, 3)))
+    kw, extra, native_expected = {}, [], False
+    if case == "bool mask":
+        extra = [rng.random((5, 7)) > 0.3]
+        extra[0][:, 0] = True
+    elif case == "float mask":
+        extra = [rng.standard_normal((2, 1, 5, 7))]
+    elif case == "gqa":
+        k, v, kw = k[:, :2], v[:, :2], dict(enable_gqa=True)
+    elif case == "broadcast batch":
+        k, v = k[:1], v[:1]
+    else:                                 # transposed storage: same batch shapes, the native path
+        native_expected = True
+    fn = _sdpa(**kw)
+    if case == "strided":
+        fn = lambda lib, q, k, v: lib.nn.functional.scaled_dot_product_attention(  # noqa: E731
+            q.transpose(1, 2).transpose(1, 2), k.mT.mT, v)
+    _assert_close(_both(fn, [q, k, v] + extra, grads_of=[0, 1, 2]), "float64")
+    assert ("attn_softmax" in native_calls) == native_expected
+
+
+def test_sdpa_double_backward_and_dropout_keep_the_composed_path(native_calls):
+    rng = np.random.default_rng(19)
+    q, k, v = (rng.standard_normal((2, 5, 4)) for _ in range(3))
+    _assert_close(_both(lambda lib, *t: _sdpa(is_causal=True)(lib, *t) ** 2, [q, k, v], create_graph=True),
+                  "float64")
+    native_calls.clear()
+    x = ember.from_numpy(q.copy()).requires_grad_()
+    (g,) = ember.autograd.grad((_sdpa(is_causal=True)(ember, x, x, x) ** 2).sum(), x, create_graph=True)
+    g.sum().backward()             # a second derivative: only possible through recorded ops
+    assert x.grad is not None
+    ember.manual_seed(0)
+    out = _sdpa(dropout_p=0.5)(ember, x, x, x)       # dropout: the math path draws its mask
+    assert out.shape == (2, 5, 4) and out.grad_fn is not None

@@ -15,6 +15,7 @@ import numpy as np
 from .. import native
 from ..._core.tensor import wrap
 from .linalg import _matmul_backward, vector_norm_backward
+from .nn_direct import native_embedding, native_linear, native_sdpa
 from ..registry import aten
 
 
@@ -26,27 +27,8 @@ def _e():
 # ---------------------------------------------------------------------------------------
 # linear layers, embedding
 # ---------------------------------------------------------------------------------------
-_GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _native_linear(grad, input, weight, bias, needs_grad):
-    """The three gradients of a linear layer over a (..., in) input straight from NumPy's GEMMs: the
-    composed formula's products (same BLAS calls, same results) and the bias's reduction, without
-    its ~6 ops (flatten, mT, matmul and the engine's sum_to); None where it does not apply."""
-    if weight.ndim != 2 or input.ndim < 2 or not native.plain_backward(grad, input, weight):
-        return None
-    g, x, w = grad._data, input._data, weight._data
-    if g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or w.dtype is not g.dtype or g.ndim != x.ndim:
-        return None
-    rows = prod(x.shape[:-1])    # (not -1: a layer with no outputs still has a batch size)
-    g2 = g.reshape(rows, g.shape[-1])
-    return (wrap(g2.dot(w).reshape(x.shape)) if needs_grad[0] else None,
-            wrap(g2.T.dot(x.reshape(rows, x.shape[-1]))) if needs_grad[1] else None,
-            wrap(np.add.reduce(g2, axis=0)) if bias is not None and needs_grad[2] else None)
-
-
 def _linear(grad, input, weight, bias, needs_grad):
-    fused = _native_linear(grad, input, weight, bias, needs_grad)
+    fused = native_linear(grad, input, weight, bias, needs_grad)
     if fused is not None:
         return fused
     if weight.ndim == 2 and input.ndim >= 2:  # one GEMM each, over the flattened batch
@@ -73,7 +55,7 @@ def _embedding(grad, weight_shape, indices, padding_idx, scale_grad_by_freq, spa
     if sparse or scale_grad_by_freq:
         raise NotImplementedError("embedding backward with sparse=True or scale_grad_by_freq=True is not "
                                   "implemented in ember")
-    fused = _native_embedding(grad, weight_shape, indices, padding_idx)
+    fused = native_embedding(grad, weight_shape, indices, padding_idx)
     if fused is not None:
         return fused, None
     e = _e()
@@ -82,25 +64,6 @@ def _embedding(grad, weight_shape, indices, padding_idx, scale_grad_by_freq, spa
     if padding_idx is not None and padding_idx >= 0:  # the padding row gets no gradient
         g = g * (idx != padding_idx).unsqueeze(-1).to(g.dtype)
     return e.zeros(weight_shape, dtype=grad.dtype, device=grad.device).index_add(0, idx, g), None
-
-
-def _native_embedding(grad, weight_shape, indices, padding_idx):
-    """The dense weight gradient as one index_add_rows call (ember/ops/native.py) into zeros: what
-    the composed formula computes, in its order, without its four ops. None where it does not apply
-    (the indices were bounds-checked by the forward, and are unchanged: autograd checks versions)."""
-    if len(weight_shape) != 2 or not native.plain_backward(grad, indices):
-        return None
-    g, idx = grad._data, indices._data.reshape(-1)
-    fn = native.kernel("index_add_rows", g.dtype)
-    if fn is None or idx.dtype != np.int64 or g.size != idx.size * weight_shape[1]:
-        return None
-    g = np.ascontiguousarray(g).reshape(idx.size, weight_shape[1])
-    if padding_idx is not None and padding_idx >= 0:    # the padding row gets no gradient
-        keep = idx != padding_idx
-        g, idx = g[keep], idx[keep]
-    out = np.zeros(weight_shape, g.dtype)
-    fn(out, g, np.ascontiguousarray(idx), 1, weight_shape[0], idx.size, weight_shape[1])
-    return wrap(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -387,6 +350,9 @@ def _sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale, enabl
         from ..._cuda import attention
         if attention.fast_path(query, key, value, attn_mask, dropout_p, enable_gqa):
             return attention.sdpa_backward(grad, query, key, value, is_causal, scale) + (None,)
+    fused = native_sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale)
+    if fused is not None:
+        return fused
     if dropout_p > 0:
         raise NotImplementedError("scaled_dot_product_attention backward with dropout_p > 0 is not implemented "
                                   "in ember (the dropout mask is not kept)")
