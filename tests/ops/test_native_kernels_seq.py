@@ -396,3 +396,22 @@ def test_sdpa_double_backward_and_dropout_keep_the_composed_path(native_calls):
     ember.manual_seed(0)
     out = _sdpa(dropout_p=0.5)(ember, x, x, x)       # dropout: the math path draws its mask
     assert out.shape == (2, 5, 4) and out.grad_fn is not None
+
+
+@pytest.mark.parametrize("kernel", ["native", "numpy rows"])
+@pytest.mark.parametrize("kw", [{}, dict(reduction="sum"), dict(reduction="none"), dict(ignore_index=2)])
+def test_cross_entropy_backward_rows_one_path(kernel, kw, monkeypatch):
+    """The one rows path: with the native kernel, and without it (NumPy), for contiguous and
+    transposed logits, all targets ignored; all equal PyTorch."""
+    if kernel == "numpy rows":
+        original = native.kernel
+        monkeypatch.setattr(native, "kernel", lambda name, dtype: None if name == "cross_entropy_bwd"
+                            else original(name, dtype))
+    rng = np.random.default_rng(20)
+    x = (rng.standard_normal((6, 5)) * 3).astype(np.float32)
+    fn = lambda lib, t, y: lib.nn.functional.cross_entropy(t, y, **kw)  # noqa: E731
+    for target in (np.array([1, 2, 4, 2, 0, 3]), np.full(6, 2)):
+        _assert_close(_both(fn, [x, target]), "float32")
+    xt = np.ascontiguousarray(x.T)
+    _assert_close(_both(lambda lib, t, y: lib.nn.functional.cross_entropy(t.t(), y, **kw), [xt, np.arange(6) % 5]),
+                  "float32")
