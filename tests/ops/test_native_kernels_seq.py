@@ -415,3 +415,45 @@ def test_cross_entropy_backward_rows_one_path(kernel, kw, monkeypatch):
     xt = np.ascontiguousarray(x.T)
     _assert_close(_both(lambda lib, t, y: lib.nn.functional.cross_entropy(t.t(), y, **kw), [xt, np.arange(6) % 5]),
                   "float32")
+
+
+# ------------------------------------------------------------------------------ clip_grad_norm_
+
+def _clip_run(lib, dtypes, norm_type, max_norm=0.25, shapes=((50, 30), (30,), (7, 3, 2), ())):
+    rng = np.random.default_rng(21)
+    ps = []
+    for shape, dt in zip(shapes, dtypes):
+        p = lib.nn.Parameter(lib.from_numpy(np.asarray(rng.standard_normal(shape), dt)))
+        p.grad = lib.from_numpy(np.asarray(rng.standard_normal(shape) * 3, dt))
+        ps.append(p)
+    total = lib.nn.utils.clip_grad_norm_(ps, max_norm, norm_type)
+    return [total.numpy()] + [p.grad.numpy() for p in ps], ps
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf"), 3.0, 0.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_clip_grad_norm_arrays_path_equals_the_ops(norm_type, dtype, monkeypatch):
+    """One NumPy pass per gradient: bit-equal to the per-gradient ops, close to PyTorch, versions bumped."""
+    from ember.nn.utils import clip_grad
+    fast, ps = _clip_run(ember, [dtype] * 4, norm_type)
+    assert all(p.grad._version > 0 for p in ps)
+    torch_res, _ = _clip_run(torch, [dtype] * 4, norm_type)
+    for a, t in zip(fast, torch_res):
+        np.testing.assert_allclose(a, t, rtol=1e-6 if dtype == "float32" else 1e-12)
+    monkeypatch.setattr(clip_grad, "_plain_arrays", lambda tensors: None)
+    slow, _ = _clip_run(ember, [dtype] * 4, norm_type)
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_clip_grad_norm_mixed_dtypes_nonfinite_and_empty():
+    for dtypes in (["float32", "float64", "float32", "float32"], ["float16"] * 4):
+        e, _ = _clip_run(ember, dtypes, 2.0)
+        t, _ = _clip_run(torch, dtypes, 2.0)
+        for a, b in zip(e, t):
+            np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=2e-3)
+    p = ember.nn.Parameter(ember.ones(3))
+    p.grad = ember.tensor([1.0, float("inf"), 2.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        ember.nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+    assert ember.nn.utils.clip_grad_norm_([ember.nn.Parameter(ember.ones(2))], 1.0).item() == 0.0
