@@ -3,8 +3,9 @@
 Every kernel first runs the shared shape/dtype rules (`ember/ops/meta/indexing.py`), then
 checks index bounds, and only then writes: an op that raises leaves its inputs unchanged.
 Accumulating writes (index_put_ with accumulate, scatter_add, index_add, put_) use
-``np.<ufunc>.at`` so duplicate indices accumulate instead of the last one winning; float16
-and bfloat16 accumulate in float32 and are rounded once.
+``np.<ufunc>.at`` so duplicate indices accumulate instead of the last one winning (float32/float64
+index_add: the native index_add_rows kernel, the same sums in the same order); float16 and
+bfloat16 accumulate in float32 and are rounded once.
 """
 from __future__ import annotations
 
