@@ -44,7 +44,13 @@ def kernel(name: str, dtype):
 def plain_backward(*tensors) -> bool:
     """True when a derivative formula may replace its ember ops by one native kernel call (see the
     module's docstring). Cheap: a few attribute reads."""
-    if tls.include & ~PROFILER_BIT or not tls.exclude & AUTOGRAD_BIT:
+    return bool(tls.exclude & AUTOGRAD_BIT) and plain(tensors)
+
+
+def plain(tensors) -> bool:
+    """True when no dispatch mode is on and every tensor is a plain CPU tensor: code outside autograd
+    (e.g. gradient clipping under no_grad) may then work on their arrays instead of calling ops."""
+    if tls.include & ~PROFILER_BIT:
         return False
     for t in tensors:
         if t._keys & ~AUTOGRAD_BIT != CPU_BIT:

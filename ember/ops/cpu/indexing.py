@@ -3,17 +3,20 @@
 Every kernel first runs the shared shape/dtype rules (`ember/ops/meta/indexing.py`), then
 checks index bounds, and only then writes: an op that raises leaves its inputs unchanged.
 Accumulating writes (index_put_ with accumulate, scatter_add, index_add, put_) use
-``np.<ufunc>.at`` so duplicate indices accumulate instead of the last one winning; float16
-and bfloat16 accumulate in float32 and are rounded once.
+``np.<ufunc>.at`` so duplicate indices accumulate instead of the last one winning (float32/float64
+index_add: the native index_add_rows kernel, the same sums in the same order); float16 and
+bfloat16 accumulate in float32 and are rounded once.
 """
 from __future__ import annotations
 
 import warnings
+from math import prod
 
 import numpy as np
 
 from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap
+from .. import native
 from ..meta import indexing as R
 from ..overlap import late_check
 
@@ -305,10 +308,24 @@ def index_add(self, dim, index, source, alpha=1):
     if alpha != 1:
         a = R.checked_scalar(alpha, self.dtype) if self.dtype.category != _dt.BOOL else alpha
         src = (src.astype(_F32) * a) if src.dtype in _HALF else (src * np.array(a).astype(src.dtype))
-    view = _along(out, dim)
-    _add_at(view, idx, _along(src.astype(out.dtype) if src.dtype != out.dtype and src.dtype not in _HALF else src,
-                              dim))
+    if not _native_index_add(out, dim, idx, src):
+        _add_at(_along(out, dim), idx, _along(src.astype(out.dtype) if src.dtype != out.dtype and src.dtype not in
+                                              _HALF else src, dim))
     return wrap(out)
+
+
+def _native_index_add(out, dim, idx, src) -> bool:
+    """index_add_rows (ember/ops/native.py) on a float32/float64 `out` (a fresh C-contiguous copy)
+    and a `src` of its dtype and shape along `dim`: the same sums in the same order as np.add.at,
+    ~10x faster (embedding's backward). False where it does not apply."""
+    if out.ndim == 0 or src.dtype is not out.dtype or src.shape != out.shape[:dim] + idx.shape + out.shape[dim + 1:]:
+        return False
+    fn = native.kernel("index_add_rows", out.dtype)
+    if fn is None or not idx.size:
+        return fn is not None
+    fn(out, np.ascontiguousarray(src), np.ascontiguousarray(idx, np.int64), prod(out.shape[:dim]), out.shape[dim],
+       idx.size, prod(out.shape[dim + 1:]))
+    return True
 
 
 def index_copy(self, dim, index, source):

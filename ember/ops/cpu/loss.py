@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core import dtype as _dt
+from .. import native
 from ..meta import nn as meta
 from .nn import acc, result
 
@@ -126,6 +127,17 @@ def log_softmax(a, axis):
     return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
 
 
+def _log_softmax_rounded(a, axis):
+    """log_softmax in compute precision, rounded to a's dtype like ATen's composite cross_entropy;
+    over the last dim of a C-contiguous float32/float64 array in one native pass (ember/ops/native.py)."""
+    fn = native.kernel("softmax_fwd", a.dtype) if axis == a.ndim - 1 and a.flags.c_contiguous and a.size else None
+    if fn is None:
+        return acc(acc(log_softmax(acc(a), axis)).astype(a.dtype))
+    out = np.empty_like(a)
+    fn(a, out, a.size // a.shape[-1], a.shape[-1], True)
+    return out
+
+
 def _nll(op, logp, target, w, reduction, ignore_index):
     """nll on compute arrays: logp [C] or [N, C, ...], target [] or [N, ...]. Returns ndarray."""
     axis = 0 if logp.ndim == 1 else 1
@@ -163,7 +175,7 @@ def cross_entropy_loss(x, target, weight=None, reduction=1, ignore_index=-100, l
     prob, dt = meta.cross_entropy_rule(x, target, weight, ignore_index, label_smoothing)
     axis = 0 if x.ndim == 1 else 1
     n_classes = x.shape[axis]
-    logp = acc(acc(log_softmax(acc(x._data), axis)).astype(x._data.dtype))  # rounded like ATen
+    logp = _log_softmax_rounded(x._data, axis)
     w = None if weight is None else acc(weight._data)
     wshape = [1] * x.ndim
     if w is not None:

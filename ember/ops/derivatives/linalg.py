@@ -7,11 +7,43 @@ formula here (qr, svd, eigh, eigvalsh, svdvals, pinv) fall back to NotImplemente
 from __future__ import annotations
 
 import string
+from math import prod
 
+import numpy as np
+
+from .. import native
+from ..._core.tensor import wrap
+from ..cpu.linalg import _matmul
 from .reduction import _norm_backward
 
 
-def _matmul_backward(grad, self, other):
+_GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _direct_matmul_backward(grad, a, b, needs_grad):
+    """Both gradients of a (batched) matrix product of float32/float64 operands of ≥ 2 dims, equal
+    batch shapes (or a 2-D right operand), straight from NumPy's products: the same GEMM calls as
+    the formula below makes through matmul, without its four ops. None where it does not apply
+    (a recorded graph or dispatch mode, broadcast batches, vectors, other dtypes)."""
+    if not native.plain_backward(grad, a, b):
+        return None
+    g, x, y = grad._data, a._data, b._data
+    if x.ndim < 2 or y.ndim < 2 or g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or y.dtype is not g.dtype:
+        return None
+    if y.ndim == 2 and x.ndim > 2:     # the batch folded into one GEMM, as below
+        rows = prod(x.shape[:-1])
+        return (wrap(_matmul(g, y.T)) if needs_grad[0] else None,
+                wrap(x.reshape(rows, x.shape[-1]).T.dot(g.reshape(rows, g.shape[-1]))) if needs_grad[1] else None)
+    if x.shape[:-2] != y.shape[:-2] or g.shape[:-2] != x.shape[:-2]:
+        return None
+    return (wrap(np.matmul(g, y.swapaxes(-1, -2))) if needs_grad[0] else None,
+            wrap(np.matmul(x.swapaxes(-1, -2), g)) if needs_grad[1] else None)
+
+
+def _matmul_backward(grad, self, other, needs_grad=(True, True)):
+    direct = _direct_matmul_backward(grad, self, other, needs_grad)
+    if direct is not None:
+        return direct
     a, b = self, other
     if a.ndim == 1 and b.ndim == 1:
         return grad * b, grad * a
@@ -24,7 +56,7 @@ def _matmul_backward(grad, self, other):
         gb = (a.mT @ grad.unsqueeze(-1)).squeeze(-1)
         return ga, gb
     if b.ndim == 2 and a.ndim > 2:  # fold the batch into one GEMM instead of a batched outer product
-        a2, g2 = a.reshape(-1, a.shape[-1]), grad.reshape(-1, grad.shape[-1])
+        a2, g2 = a.flatten(0, -2), grad.flatten(0, -2)    # (not reshape(-1, n): n may be 0)
         return grad @ b.mT, a2.mT @ g2
     return grad @ b.mT, a.mT @ grad
 

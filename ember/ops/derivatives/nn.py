@@ -15,6 +15,7 @@ import numpy as np
 from .. import native
 from ..._core.tensor import wrap
 from .linalg import _matmul_backward, vector_norm_backward
+from .nn_direct import native_embedding, native_linear, native_sdpa
 from ..registry import aten
 
 
@@ -27,6 +28,9 @@ def _e():
 # linear layers, embedding
 # ---------------------------------------------------------------------------------------
 def _linear(grad, input, weight, bias, needs_grad):
+    fused = native_linear(grad, input, weight, bias, needs_grad)
+    if fused is not None:
+        return fused
     if weight.ndim == 2 and input.ndim >= 2:  # one GEMM each, over the flattened batch
         gi = grad @ weight if needs_grad[0] else None  # e.g. not for the network's input
         # flatten, not reshape(-1, n): a layer with no outputs (n = 0) still has a batch size
@@ -51,6 +55,9 @@ def _embedding(grad, weight_shape, indices, padding_idx, scale_grad_by_freq, spa
     if sparse or scale_grad_by_freq:
         raise NotImplementedError("embedding backward with sparse=True or scale_grad_by_freq=True is not "
                                   "implemented in ember")
+    fused = native_embedding(grad, weight_shape, indices, padding_idx)
+    if fused is not None:
+        return fused, None
     e = _e()
     idx = indices.reshape(-1)
     g = grad.reshape(-1, weight_shape[-1])
@@ -363,6 +370,9 @@ def _sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale, enabl
         from ..._cuda import attention
         if attention.fast_path(query, key, value, attn_mask, dropout_p, enable_gqa):
             return attention.sdpa_backward(grad, query, key, value, is_causal, scale) + (None,)
+    fused = native_sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale)
+    if fused is not None:
+        return fused
     if dropout_p > 0:
         raise NotImplementedError("scaled_dot_product_attention backward with dropout_p > 0 is not implemented "
                                   "in ember (the dropout mask is not kept)")
@@ -506,38 +516,21 @@ def _nll(grad, self, target, weight, reduction, ignore_index):
     return glp, None, None
 
 
-def _cross_entropy_rows(grad, self, target, reduction, ignore_index):
-    """The common case's input gradient in NumPy: (softmax(x) - onehot(t)) * coef per row, where coef
-    is what the general formula below computes for it (one pass instead of ~20 ops: a classifier's
-    training step spends more on the general formula than on its last layer's matmul)."""
-    x, t = self._data, target._data
-    ignored = t == ignore_index
-    safe = np.where(ignored, 0, t)
-    valid = (~ignored).astype(x.dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):       # all targets ignored: 0 / 0, as below
-        g = grad._data / valid.sum(dtype=x.dtype) if reduction == 1 else grad._data
-        scale = np.where(ignored, x.dtype.type(0), valid * g)    # d loss / d logp[target], negated
-    soft = np.exp(x - x.max(axis=1, keepdims=True))
-    soft /= soft.sum(axis=1, keepdims=True)
-    gx = soft * scale[:, None]
-    gx[np.arange(len(t)), safe] -= scale
-    return _e()._core.tensor.wrap(gx.astype(x.dtype, copy=False))
-
-
-def _native_cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
-    """The cross_entropy_bwd kernel (ember/ops/native.py) for (N, C) logits, int64 class targets, no
-    class weights or smoothing; None where it does not apply."""
-    if weight is not None or label_smoothing > 0 or self.ndim != 2 or target.ndim != 1 or self.numel() == 0 \
-            or not native.plain_backward(grad, self, target):
+def _cross_entropy_rows(grad, self, target, weight, reduction, ignore_index, label_smoothing):
+    """The common case's input gradient, coef[r] * (softmax(x[r]) - onehot(t[r])) per row, coef the
+    output gradient over the reduction's divisor (0 for an ignored row, and for every row when all
+    are ignored): one native pass (cross_entropy_bwd), or a few NumPy passes without a C compiler,
+    instead of the general formula's ~20 ops (a classifier's step spent more there than in its last
+    matmul). None where it does not apply: class weights, smoothing, other than (N, C) logits and
+    (N,) class targets, a recorded graph or dispatch mode, a bad target (the formula reports it)."""
+    if weight is not None or label_smoothing > 0 or self.ndim != 2 or target.ndim != 1 or not self.numel() \
+            or target.dtype.category >= 2 or not native.plain_backward(grad, self, target):
         return None
     x, t, g = self._data, target._data, grad._data
-    if t.dtype != np.int64 or not x.flags.c_contiguous or g.dtype is not x.dtype:
+    if x.dtype not in (np.float32, np.float64) or g.dtype is not x.dtype:
         return None
     ignored = t == ignore_index
     if ((t < 0) | (t >= x.shape[1]))[~ignored].any():
-        return None          # the composed formula reports the bad target
-    fn = native.kernel("cross_entropy_bwd", x.dtype)
-    if fn is None:
         return None
     if reduction == 0:
         coef = g.astype(np.float64)
@@ -545,26 +538,29 @@ def _native_cross_entropy(grad, self, target, weight, reduction, ignore_index, l
         count = t.size - int(ignored.sum()) if reduction == 1 else 1
         coef = np.full(t.shape, float(g) / count if count else 0.0)
     coef[ignored] = 0.0
-    out = np.empty_like(x)
-    fn(x, np.ascontiguousarray(t), np.ascontiguousarray(coef), out, *x.shape)
-    return wrap(out), None, None
+    fn = native.kernel("cross_entropy_bwd", x.dtype)
+    if fn is not None:
+        out = np.empty(x.shape, x.dtype)       # (empty_like would keep a transposed x's layout)
+        fn(np.ascontiguousarray(x), np.ascontiguousarray(t, np.int64), coef, out, *x.shape)
+        return wrap(out), None, None
+    soft = np.exp(x - x.max(axis=1, keepdims=True))
+    soft /= soft.sum(axis=1, keepdims=True)
+    c = coef.astype(x.dtype)
+    soft *= c[:, None]
+    soft[np.arange(t.size), np.where(ignored, 0, t)] -= c
+    return wrap(soft), None, None
 
 
 def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing):
-    fused = _native_cross_entropy(grad, self, target, weight, reduction, ignore_index, label_smoothing)
-    if fused is not None:
-        return fused
+    rows = _cross_entropy_rows(grad, self, target, weight, reduction, ignore_index, label_smoothing)
+    if rows is not None:
+        return rows
     e = _e()
     if self.device.type == "cuda" and not e.is_grad_enabled():   # (create_graph: the formula below)
         from ..._cuda import fused
         gx = fused.cross_entropy_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
         if gx is not None:
             return gx, None, None
-    if (weight is None and label_smoothing == 0 and self.ndim == 2 and target.dtype.category < 2
-            and not e.is_grad_enabled() and self._data.__class__ is np.ndarray
-            and target._data.__class__ is np.ndarray and grad._data.__class__ is np.ndarray
-            and self._data.dtype in (np.float32, np.float64) and self.shape[0]):
-        return _cross_entropy_rows(grad, self, target, reduction, ignore_index), None, None
     axis = 0 if self.ndim == 1 else 1
     c = self.shape[axis]
     lp = self.log_softmax(axis)

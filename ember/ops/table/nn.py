@@ -5,7 +5,7 @@ and ember/nn/functional_loss.py."""
 from __future__ import annotations
 
 from ..registry import Op
-from ..cpu import nn as cpu, loss as cpu_loss
+from ..cpu import attention as cpu_attention, nn as cpu, loss as cpu_loss
 from ..meta import nn as meta
 
 NN = "nn.functional"
@@ -61,7 +61,7 @@ OPS = [
     # attention
     Op("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
        "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
-       cpu=cpu.scaled_dot_product_attention, meta=meta.scaled_dot_product_attention, namespace=NN,
+       cpu=cpu_attention.scaled_dot_product_attention, meta=meta.scaled_dot_product_attention, namespace=NN,
        nondeterministic=True, **FN),    # dropout_p > 0 draws a mask (torch tags it nondeterministic_seeded)
     # losses (reduction: 0 none, 1 mean, 2 sum)
     Op("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
