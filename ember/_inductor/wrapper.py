@@ -121,14 +121,11 @@ class Alloc(_Named):
     the memory again (data_ptr() integers aside, as in torch)."""
 
     def __init__(self, name, shape, strides, dtype):
+        from . import config
         self.shape, self.dtype = shape, dtype.np
         self._name(f"alloc_{name}")
-        from . import config
-        nbytes = self.dtype.itemsize
-        for d in shape:
-            nbytes *= d
         limit = config.output_reuse_min_bytes
-        self.reuses = bool(limit) and nbytes >= limit
+        self.reuses = bool(limit) and self.dtype.itemsize * int(np.prod(shape, dtype=np.int64)) >= limit
         self.spare = []            # the last array handed out (reuses only)
 
     def array(self):
@@ -147,9 +144,7 @@ class Alloc(_Named):
         return arr
 
     def __call__(self):
-        if self.reuses:
-            return _wrap_array(self.array())
-        return _wrap_array(np.empty(self.shape, self.dtype))
+        return _wrap_array(self.array() if self.reuses else np.empty(self.shape, self.dtype))
 
 
 class ExpectLayout(_Named):
