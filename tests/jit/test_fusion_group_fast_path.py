@@ -213,3 +213,24 @@ def test_a_dispatch_mode_sees_the_matmuls():
     _close(out, rnn_cell(*args))
     names = [str(getattr(e, "name", "")) for e in prof.events()]
     assert sum(n in ("aten::matmul", "aten::mm") for n in names) >= 2 and "aten::tanh" in names
+
+
+def test_a_large_output_kept_by_the_caller_is_never_overwritten():
+    """A group output of >= config.output_reuse_min_bytes reuses the last call's array only when
+    it is dead (ember/_inductor/wrapper.Alloc): the fast path takes it through Alloc.array too."""
+    shape = [(512, 512), (512, 512), (512,)]
+    big = [ember.from_numpy(_arr(i, *s)) for i, s in enumerate(shape)]
+    sf, kernel = _kernel_of(rnn_step, *big)
+    assert kernel.fast is not kernel
+    kept, wants = [], []
+    for seed in range(3):
+        xs = [ember.from_numpy(_arr(seed + 10 * i, *s)) for i, s in enumerate(shape)]
+        got = sf(*xs)
+        _close(got, rnn_step(*xs))
+        kept.append(got)
+        wants.append(got.numpy().copy())
+    for got, want in zip(kept, wants):
+        np.testing.assert_array_equal(got.numpy(), want)
+    del got
+    ptr = kept.pop().data_ptr()
+    assert sf(*big).data_ptr() == ptr                 # dead now: its memory came back

@@ -129,8 +129,9 @@ def fast_path(kernel: FusedKernel, wrapper):
         elif n.target is getattr and args[1] == "_data" and args[0] in arrays:
             arrays[n.name] = arrays[args[0]]
         elif isinstance(n.target, Alloc):
-            env[g] = n.target.dtype
-            body.append(f"{n.name}_d = _empty({n.target.shape!r}, {g})")
+            reuse = n.target.reuses      # a large output: the previous call's array when it is dead
+            env[g] = n.target.array if reuse else n.target.dtype
+            body.append(f"{n.name}_d = {g}()" if reuse else f"{n.name}_d = _empty({n.target.shape!r}, {g})")
             arrays[n.name], looks[n.name] = f"{n.name}_d", contiguous_look(n.target.shape, n.target.dtype)
         elif op in ARRAY_EXTERNS and not n.kwargs and all(a in looks for a in args) and \
                 (found := ARRAY_EXTERNS[op](*(looks[a] for a in args))) is not None:
