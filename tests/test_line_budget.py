@@ -41,7 +41,7 @@ BUDGET = {
                           # +190 graphs.py: CUDA graphs (CUDAGraph, graph, pools, refusals of host draws and host
                           # optimizer state) and cuBLAS GEMMs under capture through ctypes (CuPy refuses cuBLAS there)
                           # +115 graphed_callables.py: make_graphed_callables (forward and backward graphs)
-    "amp": 240,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler
+    "amp": 260,           # ember.autocast (the Autocast key's kernels, PyTorch's op lists) and GradScaler; +20 the weight-cast cache (issue 17)
     "autograd": 1400,
     "optim": 1986,        # +25 Adam/AdamW update as one native kernel (issue 20 speed); +40 fused=True for SGD, Adam, AdamW (the kernels live in _inductor/fused_optim.py); +1 Adam's one-kernel CUDA update; +5 a captured optimizer step refuses host state (ember/_cuda/graphs.py says why)
                           # +365 Adafactor, SparseAdam, Muon, CyclicLR, swa_utils (AveragedModel, SWALR, update_bn); +265 Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD (one small file each); +215 LBFGS (strong-Wolfe line search)

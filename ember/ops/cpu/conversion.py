@@ -30,10 +30,9 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
         if kind == "cpu" and device is not None:
             arr = arr.get()
         else:
-            import cupy
             if arr.dtype.kind == "f" and target.kind == "u":   # as on the CPU: -3.0 -> 253, not CUDA's 0
                 arr = arr.astype(np.int64)
-            return _make(cupy.array(_cast(arr, target), order="K"), CUDA_BIT)
+            return _make(_cast(arr, target), CUDA_BIT)    # (CuPy's astype always copies: one pass)
     if kind == "cuda":
         import cupy
         with cupy.cuda.Device(device.index or 0):
