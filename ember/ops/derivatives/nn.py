@@ -105,6 +105,11 @@ def _native_norm(grad, input, weight, bias, eps, row_size):
 
 
 def _layer_norm(grad, input, normalized_shape, weight, bias, eps):
+    if input.device.type == "cuda" and not _e().is_grad_enabled():     # (create_graph: the formula below)
+        from ..._cuda import layer_norm
+        fused = layer_norm.layer_norm_backward(grad, input, normalized_shape, weight, bias, eps)
+        if fused is not None:
+            return fused
     fused = _native_norm(grad, input, weight, bias, eps, prod(normalized_shape))
     if fused is not None:
         return fused
