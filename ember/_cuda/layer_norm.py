@@ -152,8 +152,8 @@ def layer_norm_backward(grad, x, normalized_shape, weight, bias, eps):
         numpy.int64(n_rows), numpy.int64(n), numpy.float32(eps), numpy.int32(W is not None)))
     if weight is None and bias is None:
         return wrap_cuda(dx), None, None
-    dw, db = cupy.empty(n, X.dtype), cupy.empty(n, X.dtype)
+    # made in the parameters' shapes (not reshaped views): AccumulateGrad may keep them as .grad
+    dw, db = (cupy.empty(n if p is None else p.shape, X.dtype) for p in (weight, bias))
     kernel(_SOURCE, "ln_params", X.dtype)(((n + 31) // 32,), (32, 16), (
         partial_w, partial_b, storage(dw), storage(db), numpy.int64(parts), numpy.int64(n)))
-    return (wrap_cuda(dx), None if weight is None else wrap_cuda(dw.reshape(weight.shape)),
-            None if bias is None else wrap_cuda(db.reshape(bias.shape)))
+    return wrap_cuda(dx), None if weight is None else wrap_cuda(dw), None if bias is None else wrap_cuda(db)

@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, INFERENCE_BIT, tls
+from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, CUDA_BIT, INFERENCE_BIT, tls
 from .._core.tensor import CPU_BIT, Tensor, wrap
 
 
@@ -147,6 +147,9 @@ class AccumulateGrad(Node):
                     meta.grad = g       # nobody else can see it: kept, not copied (PyTorch steals it too)
                 else:
                     meta.grad = wrap(np.array(arr, order="K", copy=True))
+            elif g._keys == CUDA_BIT and not tls.include and g.__class__ is Tensor \
+                    and _sole_owner(g, (arr := g._data)) and arr.strides == self.variable._data.strides:
+                meta.grad = g           # a CUDA gradient nobody else sees: kept, as the CPU one above
             else:
                 meta.grad = g.detach().clone()
         elif is_grad_enabled():

@@ -39,24 +39,26 @@ def test_leading_dim_sums_match_torch_and_take_the_kernels(dtype, tol, shape, di
 
 
 @pytest.mark.parametrize("dtype,tol", DTYPES)
-@pytest.mark.parametrize("program", ["last dim", "middle dim", "to float32", "transposed", "short rows", "all dims",
+@pytest.mark.parametrize("program", ["last dim", "middle dim", "to float64", "transposed", "short rows", "all dims",
                                      "empty"])
 def test_other_sums_match_torch(dtype, tol, program, monkeypatch):
     from ember._cuda import reduce
     calls = []
     monkeypatch.setattr(reduce, "column_sums", lambda *a: calls.append(a))
     programs = {"last dim": lambda x: x.sum(-1), "middle dim": lambda x: x.sum(1),
-                "to float32": lambda x, lib: x.sum(0, dtype=lib.float32), "transposed": lambda x: x.mT.sum(0),
+                "to float64": lambda x, lib: x.sum(0, dtype=lib.float64), "transposed": lambda x: x.mT.sum(0),
                 "short rows": lambda x: x[..., :8].contiguous().sum((0, 1)), "all dims": lambda x: x.sum(),
                 "empty": lambda x: x[:0].sum(0)}
     fn = programs[program]
     e, t = _pair((6, 10, 40), dtype, 1)
-    run = (lambda x, lib: fn(x, lib)) if program == "to float32" else (lambda x, lib: fn(x))
+    run = (lambda x, lib: fn(x, lib)) if program == "to float64" else (lambda x, lib: fn(x))
     _close(run(e, ember), run(t, torch), tol)
     assert not calls
 
 
 def test_bias_gradient_of_a_half_linear_matches_torch():
+    """Up to the GEMMs' own differences: each bfloat16 output may differ from PyTorch's by an ulp,
+    and the bias gradient sums 1024 of them, so the tolerance is relative to the largest sum."""
     e, t = _pair((8, 128, 64), "bfloat16", 2)
     ew, w = (x.detach().requires_grad_() for x in _pair((96, 64), "float32", 3))
     eb, b = (x.detach().requires_grad_() for x in _pair((96,), "float32", 4))
@@ -64,5 +66,6 @@ def test_bias_gradient_of_a_half_linear_matches_torch():
         with lib.autocast("cuda", dtype=lib.bfloat16):
             y = lib.nn.functional.linear(x, ww, bb)
         y.float().square().sum().backward()
-    _close(eb.grad, b.grad, 2e-2)
-    _close(ew.grad, w.grad, 2e-2)
+    for e, t in ((eb.grad, b.grad), (ew.grad, w.grad)):
+        assert e.dtype == ember.float32
+        np.testing.assert_allclose(e.cpu().numpy(), t.cpu().numpy(), rtol=0, atol=1e-2 * float(t.abs().max()))

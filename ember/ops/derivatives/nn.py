@@ -13,6 +13,7 @@ from math import prod
 import numpy as np
 
 from .. import native
+from ..._core.dispatch import CUDA_BIT
 from ..._core.tensor import wrap
 from .linalg import _matmul_backward, vector_norm_backward
 from ..registry import aten
@@ -27,6 +28,11 @@ def _e():
 # linear layers, embedding
 # ---------------------------------------------------------------------------------------
 def _linear(grad, input, weight, bias, needs_grad):
+    if grad._keys & CUDA_BIT and not _e().is_grad_enabled():     # (create_graph: the formulas below)
+        from ..._cuda import attention
+        fused = attention.linear_backward(grad, input, weight, bias, needs_grad)
+        if fused is not None:
+            return fused
     if weight.ndim == 2 and input.ndim >= 2:  # one GEMM each, over the flattened batch
         gi = grad @ weight if needs_grad[0] else None  # e.g. not for the network's input
         # flatten, not reshape(-1, n): a layer with no outputs (n = 0) still has a batch size
@@ -105,7 +111,7 @@ def _native_norm(grad, input, weight, bias, eps, row_size):
 
 
 def _layer_norm(grad, input, normalized_shape, weight, bias, eps):
-    if input.device.type == "cuda" and not _e().is_grad_enabled():     # (create_graph: the formula below)
+    if input._keys & CUDA_BIT and not _e().is_grad_enabled():     # (create_graph: the formula below)
         from ..._cuda import layer_norm
         fused = layer_norm.layer_norm_backward(grad, input, normalized_shape, weight, bias, eps)
         if fused is not None:
