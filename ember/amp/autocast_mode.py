@@ -7,6 +7,11 @@ registered on the listed operators when autocast is first entered, cast the floa
 arguments that live on the autocast device and redispatch below the key (the casts are ordinary
 ``_to_copy`` calls, so autograd records them and gradients come back in each input's dtype).
 Every other operator passes the key through. The lists are PyTorch's (CUDA and CPU differ).
+
+The weight-cast cache, as PyTorch's: inside one autocast region the low-precision cast of a float32
+leaf that requires grad (a parameter) is made once and reused by every listed op that takes it;
+autograd then sums the uses' gradients into that one cast and its backward adds them to the
+parameter once. The cache lives until the outermost ``autocast`` (enabled or not) exits.
 """
 from __future__ import annotations
 
@@ -43,27 +48,47 @@ _FP32 = {
 _DEFAULT_DTYPE = {"cuda": _dt.float16, "cpu": _dt.bfloat16}
 _FLOATS = (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)
 
-_state = {"stack": [], "registered": False}     # the active (device type, dtype) per nesting level
+# stack: the active (device type, dtype, cache enabled) per enabled level; nesting: every autocast
+# entered and not exited (PyTorch's autocast nesting count); cache: (id(leaf), dtype) -> (leaf, cast)
+_state = {"stack": [], "registered": False, "nesting": 0, "cache": {}}
 
 
 def is_autocast_available(device_type: str) -> bool:
     return device_type in _DEFAULT_DTYPE
 
 
-def _cast(value, device_type, to, from_):
+def clear_autocast_cache() -> None:
+    """Forget the cached weight casts (``torch.clear_autocast_cache``)."""
+    _state["cache"].clear()
+
+
+def _cast(value, device_type, to, from_, cache=None):
     if isinstance(value, Tensor) and value.dtype in from_ and value.device.type == device_type:
+        if cache is not None and value.dtype is _dt.float32 and _is_parameter_like(value):
+            key = (id(value), to)
+            hit = cache.get(key)
+            if hit is None:
+                hit = cache[key] = (value, value.to(to))   # the leaf is held: its id stays its own
+            return hit[1]
         return value.to(to)
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
-        return type(value)(_cast(v, device_type, to, from_) for v in value)
+        return type(value)(_cast(v, device_type, to, from_, cache) for v in value)
     return value
+
+
+def _is_parameter_like(t) -> bool:
+    """PyTorch's cacheable cast source: a leaf that requires grad and is not a view."""
+    meta = t._autograd
+    return t.requires_grad and (meta is None or (meta.grad_fn is None and meta.view_base is None))
 
 
 def _kernel(policy):
     def autocast_kernel(op, keys, *args):
-        device_type, dtype = _state["stack"][-1]
+        device_type, dtype, cache_enabled = _state["stack"][-1]
         if policy == "lower":
-            args = tuple(_cast(a, device_type, dtype, (_dt.float32,) + tuple(d for d in _FLOATS if d is not dtype
-                                                                              and d is not _dt.float64)) for a in args)
+            from_ = (_dt.float32,) + tuple(d for d in _FLOATS if d is not dtype and d is not _dt.float64)
+            cache = _state["cache"] if cache_enabled else None
+            args = tuple(_cast(a, device_type, dtype, from_, cache) for a in args)
         elif device_type in policy:
             args = tuple(_cast(a, device_type, _dt.float32, (_dt.float16, _dt.bfloat16)) for a in args)
         return op.redispatch(keys, *args)
@@ -98,13 +123,18 @@ class autocast:
             raise RuntimeError(f"In {device_type} autocast, but the target dtype is not supported. Disabling "
                                "autocast.")
         self.enabled = enabled
+        self.cache_enabled = cache_enabled
 
     def __enter__(self):
         if not _state["registered"]:
             _register()
         self.saved = (tls.include, len(_state["stack"]))
+        _state["nesting"] += 1
         if self.enabled:
-            _state["stack"].append((self.device_type, self.fast_dtype))
+            # cache_enabled=None inherits the enclosing region's setting (PyTorch's global flag, default on)
+            cache = self.cache_enabled if self.cache_enabled is not None else \
+                (_state["stack"][-1][2] if _state["stack"] else True)
+            _state["stack"].append((self.device_type, self.fast_dtype, bool(cache)))
             tls.include |= _AUTOCAST_BIT
         else:
             tls.include &= ~_AUTOCAST_BIT
@@ -113,6 +143,9 @@ class autocast:
     def __exit__(self, *exc):
         tls.include, depth = self.saved
         del _state["stack"][depth:]
+        _state["nesting"] -= 1
+        if _state["nesting"] == 0:
+            _state["cache"].clear()
 
     def __call__(self, fn):
         @functools.wraps(fn)

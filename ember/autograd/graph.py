@@ -13,8 +13,8 @@ import weakref
 
 import numpy as np
 
-from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, INFERENCE_BIT, tls
-from .._core.tensor import CPU_BIT, Tensor, alias as alias_of, wrap
+from .._core.dispatch import AUTOGRAD_BIT, BACKEND_MASK, CUDA_BIT, INFERENCE_BIT, tls
+from .._core.tensor import CPU_BIT, Tensor, _make, alias as alias_of, wrap
 from .grad_mode import is_grad_enabled, no_grad
 
 
@@ -162,12 +162,13 @@ class AccumulateGrad(Node):
             # would copy it, without the two dispatches (a training step's parameters: ~30 us each).
             if is_grad_enabled():
                 meta.grad = g
-            elif g._keys == CPU_BIT and not tls.include and g._data.__class__ is np.ndarray and g.__class__ is Tensor:
+            elif (g._keys == CPU_BIT and g._data.__class__ is np.ndarray or g._keys == CUDA_BIT) \
+                    and not tls.include and g.__class__ is Tensor:     # (a CUDA one likewise, on CuPy)
                 arr = g._data
                 if _sole_owner(g, arr) and arr.strides == self.variable._data.strides:
                     meta.grad = g       # nobody else can see it: kept, not copied (PyTorch steals it too)
                 else:
-                    meta.grad = wrap(np.array(arr, order="K", copy=True))
+                    meta.grad = _make(arr.copy(order="K"), g._keys)
             else:
                 meta.grad = g.detach().clone()
         elif is_grad_enabled():

@@ -58,6 +58,38 @@ def test_half_linear_forward_and_backward_match_torch(dtype, tol, bias):
 
 
 @pytest.mark.parametrize("dtype,tol", HALVES)
+@pytest.mark.parametrize("frozen", ["input", "weight", "bias", "none"])
+@pytest.mark.parametrize("grad_view", ["contiguous", "transposed"])
+def test_half_linear_backward_kernels_match_torch(dtype, tol, frozen, grad_view, monkeypatch):
+    """linear's backward from cuBLAS and the column-sum kernels (attention.linear_backward): only the
+    gradients asked for, a non-contiguous incoming gradient; create_graph takes the formula."""
+    from ember._cuda import attention
+    taken = []
+    real = attention.linear_backward
+    monkeypatch.setattr(attention, "linear_backward", lambda *a: taken.append(1) or real(*a))
+    pairs = [_pair(s, dtype, i, name != frozen) for i, (name, s) in
+             enumerate((("input", (3, 16, 32)), ("weight", (24, 32)), ("bias", (24,))))]
+    (ex, x), (ew, w), (eb, b) = pairs
+    eg, g = _pair((3, 24, 16), dtype, 7)
+    if grad_view == "transposed":
+        eg, g = eg.mT, g.mT
+    else:
+        eg, g = eg.reshape(3, 16, 24), g.reshape(3, 16, 24)
+    ember.nn.functional.linear(ex, ew, eb).backward(eg)
+    torch.nn.functional.linear(x, w, b).backward(g)
+    assert len(taken) == 1
+    for (e, t), name in zip(pairs, ("input", "weight", "bias")):
+        assert (e.grad is None) == (name == frozen) == (t.grad is None)
+        if t.grad is not None:
+            _close(e.grad, t.grad, 4 * tol * (4 if name == "bias" else 1))
+    ex2, x2 = _pair((3, 16, 32), dtype, 0, True)
+    e_gx, = ember.autograd.grad(ember.nn.functional.linear(ex2, ew.detach()).square().sum(), ex2, create_graph=True)
+    t_gx, = torch.autograd.grad(torch.nn.functional.linear(x2, w.detach()).square().sum(), x2, create_graph=True)
+    _close(e_gx, t_gx, 8 * tol)
+    assert e_gx.requires_grad and len(taken) == 1      # create_graph: the formula, not the kernels
+
+
+@pytest.mark.parametrize("dtype,tol", HALVES)
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("L,S,E", [(64, 64, 32), (48, 80, 16), (80, 48, 64)])
 def test_sdpa_forward_and_backward_match_torch(dtype, tol, causal, L, S, E):

@@ -30,10 +30,11 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
         if kind == "cpu" and device is not None:
             arr = arr.get()
         else:
-            import cupy
             if arr.dtype.kind == "f" and target.kind == "u":   # as on the CPU: -3.0 -> 253, not CUDA's 0
                 arr = arr.astype(np.int64)
-            return _make(cupy.array(_cast(arr, target), order="K"), CUDA_BIT)
+            from ..._cuda.fused import cast     # float32 <-> half in one launch, else CuPy's astype
+            out = cast(arr, target)
+            return _make(_cast(arr, target) if out is None else out, CUDA_BIT)    # (astype copies: one pass)
     if kind == "cuda":
         import cupy
         with cupy.cuda.Device(device.index or 0):

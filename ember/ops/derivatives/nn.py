@@ -13,6 +13,7 @@ from math import prod
 import numpy as np
 
 from .. import native
+from ..._core.dispatch import CUDA_BIT
 from ..._core.tensor import wrap
 from .linalg import _matmul_backward, vector_norm_backward
 from .nn_direct import native_embedding, native_linear, native_sdpa
@@ -28,6 +29,11 @@ def _e():
 # linear layers, embedding
 # ---------------------------------------------------------------------------------------
 def _linear(grad, input, weight, bias, needs_grad):
+    if grad._keys & CUDA_BIT and not _e().is_grad_enabled():     # (create_graph: the formulas below)
+        from ..._cuda import attention
+        fused = attention.linear_backward(grad, input, weight, bias, needs_grad)
+        if fused is not None:
+            return fused
     fused = native_linear(grad, input, weight, bias, needs_grad)
     if fused is not None:
         return fused
@@ -115,6 +121,11 @@ def _native_norm(grad, input, weight, bias, eps, row_size):
 
 
 def _layer_norm(grad, input, normalized_shape, weight, bias, eps):
+    if input._keys & CUDA_BIT and not _e().is_grad_enabled():     # (create_graph: the formula below)
+        from ..._cuda import layer_norm
+        fused = layer_norm.layer_norm_backward(grad, input, normalized_shape, weight, bias, eps)
+        if fused is not None:
+            return fused
     fused = _native_norm(grad, input, weight, bias, eps, prod(normalized_shape))
     if fused is not None:
         return fused
