@@ -18,7 +18,8 @@ its own copy of the same weights; the optimizer step runs eagerly in both. The f
 (tracing, Triton compiles) is reported apart. `--check-loss` fails (exit 1) when a compiled
 column's losses leave ember eager's by more than bf16 tolerance.
 
-`--profile` prints, after the timing, cProfile's top host functions of two ember steps (the
+`--kernel-profile COLUMN...` prints the GPU kernels of one step of each named column (torch.profiler's
+CUPTI view, which sees Triton's, cuBLAS's and CuPy's kernels alike). `--profile` prints, after the timing, cProfile's top host functions of two ember steps (the
 ember.compile column's with --compiled) and ember.profiler's per-op table (with CUDA times from events when ProfilerActivity.CUDA works).
 """
 from __future__ import annotations
@@ -112,6 +113,31 @@ def profile_ember(torch, model, opt, x, y):
     print(p.key_averages().table(sort_by=sort, row_limit=40))
 
 
+def kernel_profile(torch, column, lib, model, opt, x, y, rows=30):
+    """The GPU kernels of one step of `column` as CUPTI sees them through torch.profiler (kernels of
+    every library in the process: Triton's, cuBLAS's, CuPy's), the top `rows` by total time, and
+    the step's kernel time by family."""
+    from torch.profiler import ProfilerActivity, profile
+    step(lib, model, opt, x, y)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step(lib, model, opt, x, y)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
+    families = {}
+    for e in kernels:
+        family = ("triton (ember_k*)" if e.key.startswith("ember_k") else "triton (torch)" if e.key.startswith("triton")
+                  else "gemm" if "gemm" in e.key.lower() or "sm90" in e.key or "cutlass" in e.key else "other")
+        n, t = families.get(family, (0, 0.0))
+        families[family] = (n + e.count, t + e.device_time_total / 1e3)
+    print(f"\n## {column}: GPU kernels of one step, {sum(n for n, _ in families.values())} launches, "
+          f"{sum(t for _, t in families.values()):.1f} ms")
+    for family, (n, t) in sorted(families.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {family:<20}{n:>6} launches {t:>9.2f} ms")
+    for e in sorted(kernels, key=lambda e: -e.device_time_total)[:rows]:
+        print(f"  {e.device_time_total / 1e3:>8.2f} ms {e.count:>5}x  {e.key[:110]}")
+
+
 def main():
     import torch
     p = argparse.ArgumentParser()
@@ -125,6 +151,8 @@ def main():
     p.add_argument("--only-ember", action="store_true", help="skip torch (profiling runs)")
     p.add_argument("--compiled", action="store_true", help="add ember.compile and torch.compile columns")
     p.add_argument("--check-loss", action="store_true", help="exit 1 if a compiled loss leaves eager's")
+    p.add_argument("--kernel-profile", nargs="*", default=(), metavar="COLUMN",
+                   help="after the timing, the GPU kernels of one step of these columns (torch.profiler / CUPTI)")
     args = p.parse_args()
     card = torch.cuda.get_device_name()
     peak = args.peak_tflops or next((v for k, v in PEAKS.items() if k in card), 989.0)
@@ -183,6 +211,8 @@ def main():
               f"(bf16 tolerance {LOSS_TOL:.0e} relative)")
         if args.check_loss and worst > LOSS_TOL:
             sys.exit(1)
+    for column in args.kernel_profile:
+        kernel_profile(torch, column, *libs[column])
     if args.profile:      # the compiled column's step when there is one (host time: its wrapper's launches)
         _, model, opt, x, y = libs.get("ember.compile", libs["ember"])
         profile_ember(torch, model, opt, x, y)

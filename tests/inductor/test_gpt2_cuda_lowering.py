@@ -171,3 +171,32 @@ def test_kernels_differing_in_a_constant_are_both_emitted():
     gm = make_fx(lambda a, b: (((a * 2).exp() @ b) * 3).exp(), tracing_mode="fake")(x, w)
     wrapper, source = lower_for_cuda(gm, [x, w])
     assert source.count("@triton.jit") == 2 and "2.0" in source and "3.0" in source
+
+
+def _kernels_by_grid(gm, inputs):
+    from ember._inductor.compile_fx import lower_and_schedule
+    from ember._inductor.compile_triton import generate_module
+    _, groups, reads, _ = lower_and_schedule(gm, inputs, "cuda")
+    source, _, launch = generate_module(groups, reads)
+    bodies = {name: source[source.index(f"def {name}("):].split("@triton.jit")[0] for name in launch}
+    return [(meta["grid"], bodies[name]) for name, meta in launch.items()]
+
+
+def test_a_large_pointwise_consumer_of_a_scalar_reduction_gets_its_own_kernel():
+    # x / x.sum(): fused after the total, 3.2M quotients would run in the total's single program
+    with FakeTensorMode():
+        x = ember.empty((64, 50000), device="cuda")
+    gm = make_fx(lambda v: v / v.sum(), tracing_mode="fake")(x)
+    kernels = _kernels_by_grid(gm, [x])
+    assert all("div_rn" not in body for grid, body in kernels if grid < 128)
+    assert any("div_rn" in body and "XBLOCK" in body for _, body in kernels)
+    real = ember.from_numpy(np.random.default_rng(0).uniform(0.5, 1, (64, 500)).astype(np.float32))
+    compiled = compile_fx(make_fx(lambda v: v / v.sum())(real), [real])
+    assert_same(compiled(real), real / real.sum(), None)
+
+
+def test_gpt2_loss_gradient_over_the_vocabulary_runs_in_parallel():
+    # the count of non-ignored targets is one program; the [N, vocab] gradient must not join it
+    _, _, bw, bw_inputs = gpt2_graphs(layers=1, d=64, seq=128, batch=8, vocab=50257)
+    for grid, body in _kernels_by_grid(bw, bw_inputs):
+        assert grid >= 128 or "50257" not in body, body
