@@ -12,8 +12,15 @@ tokens/s = batch*seq / step time; MFU = 6 * N * tokens/s / the card's dense bf16
 parameter count, the tied embedding once; attention's own FLOPs are not counted, as in
 PaLM's / nanoGPT's 6N estimate without the 12*L*T*d term).
 
-`--profile` prints, after the timing, cProfile's top host functions of two ember steps and
-ember.profiler's per-op table (with CUDA times from events when ProfilerActivity.CUDA works).
+`--compiled` adds two columns: ``ember.compile(model)`` (dynamo -> AOT autograd -> the fuser's Triton
+kernels, matmuls on cuBLAS) and its peer ``torch.compile(model)`` (Inductor, default mode), each on
+its own copy of the same weights; the optimizer step runs eagerly in both. The first compiled step
+(tracing, Triton compiles) is reported apart. `--check-loss` fails (exit 1) when a compiled
+column's losses leave ember eager's by more than bf16 tolerance.
+
+`--kernel-profile COLUMN...` prints the GPU kernels of one step of each named column (torch.profiler's
+CUPTI view, which sees Triton's, cuBLAS's and CuPy's kernels alike). `--profile` prints, after the timing, cProfile's top host functions of two ember steps (the
+ember.compile column's with --compiled) and ember.profiler's per-op table (with CUDA times from events when ProfilerActivity.CUDA works).
 """
 from __future__ import annotations
 
@@ -63,6 +70,28 @@ def timed(torch, lib, model, opt, x, y):
     return time.perf_counter() - t0, queued, loss
 
 
+# the compiled step's kernels round bf16 intermediates where eager's do, but sum in another order:
+# a loss differs from eager's by a few bf16 ulps at most (2^-8 relative), growing slowly over steps
+LOSS_TOL = 2e-2
+
+
+def loss_gap(want, got) -> float:
+    """The largest relative difference of two loss curves."""
+    return max(abs(a - b) / max(abs(a), 1e-6) for a, b in zip(want, got))
+
+
+def compiled_columns(torch, args, weights, tx, ty, ex, ey, with_torch):
+    """{"ember.compile": ..., "torch.compile": ...}: models of their own on the same weights, compiled
+    (the optimizer stays eager; ember.compile's backward graph is compiled at the first backward)."""
+    out = {}
+    emodel, eopt = build(ember, args, weights)
+    out["ember.compile"] = (ember, ember.compile(emodel), eopt, ex, ey)
+    if with_torch:
+        tmodel, topt = build(torch, args)
+        out["torch.compile"] = (torch, torch.compile(tmodel), topt, tx, ty)
+    return out
+
+
 def profile_ember(torch, model, opt, x, y):
     import cProfile
     import pstats
@@ -84,6 +113,31 @@ def profile_ember(torch, model, opt, x, y):
     print(p.key_averages().table(sort_by=sort, row_limit=40))
 
 
+def kernel_profile(torch, column, lib, model, opt, x, y, rows=30):
+    """The GPU kernels of one step of `column` as CUPTI sees them through torch.profiler (kernels of
+    every library in the process: Triton's, cuBLAS's, CuPy's), the top `rows` by total time, and
+    the step's kernel time by family."""
+    from torch.profiler import ProfilerActivity, profile
+    step(lib, model, opt, x, y)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step(lib, model, opt, x, y)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
+    families = {}
+    for e in kernels:
+        family = ("triton (ember_k*)" if e.key.startswith("ember_k") else "triton (torch)" if e.key.startswith("triton")
+                  else "gemm" if "gemm" in e.key.lower() or "sm90" in e.key or "cutlass" in e.key else "other")
+        n, t = families.get(family, (0, 0.0))
+        families[family] = (n + e.count, t + e.device_time_total / 1e3)
+    print(f"\n## {column}: GPU kernels of one step, {sum(n for n, _ in families.values())} launches, "
+          f"{sum(t for _, t in families.values()):.1f} ms")
+    for family, (n, t) in sorted(families.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {family:<20}{n:>6} launches {t:>9.2f} ms")
+    for e in sorted(kernels, key=lambda e: -e.device_time_total)[:rows]:
+        print(f"  {e.device_time_total / 1e3:>8.2f} ms {e.count:>5}x  {e.key[:110]}")
+
+
 def main():
     import torch
     p = argparse.ArgumentParser()
@@ -95,6 +149,10 @@ def main():
     p.add_argument("--peak-tflops", type=float, default=None)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--only-ember", action="store_true", help="skip torch (profiling runs)")
+    p.add_argument("--compiled", action="store_true", help="add ember.compile and torch.compile columns")
+    p.add_argument("--check-loss", action="store_true", help="exit 1 if a compiled loss leaves eager's")
+    p.add_argument("--kernel-profile", nargs="*", default=(), metavar="COLUMN",
+                   help="after the timing, the GPU kernels of one step of these columns (torch.profiler / CUPTI)")
     args = p.parse_args()
     card = torch.cuda.get_device_name()
     peak = args.peak_tflops or next((v for k, v in PEAKS.items() if k in card), 989.0)
@@ -113,9 +171,12 @@ def main():
     libs = {"ember": (ember, emodel, eopt, ex, ey)}
     if not args.only_ember:
         libs["torch"] = (torch, tmodel, topt, tx, ty)
+    if args.compiled:
+        libs.update(compiled_columns(torch, args, weights, tx, ty, ex, ey, not args.only_ember))
     times = {k: [] for k in libs}
     queued = {k: [] for k in libs}
     losses = {k: [] for k in libs}
+    first = {}
     t_start = time.perf_counter()
     for i in range(args.warmup + args.steps):
         for name, (lib, model, opt, x, y) in libs.items():
@@ -124,22 +185,37 @@ def main():
             if i >= args.warmup:
                 times[name].append(dt)
                 queued[name].append(q)
+            if i == 0:
+                first[name] = dt
         if i == 0:
-            print(f"# first step (CuPy kernel compiles, cuBLAS heuristics): {time.perf_counter() - t_start:.1f} s")
+            print(f"# first step (CuPy kernel compiles, cuBLAS heuristics): {time.perf_counter() - t_start:.1f} s"
+                  + "".join(f"; {n}: {first[n]:.1f} s" for n in first if "compile" in n))
     tokens_per_step = args.batch * args.seq
-    print(f"\n{'':<8}{'ms/step':>10}{'host ms':>10}{'tokens/s':>12}{'MFU':>8}   losses (first, last)")
+    print(f"\n{'':<14}{'ms/step':>10}{'host ms':>10}{'tokens/s':>12}{'MFU':>8}   losses (first, last)")
     result = {}
     for name in libs:
         t = statistics.median(times[name])
         tps = tokens_per_step / t
         result[name] = tps
         mfu = 6 * n_params * tps / (peak * 1e12)
-        print(f"{name:<8}{t * 1e3:>10.1f}{statistics.median(queued[name]) * 1e3:>10.1f}{tps:>12.0f}{mfu:>7.1%}"
+        print(f"{name:<14}{t * 1e3:>10.1f}{statistics.median(queued[name]) * 1e3:>10.1f}{tps:>12.0f}{mfu:>7.1%}"
               f"   {losses[name][0]:.4f}, {losses[name][-1]:.4f}")
     if "torch" in result:
         print(f"ember/torch tokens/s: {result['ember'] / result['torch']:.2f}x  (N = {n_params / 1e6:.1f}M)")
-    if args.profile:
-        profile_ember(torch, emodel, eopt, ex, ey)
+    if "ember.compile" in result:
+        for peer in ("torch", "torch.compile"):
+            if peer in result:
+                print(f"ember.compile/{peer} tokens/s: {result['ember.compile'] / result[peer]:.2f}x")
+        worst = loss_gap(losses["ember"], losses["ember.compile"])
+        print(f"ember.compile vs ember eager: largest loss difference {worst:.2e} over {len(losses['ember'])} steps "
+              f"(bf16 tolerance {LOSS_TOL:.0e} relative)")
+        if args.check_loss and worst > LOSS_TOL:
+            sys.exit(1)
+    for column in args.kernel_profile:
+        kernel_profile(torch, column, *libs[column])
+    if args.profile:      # the compiled column's step when there is one (host time: its wrapper's launches)
+        _, model, opt, x, y = libs.get("ember.compile", libs["ember"])
+        profile_ember(torch, model, opt, x, y)
 
 
 if __name__ == "__main__":

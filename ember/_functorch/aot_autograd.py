@@ -208,7 +208,9 @@ def trace_joint(fn, args, *, decompositions=None, with_backward: bool = True, fu
 def _record_backward(ember, tracer, traced, diff_outs):
     """Add one tangent placeholder per differentiable output and record autograd.grad."""
     with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
-        tangents = [ember.ones(tuple(o.shape), dtype=o.dtype) for o in diff_outs]
+        # on the output's device, as eager's backward makes them (a CPU tangent of a CUDA loss would
+        # meet the CUDA tensors of its derivative formulas: a device mismatch, not eager's graph)
+        tangents = [ember.ones(tuple(o.shape), dtype=o.dtype, device=o.device) for o in diff_outs]
     first_op = next(n for n in tracer.graph.nodes if n.op != "placeholder")
     with tracer.graph.inserting_before(first_op):
         for i, t in enumerate(tangents):

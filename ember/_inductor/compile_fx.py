@@ -278,7 +278,9 @@ def graph_key(aten_gm, inputs):
             t = getattr(aten_gm, n.target, None)
             if not isinstance(t, Tensor):
                 return None
-            layouts.append((n.target, tuple(t.shape), t._data.strides, t.dtype.name))
+            # a 0-d host constant's value: a device graph inlines it (GraphLowering's _host_scalar)
+            value = repr(t.item()) if t.dim() == 0 and t.device.type == "cpu" else None
+            layouts.append((n.target, tuple(t.shape), t._data.strides, t.dtype.name, value))
     device = graph_device(inputs)
     if device != "cpu":
         layouts.append(device)

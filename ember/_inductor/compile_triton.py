@@ -15,27 +15,48 @@ torch.from_numpy views, so CI checks the generated kernels' values on a machine 
 """
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 
 from . import config, ir
 from .wrapper import _Named, build_wrapper, plan_wrapper
 
 
+# the names generated code gives buffers (graph inputs, computed, extern outputs, constants)
+_BUFFER_NAME = re.compile(r"\b(?:arg|buf|extern|const)\d+(?:_\d+)?\b")
+
+
+def _renamed(src: str, name: str) -> str:
+    """`src` with its kernel name and buffer names replaced in order of appearance: two kernels
+    with the same text here compute the same thing on their arguments (taken by position)."""
+    seen = {}
+    return _BUFFER_NAME.sub(lambda m: seen.setdefault(m.group(0), f"b{len(seen)}"), src.replace(name, "K"))
+
+
 def generate_module(groups, reads):
-    """(module source, {id(group): (name, [buffers], checks_errors)}, {name: launch meta})."""
+    """(module source, {id(group): (name, [buffers], checks_errors)}, {name: launch meta}). A kernel
+    equal to an earlier one but for its buffers' names (each block of a transformer) is not emitted
+    again: its group launches the earlier function (one compile, not one per layer)."""
     from .codegen_triton import HEADER, Unsupported, generate_kernel
     from .compile_fx import _kind
     from .graph import NotLowerable
-    functions, kernels, launch = [], {}, {}
+    functions, kernels, launch, emitted = [], {}, {}, {}
     for gr in groups:
         if isinstance(gr, ir.ExternCall):
             continue
-        name = f"ember_k{len(kernels)}_" + "_".join(_kind(b) for b in gr.members)[:40]
+        name = f"ember_k{len(launch)}_" + "_".join(_kind(b) for b in gr.members)[:40]
         try:
             src, bufs, checks, meta = generate_kernel(gr, name, reads)
         except Unsupported as e:          # the whole graph runs eagerly: never a wrong value
             raise NotLowerable(f"Triton: {e}") from e
         meta["dtypes"] = [b.dtype.name for b in bufs] + (["int32"] if checks else [])
+        key = (_renamed(src, name), json.dumps(meta, sort_keys=True))
+        if key in emitted:
+            kernels[id(gr)] = (emitted[key], bufs, checks)
+            continue
+        emitted[key] = name
         functions.append(src)
         kernels[id(gr)] = (name, bufs, checks)
         launch[name] = meta

@@ -51,6 +51,23 @@ def _names_other_device(device_kwarg, args) -> bool:
     return False
 
 
+def _host_scalar(t, device) -> bool:
+    """A 0-d tensor constant on the host of a graph whose kernels run on `device` (inlined by value)."""
+    return isinstance(t, Tensor) and device != "cpu" and t.device.type == "cpu" and t.dim() == 0 and \
+        t.dtype in ir.C_TYPES
+
+
+def _output_read_inside(node) -> bool:
+    """A graph output that other nodes read too (a residual stream AOT autograd saves for the
+    backward): it is stored anyway, so it is stored where it is computed and its readers load it,
+    rather than each reader computing it again from its inputs."""
+    return len(node.users) > 1 and any(u.op == "output" for u in node.users)
+
+
+def _constant_loader(value, dtype):
+    return lambda index: ir.ops.constant(value, dtype)
+
+
 def _leaves(x):
     if isinstance(x, (tuple, list)):
         for v in x:
@@ -68,6 +85,7 @@ class GraphLowering:
         self.nodes = []                 # ComputedBuffer | ExternCall, in order
         self.inputs = []                # InputBuffer, by position (constants appended after)
         self.constants = {}             # InputBuffer name -> the tensor (get_attr)
+        self.constant_targets = {}      # InputBuffer name -> the get_attr target it reads
         self.env = {}
         self.outputs = None
         self.current_key = None
@@ -140,10 +158,17 @@ class GraphLowering:
                 position += 1
             elif node.op == "get_attr":
                 t = getattr(self.gm, node.target)
+                if _host_scalar(t, self.device):
+                    # a 0-d host constant of a device graph (a Python number a derivative formula
+                    # wrapped): its value is inlined; as a host buffer every op reading it would be
+                    # an eager extern (graph_key keys the value)
+                    self.env[node] = ir.Pointwise((), t.dtype, _constant_loader(t.item(), t.dtype))
+                    continue
                 buf = ir.InputBuffer(self.new_name("const"), t.shape, t.dtype, t.stride(), None)
                 if getattr(t, "device", None) is not None and t.device.type != self.device:
                     self.host_buffers.add(buf.name)     # only extern ops may read it (x.to("cuda"))
                 self.constants[buf.name] = t
+                self.constant_targets[buf.name] = node.target
                 self.env[node] = ir.BufferValue(buf)
             elif node.op == "call_function":
                 self.env[node] = self.call_function(node)
@@ -190,6 +215,6 @@ class GraphLowering:
                 # an eager op on a host constant gives host tensors, unless it moves them here
                 self.host_buffers |= {v.buffer.name for v in _leaves(result) if isinstance(v, ir.BufferValue)}
             return result
-        if isinstance(result, ir.Pointwise) and result.should_realize(len(node.users)):
+        if isinstance(result, ir.Pointwise) and (result.should_realize(len(node.users)) or _output_read_inside(node)):
             result = self.realize(result)
         return result

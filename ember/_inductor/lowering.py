@@ -117,6 +117,16 @@ def constant_fill(g, meta, *args, device=None, **_dtype_layout_pin_memory_format
     return Pointwise(meta.shape, meta.dtype, lambda index: ops.constant(value, meta.dtype))
 
 
+@register("arange.default", "arange.start", "arange.start_step")
+def arange(g, meta, *args, device=None, **_dtype_layout_pin_memory):
+    """Integer results only (exact); a float arange's accumulate-type rounding is eager's (an extern)."""
+    if (device is not None and not str(device).startswith(g.device)) or meta.dtype.is_floating_point or \
+            not all(isinstance(a, int) for a in args):
+        return None
+    start, step = (0, 1) if len(args) == 1 else (args[0], args[2] if len(args) > 2 else 1)
+    return Pointwise(meta.shape, meta.dtype, lambda index: ops.index_expr(index[0] * step + start, meta.dtype))
+
+
 @register("fill.Tensor")
 def fill_tensor(g, meta, x, value):
     return pointwise(meta, [value], meta.dtype, lambda v: v)

@@ -128,12 +128,29 @@ def _try_fuse(group, node, reads):
         candidates.append(body.ranges)       # a pointwise group narrows to the reduction's rows
     reason = "no candidate"
     for outer in candidates:
-        reason = _legal(group.members + [node], outer, reads)
+        reason = _too_few_rows(group.members + [node], outer) or _legal(group.members + [node], outer, reads)
         if reason is None:
             group.outer = outer
             group.members.append(node)
             return None
     return reason
+
+
+# a kernel runs one program per outer iteration: a pointwise member doing more than BIG_ROW
+# elements per iteration of fewer than FEW_ROWS iterations would leave the GPU to a few programs
+# (GPT-2's loss gradient, [8192, 50257] elements, fused after the scalar count of its targets
+# took 103 ms in one program); it gets a kernel of its own, parallel over its elements
+FEW_ROWS, BIG_ROW = 128, 8192
+
+
+def _too_few_rows(members, outer):
+    if math.prod(outer) >= FEW_ROWS:
+        return None
+    for b in members:
+        if isinstance(b.body, ir.PointwiseBody) and math.prod(b.body.ranges[len(outer):]) > BIG_ROW:
+            return f"{b.name} would run {math.prod(b.body.ranges[len(outer):])} elements in each of " \
+                   f"{math.prod(outer)} programs"
+    return None
 
 
 def _mark_local(groups, reads, kept_names):

@@ -183,9 +183,9 @@ def _read_tuning(path) -> dict:
     return payload if isinstance(payload, dict) else {}
 
 
-def warm_up(calls_and_dtypes, workers=8):
+def warm_up(calls_and_dtypes, workers=None):
     """Compile several kernels at once (Triton's compile runs ptxas as a subprocess: threads overlap)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or min(32, os.cpu_count() or 8)) as pool:
         for f in [pool.submit(call.warm_up, dtypes) for call, dtypes in calls_and_dtypes]:
             f.result()
 

@@ -148,13 +148,17 @@ class Alloc(_Named):
 
 
 class ExpectLayout(_Named):
-    """An extern's result in the layout the kernels were compiled for (copied only if it differs)."""
+    """An extern's result in the layout the kernels were compiled for (copied only if it differs).
+    Its dtype must be the traced one: kernels compiled for another would read its bytes wrongly."""
 
-    def __init__(self, name, shape, strides):
-        self.shape, self.strides = shape, strides
+    def __init__(self, name, shape, strides, dtype=None):
+        self.shape, self.strides, self.dtype = shape, strides, dtype
         self._name(f"layout_{name}")
 
     def __call__(self, t):
+        if self.dtype is not None and t.dtype != self.dtype:
+            raise RuntimeError(f"ember._inductor: the eager op behind {self.__name__[7:]} returned {t.dtype}, "
+                               f"but the graph was traced with {self.dtype} (its meta kernel disagrees with it)")
         if tuple(t.shape) == self.shape and (t.stride() == self.strides or t.numel() <= 1):
             return t
         import ember
@@ -218,11 +222,7 @@ def plan_wrapper(g, groups, kernels, kept, device="cpu", launch=None) -> dict:
     memory pool already reuses freed blocks)."""
     from . import ir
     inputs = [[list(b.shape), list(g.example_inputs[b.position]._data.strides), b.dtype.name] for b in g.inputs]
-    targets = {n.name: n.target for n in g.gm.graph.nodes if n.op == "get_attr"}
-    constants = {}
-    const_targets = iter(targets.values())
-    for name in g.constants:                 # lowering met the get_attr nodes in graph order
-        constants[name] = next(const_targets)
+    constants = dict(g.constant_targets)
     buffers, steps, lifetimes = {}, [], {}
     fixed = {b.name for b in g.inputs} | set(constants)
 
@@ -378,8 +378,9 @@ def build_wrapper(plan, fnptrs, aten_gm, source_only=False):
             res = graph.call_function(ops[op_name], tuple(decode(args)), {k: decode(v) for k, v in kwargs.items()})
             for name, index in outs:
                 t = graph.call_function(operator.getitem, (res, index)) if returns_tuple else res
-                shape, strides, _ = buffers[name]
-                tensors[name] = graph.call_function(ExpectLayout(name, _ints(shape), _ints(strides)), (t,))
+                shape, strides, dtype = buffers[name]
+                tensors[name] = graph.call_function(ExpectLayout(name, _ints(shape), _ints(strides), _dtype(dtype)),
+                                                    (t,))
             continue
         _, kname, names, checks = step
         if kname not in fnptrs:

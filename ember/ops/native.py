@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from .._core.dispatch import AUTOGRAD_BIT, CPU_BIT, DispatchKey, tls
+from .._core.dispatch import AUTOGRAD_BIT, CPU_BIT, CUDA_BIT, DispatchKey, tls
 from .._core.tensor import wrap
 
 enabled = os.environ.get("EMBER_NATIVE", "1") != "0"
@@ -41,21 +41,29 @@ def kernel(name: str, dtype):
     return _kernels.kernel(name, dtype)
 
 
-def plain_backward(*tensors) -> bool:
+def plain_backward(*tensors, backend=CPU_BIT) -> bool:
     """True when a derivative formula may replace its ember ops by one native kernel call (see the
-    module's docstring). Cheap: a few attribute reads."""
-    return bool(tls.exclude & AUTOGRAD_BIT) and plain(tensors)
+    module's docstring). Cheap: a few attribute reads. backend=CUDA_BIT: the same test for the CUDA
+    kernels of ember/_cuda (a fake or traced CUDA tensor must see the formula's ops: AOT autograd
+    records them, and a kernel run outside the dispatcher would be missing from its graph)."""
+    return bool(tls.exclude & AUTOGRAD_BIT) and plain(tensors, backend)
 
 
-def plain(tensors) -> bool:
-    """True when no dispatch mode is on and every tensor is a plain CPU tensor: code outside autograd
-    (e.g. gradient clipping under no_grad) may then work on their arrays instead of calling ops."""
+def plain(tensors, backend=CPU_BIT) -> bool:
+    """True when no dispatch mode is on and every tensor is a plain tensor of `backend` (CPU unless
+    said): code outside autograd (e.g. gradient clipping under no_grad) may then work on their arrays
+    instead of calling ops."""
     if tls.include & ~PROFILER_BIT:
         return False
     for t in tensors:
-        if t._keys & ~AUTOGRAD_BIT != CPU_BIT:
+        if t._keys & ~AUTOGRAD_BIT != backend:
             return False
     return True
+
+
+def plain_cuda_backward(*tensors) -> bool:
+    """plain_backward for plain CUDA tensors (the derivative formulas' ember/_cuda fast paths)."""
+    return plain_backward(*tensors, backend=CUDA_BIT)
 
 
 def pointwise_backward(name: str, grad, x):

@@ -41,8 +41,7 @@ def _relu(grad, result):
 
 
 def _gelu(grad, self, approximate):
-    from ... import is_grad_enabled
-    if self.device.type == "cuda" and not is_grad_enabled():     # (create_graph: the formula below)
+    if self.device.type == "cuda" and native.plain_cuda_backward(grad, self):   # (create_graph, tracing: the formula)
         from ..._cuda import fused
         out = fused.gelu_backward(grad, self, approximate)
         if out is not None:

@@ -377,7 +377,8 @@ def _upsample_interp(name, nspatial, cubic):
 # ---------------------------------------------------------------------------------------
 def _sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     e = _e()
-    if query.device.type == "cuda" and not e.is_grad_enabled():   # (create_graph: the formula below)
+    # (create_graph, tracing: the formula below)
+    if query.device.type == "cuda" and native.plain_cuda_backward(grad, query, key, value):
         from ..._cuda import attention
         if attention.fast_path(query, key, value, attn_mask, dropout_p, enable_gqa):
             return attention.sdpa_backward(grad, query, key, value, is_causal, scale) + (None,)
@@ -517,7 +518,9 @@ def _nll_grad_logp(grad, self, target, weight, reduction, ignore_index):
     coef = -(wt * g)
     # an ignored target contributes nothing, even when every target is ignored (mean: 0 / 0)
     coef = e.where(ignored, e.zeros_like(coef), coef)
-    hot = e.nn.functional.one_hot(safe, c).to(self.dtype)  # [..., C]
+    # [..., C]: a comparison with the classes rather than one_hot (whose int64 N x C result and range
+    # check a compiled backward would run eagerly; `safe` holds classes the forward accepted)
+    hot = (safe.unsqueeze(-1) == e.arange(c, device=safe.device)).to(self.dtype)
     out = hot * coef.unsqueeze(-1)
     return out if self.ndim == 1 else out.movedim(-1, 1), wt, ignored, safe
 
@@ -567,7 +570,7 @@ def _cross_entropy(grad, self, target, weight, reduction, ignore_index, label_sm
     if rows is not None:
         return rows
     e = _e()
-    if self.device.type == "cuda" and not e.is_grad_enabled():   # (create_graph: the formula below)
+    if self.device.type == "cuda" and native.plain_cuda_backward(grad, self, target):   # (create_graph, tracing: the formula)
         from ..._cuda import fused
         gx = fused.cross_entropy_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing)
         if gx is not None:
