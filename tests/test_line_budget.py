@@ -19,15 +19,15 @@ BUDGET = {
     "jit": 8401,          # +350 fusion groups (passes/fuse_groups.py, executor/fused_kernel.py, ember.jit.fuser); +40 the fusion group fast path (fused_kernel.fast_path)
                           # -590 folds: .code from fx's code generator, one script form of a trace, load decodes what the check admitted, script types from one factory
     "_functorch": 4800,
-    "_inductor": 5012,     # +12 over the round 5000 after merging the Triton generator, native eager kernels, fused optimizers and BLAS lowerings in one round (and re-decorating the Triton helpers for the mode a process runs in)
+    "_inductor": 5060,     # +48: the graph key from the nodes as text (compile_fx.graph_text: no codegen of the aten graph in a warm start), the wrapper's transpose view and byte-stride layout check; +12 over the round 5000 after merging the Triton generator, native eager kernels, fused optimizers and BLAS lowerings in one round (and re-decorating the Triton helpers for the mode a process runs in)
     "_subclasses": 20,
-    "_dynamo": 7819,      # +85: graph inputs read through pinned modules kept while no module changed (module_guards.graph_call_through_cache: the 12-layer GPT's entry 620 -> 38 us); +175: backends/cudagraphs.py (mode="reduce-overhead": warm-up, record, replay per input signature; fallbacks)
+    "_dynamo": 7823,      # +4: a source's hash computed once; +85: graph inputs read through pinned modules kept while no module changed (module_guards.graph_call_through_cache: the 12-layer GPT's entry 620 -> 38 us); +175: backends/cudagraphs.py (mode="reduce-overhead": warm-up, record, replay per input signature; fallbacks)
                           # +350: module_guards.py (module-tree guards behind a state version), IMPORT_NAME
                           # +40: source._record (Source records without dataclass processing: a third of
                           # dynamo's import, paid by every process's first ember.compile)
                           # (+30: backends/common.py, aot_autograd, nop: torch._dynamo.backends.common)
                           # +30: EmberOperatorVariable (calls of ember.ops.<ns>.<op> objects: library / C++ ops)
-    "fx": 3800,
+    "fx": 3838,            # +38: lazily recompiled GraphModules (lazy_recompile=True), one walk copying node arguments and collecting their nodes, codegen without prim/blocks for graphs with no prim ops
     "nn": 5885,          # +105 _lstm_native.py (an LSTM layer as one native autograd node) and max_pool2d computing its indices once under autograd (issue 20 speed); +750 recurrent layers; +110 Transformer, DataParallel, PixelShuffle; +30 module state version (guards)
                           # +80 DistributedDataParallel (the module; its reducer lives in distributed/)
                           # +1820 API breadth (issue 20): 52 module classes and 48 F functions, each a composition
@@ -52,7 +52,7 @@ BUDGET = {
     "distributed": 1540,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
                           # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
-    "<top>": 1587,        # +16: ember.cuda's CUDA-graph names (lazy) and graph pools in memory_allocated/reserved; the cudagraphs log artifact; +10 ember.manual_seed seeds the CUDA generator (cuda._seed_from_cpu)
+    "<top>": 1595,        # +8: _logging.lazy_logger (the stdlib logging imported on the first message, not by a warm start); +16: ember.cuda's CUDA-graph names (lazy) and graph pools in memory_allocated/reserved; the cudagraphs log artifact; +10 ember.manual_seed seeds the CUDA generator (cuda._seed_from_cpu)
                           # +40: library.register_autograd (a derivative formula from setup_context/backward)
                           # +165 ember/cuda.py (devices, streams, events, seeding, memory of the CUDA backend), default device, matmul precision
                           # +50 ember/futures.py (the Future that DDP communication hooks return)
