@@ -83,6 +83,17 @@ def format_graph_table(name: str, gm) -> str:
     return f"{name} {key}".rstrip() + "\n" + buf.getvalue()
 
 
+class lazy_logger:  # noqa: N801 - used like logging.getLogger
+    """``logging.getLogger(name)`` made on first use: logging costs 5-10 ms to import, which a warm
+    start of the compiler (it logs nothing) does not pay. ``log = lazy_logger("ember.x"); log.warning(...)``"""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, attr):
+        import logging
+        return getattr(logging.getLogger(self.name), attr)
+
 try:
     _enabled.update(_parse(os.environ.get("EMBER_LOGS", "")))
 except ValueError as e:  # a typo in the environment must not break `import ember`

@@ -151,7 +151,7 @@ class OutputGraph:
             if not node.users:
                 self.graph.erase_node(node)
                 self.graph_inputs.remove((node, source, value))
-        gm = ember.fx.GraphModule({}, self.graph)
+        gm = ember.fx.GraphModule({}, self.graph, lazy_recompile=True)     # code made if it runs
         name = unique_id("__compiled_fn")
         trace_log("graph_code", lambda: f"TRACED GRAPH\n ===== {name} =====\n" + gm.print_readable(False))
         trace_log("graph", lambda: f"TRACED GRAPH\n {name} {self.code.co_filename} line "

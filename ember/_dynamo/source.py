@@ -51,7 +51,13 @@ def _record(cls):
         return fields(self) == fields(other)
 
     def __hash__(self):
-        return hash(fields(self))
+        # computed once: a source is immutable, and guard building hashes nested chains
+        # (L['self'].layers[0].weight) hundreds of times in a process's first capture
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(fields(self))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __repr__(self):
         return f"{cls.__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in compared)})"

@@ -25,17 +25,17 @@ call, is counted as rejected and the program is traced again (and the entry rewr
 from __future__ import annotations
 
 import hashlib
-import logging
 import operator
 import os
 import sys
 
+from .._logging import lazy_logger
 from .._core.dispatch import AUTOGRAD_BIT, META_BIT, OperatorHandle, tls
 from .._core.storage import MetaArray
 from .._core.dtype import _BY_NAME as DTYPES
 from .._core.tensor import Tensor, _make
 
-log = logging.getLogger("ember._functorch.aot_cache")
+log = lazy_logger("ember._functorch.aot_cache")     # logging is imported on the first message
 FORMAT = "ember-aot-1"
 counters = {"aot_hit": 0, "aot_miss": 0, "aot_rejected": 0, "aot_stored": 0}
 _ALLOWED_MODULES = ("ember", "operator", "_operator", "builtins", "math")
@@ -204,7 +204,7 @@ def decode_graph(rows):
         if val is not None:
             node.meta["val"] = _decode(val, nodes)
         nodes[name] = node
-    return GraphModule({}, graph)
+    return GraphModule({}, graph, lazy_recompile=True)     # its code made only if it runs eagerly
 
 
 # -- keys and entries -----------------------------------------------------------------------------

@@ -59,7 +59,7 @@ from .._logging import trace_log
 from ..autograd.grad_mode import _set_grad_enabled, is_grad_enabled, set_grad_enabled
 # _aot_mutations, data_dependence (fake and functional tensors) and the Tracer are imported where a
 # trace runs: a process whose graphs come from the AOT cache never loads them
-from . import _aot_cache
+from . import _aot_cache, _aot_node
 from ._aot_fast_path import call_with_grad_mode, spec_matcher
 from .partitioners import default_partition
 
@@ -330,7 +330,8 @@ class CompiledGraph:
             _aot_cache.store(cache_key, info, fw_gm, self.bw_gm)
         _log_graph("aot_graphs", f"Forward graph {self.graph_id}" + ("" if self.bw_gm is not None else " (inference)"), fw_gm)
         self.forward = fw_compiler(fw_gm, list(args))
-        self.function = self._autograd_function(bw_compiler or fw_compiler) if self.tangent_outputs else None
+        self.bw_compiler = bw_compiler or fw_compiler
+        self.function = self._autograd_function() if self.tangent_outputs else None
         # an inference graph none of whose values requires grad records nothing in any grad mode:
         # it runs without the switch (a frame and two writes of the thread state per call)
         self.inference_grad_switch = any(n.op != "output" and ("val" not in n.meta or _requires_grad(n.meta["val"]))
@@ -385,7 +386,16 @@ class CompiledGraph:
         self.fallback_reason = reason
         trace_log("aot_graphs", lambda: f"aot_autograd: graph {self.graph_id} runs eagerly: {reason}")
 
-    def _autograd_function(self, bw_compiler):
+    def run_backward(self, args):
+        """The compiled backward on saved values + tangents (compiled on first use), grad mode off."""
+        if self.backward is None:
+            _log_graph("aot_graphs", f"Backward graph {self.graph_id}", self.bw_gm)
+            self.backward = self.bw_compiler(self.bw_gm, args)
+        return tuple(call_with_grad_mode(False, self.backward, args))
+
+    def _autograd_function(self):
+        """The autograd.Function of a graph that is not plain (mutations, aliases: _aot_node records
+        plain graphs)."""
         from ..autograd.function import Function
         compiled = self
         num_fwd, tangent_outputs = self.num_fwd, self.tangent_outputs
@@ -410,14 +420,11 @@ class CompiledGraph:
                     raise RuntimeError("ember.compile with AOT autograd does not support double backward "
                                        "(create_graph=True through a compiled graph)")
                 tangents = [grads[i].contiguous() for i in tangent_outputs]
-                saved = list(ctx.saved_tensors)
-                if compiled.backward is None:
-                    _log_graph("aot_graphs", f"Backward graph {compiled.graph_id}", compiled.bw_gm)
-                    compiled.backward = bw_compiler(compiled.bw_gm, saved + tangents)
-                return tuple(call_with_grad_mode(False, compiled.backward, saved + tangents))
+                return compiled.run_backward(list(ctx.saved_tensors) + tangents)
         return CompiledFunction
 
     backward = None
+    output_meta = None       # _aot_node: {tangent output: (shape, dtype, device)}, from the first call
     mutations = None
     plain = False
     inference_grad_switch = True
@@ -430,11 +437,13 @@ class CompiledGraph:
             # no output is differentiable (grad-mode switches are not in the graph)
             outs = call_with_grad_mode(False, self.forward, args) if self.inference_grad_switch else \
                 self.forward(*args)
+        elif self.plain:     # nothing to write back, regenerate or switch: the common case
+            return _restructure(_aot_node.record(self, args), self.out_kind)
         else:
             # the trace found differentiable outputs, so grad mode was on where they were computed
             # (the program may switch it on itself: the switch is not in the graph)
             outs = call_with_grad_mode(True, self.function.apply, args)
-        if self.plain:       # nothing to write back, regenerate or switch: the common case
+        if self.plain:       # an inference graph: nothing to write back, regenerate or switch
             return _restructure(outs, self.out_kind)
         outs = list(outs)
         if self.mutations is not None:

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import logging
 import os
 import re
 import threading
 
+from .._logging import lazy_logger
 from . import config, diskstore, machine
 from .machine import isa, vector_math_prelude  # noqa: F401  (the codegen's entry points)
 
-log = logging.getLogger("ember._inductor.codecache")
+log = lazy_logger("ember._inductor.codecache")     # logging is imported on the first message
 
 COUNTER_NAMES = ("compile", "disk_hit", "memory_hit", "rejected", "graph_hit", "graph_miss", "graph_rejected",
                  "evicted")

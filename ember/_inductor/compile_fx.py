@@ -266,12 +266,52 @@ def _fuser_digest() -> str:
     return _source_digest
 
 
+def graph_text(aten_gm):
+    """The graph as text for its cache key: every node's name, opcode, target and arguments, in order
+    (what the generated code says, without generating it: a warm start that finds the graph's
+    wrapper in the cache never generates the aten graph's Python). None when an argument has no
+    text that is the same in every process (an object printed with its address)."""
+    from ..fx.node import Node, _get_qualified_name
+    lines = []
+
+    def arg(v):
+        if isinstance(v, Node):
+            return "%" + v.name
+        if isinstance(v, (tuple, list)):
+            inner = ", ".join(arg(x) for x in v)
+            return f"({inner},)" if isinstance(v, tuple) else f"[{inner}]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k!r}: {arg(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, slice):
+            return f"slice({arg(v.start)}, {arg(v.stop)}, {arg(v.step)})"
+        text = repr(v)
+        if " at 0x" in text:
+            raise _NoStableText
+        return text if v is None or isinstance(v, (bool, int, float, str)) else f"{type(v).__qualname__}:{text}"
+
+    try:
+        for n in aten_gm.graph.nodes:
+            target = n.target if isinstance(n.target, str) else _get_qualified_name(n.target)
+            lines.append(f"{n.name} = {n.op} {target} {arg(n.args)} {arg(n.kwargs)}")
+    except _NoStableText:
+        return None
+    return "\n".join(lines)
+
+
+class _NoStableText(Exception):
+    pass
+
+
 def graph_key(aten_gm, inputs):
-    """The graph cache's key: the aten graph's code, the layouts of its inputs and constants, the
+    """The graph cache's key: the aten graph (graph_text), the layouts of its inputs and constants, the
     config the kernels depend on and the fuser's source (the toolchain is added by codecache).
-    None when the graph is not cacheable (a constant that is not a plain tensor)."""
+    None when the graph is not cacheable (a constant that is not a plain tensor, an argument without
+    a stable text)."""
     from .._core.tensor import Tensor
     import hashlib
+    text = graph_text(aten_gm)
+    if text is None:
+        return None
     layouts = [(tuple(t.shape), t._data.strides, t.dtype.name) for t in inputs]
     for n in aten_gm.graph.nodes:
         if n.op == "get_attr":
@@ -284,7 +324,7 @@ def graph_key(aten_gm, inputs):
     device = graph_device(inputs)
     if device != "cpu":
         layouts.append(device)
-    text = "\0".join(("ember-graph-plan-1", _fuser_digest(), aten_gm.code, repr(layouts), str(config.threads),
+    text = "\0".join(("ember-graph-plan-2", _fuser_digest(), text, repr(layouts), str(config.threads),
                       repr(config.cflags), str(config.use_libmvec), str(config.fallback_random)))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -22,15 +22,15 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import logging
 import os
 import stat
 import threading
 import warnings
 
+from .._logging import lazy_logger
 from . import config
 
-log = logging.getLogger("ember._inductor.cache")
+log = lazy_logger("ember._inductor.cache")     # logging is imported on the first message
 
 SUBDIRS = ("kernels", "graphs", "aot")      # aot: _functorch/_aot_cache.py's traced graphs
 _resolved: dict = {}          # config.cache_dir as set -> the root actually used

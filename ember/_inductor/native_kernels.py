@@ -23,12 +23,13 @@ do; results agree with the NumPy kernels (erf in double there) within a few ulps
 """
 from __future__ import annotations
 
-import logging
 import threading
 
 import numpy as np
 
-log = logging.getLogger("ember._inductor.native_kernels")
+from .._logging import lazy_logger
+
+log = lazy_logger("ember._inductor.native_kernels")     # logging is imported on the first message
 
 DTYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
 

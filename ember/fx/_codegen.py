@@ -20,6 +20,7 @@ import linecache
 import math
 import operator
 import re
+import sys
 import types
 from typing import Any, Callable
 
@@ -235,8 +236,17 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
 
         generate_python_code(graph).src
     """
-    from . import prim
-    from .blocks import block_params, block_returns, is_constant, num_outputs, output_getitems, walk
+    if sys.modules.get(f"{__package__}.prim") is None and not any(n.blocks for n in graph.nodes):
+        # no graph holds a prim op before ember.fx.prim is first imported: plain nodes, and the
+        # compiler's warm start does not import prim, blocks and the op-properties table (~2 ms)
+        all_nodes, control_flow = list(graph.nodes), ()
+
+        def is_constant(node):
+            return False
+    else:
+        from . import prim
+        from .blocks import block_params, block_returns, is_constant, num_outputs, output_getitems, walk
+        all_nodes, control_flow = list(walk(graph)), (prim.If, prim.Loop)
     namespace = Namespace()
     globals_: dict = {}
 
@@ -254,7 +264,6 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
     for name, obj in _custom_builtins().items():
         namespace.reserve(name, obj)
         globals_[name] = obj
-    all_nodes = list(walk(graph))
     for node in all_nodes:  # node names are taken first: globals never shadow them
         namespace.create_name(node.name, None)
     temps: dict = {}
@@ -502,8 +511,8 @@ def generate_python_code(graph, root_module: str = "self", *, verbose: bool = Fa
                 stack_trace_summary(node, indent)
             body.append(f"{indent}# COUNTER: {len(emitted)}\n")
             emitted.append(node)
-            if node.op == "call_function" and node.target in (prim.If, prim.Loop):
-                (emit_if if node.target is prim.If else emit_loop)(node, indent)
+            if node.op == "call_function" and node.target in control_flow:
+                (emit_if if node.target is control_flow[0] else emit_loop)(node, indent)
                 if user_to_last_uses.get(node):
                     body.append(f"{indent}{' = '.join(n.name for n in user_to_last_uses[node])} = None\n")
             else:

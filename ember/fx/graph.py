@@ -17,7 +17,7 @@ import inspect
 from typing import Any, Callable
 
 from . import _codegen
-from .node import OPCODES, Node, _format_arg, _pretty_print_target, map_arg
+from .node import OPCODES, Node, _copy_collecting, _format_arg, _pretty_print_target, map_arg
 
 
 class _NodeList:
@@ -335,9 +335,10 @@ def format_simple_table(headers: list, rows: list) -> str:
 
 
 def _nodes_in(a) -> list:
-    found: list = []
-    map_arg(a, found.append)
-    return found
+    """The Nodes inside `a`, each once, in order of first appearance."""
+    found: dict = {}
+    _copy_collecting(a, found)
+    return list(found)
 
 
 def _lint(graph: "Graph") -> None:

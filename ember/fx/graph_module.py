@@ -30,6 +30,14 @@ def _exec_forward(src: str, globals_: dict):
     return load_function(PythonCode(src, globals_), f"<eval_with_key>.{next(_eval_counter)}")
 
 
+def _forward_generated_on_first_call(self, *args, **kwargs):
+    """A lazily recompiled GraphModule's forward until its code exists (also reached later through
+    a bound method taken before the first call)."""
+    if "_code" not in self.__dict__:
+        self.recompile()
+    return type(self).forward(self, *args, **kwargs)
+
+
 def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:
     """Copy `target` (a dotted path) from one module to another, creating empty Modules between."""
     *prefix, field = target.split(".")
@@ -86,8 +94,14 @@ class GraphModule(Module):
         impl = type(cls.__name__, (cls,), {"_is_graph_module_impl": True, "__module__": cls.__module__})
         return super().__new__(impl)
 
-    def __init__(self, root: Module | dict, graph: Graph, class_name: str = "GraphModule"):
+    def __init__(self, root: Module | dict, graph: Graph, class_name: str = "GraphModule", *,
+                 lazy_recompile: bool = False):
         super().__init__()
+        # lazy_recompile: forward's code is generated on first use (a call, .code, recompile()), as
+        # PyTorch's _LazyGraphModule: the compiler's graphs that a warm start never runs (dynamo's
+        # capture when the AOT cache has its traced graphs; those when the graph cache has their
+        # wrappers) cost no code generation
+        self.__dict__["_lazy_recompile"] = lazy_recompile
         type(self).__name__ = class_name
         type(self).__qualname__ = class_name
         self.__dict__["_class_name"] = class_name
@@ -124,7 +138,11 @@ class GraphModule(Module):
             raise TypeError(f"GraphModule.graph: expected an ember.fx.Graph, got {type(g).__name__}")
         self.__dict__["_graph"] = g
         g.owning_module = self
-        self.recompile()
+        if self.__dict__.get("_lazy_recompile"):
+            self.__dict__.pop("_code", None)
+            type(self).forward = _forward_generated_on_first_call
+        else:
+            self.recompile()
 
     @property
     def code(self) -> str:
@@ -133,7 +151,9 @@ class GraphModule(Module):
             print(gm.code)
         """
         if "_code" not in self.__dict__:
-            raise RuntimeError("GraphModule.code: no code yet; call recompile()")
+            if not self.__dict__.get("_lazy_recompile"):
+                raise RuntimeError("GraphModule.code: no code yet; call recompile()")
+            self.recompile()
         return self.__dict__["_code"]
 
     def recompile(self):

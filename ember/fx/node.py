@@ -129,6 +129,37 @@ def _collect_nodes(a: Any) -> dict:
     return found
 
 
+_LEAVES = frozenset((int, float, str, bool, type(None)))
+
+
+def _copy_collecting(a: Any, found: dict) -> Any:
+    """map_aggregate(a, identity) (fresh containers) that also records every Node met in `found`,
+    in order: one walk where building a node took four (graph building is most of a warm start's
+    work: the compiler's graphs are rebuilt from cached data)."""
+    cls = a.__class__
+    if cls in _LEAVES:
+        return a
+    if cls is Node:
+        found[a] = None
+        return a
+    if cls is tuple:
+        return tuple([_copy_collecting(e, found) for e in a])
+    if cls is list:
+        return [_copy_collecting(e, found) for e in a]
+    if cls is dict:
+        return {k: _copy_collecting(v, found) for k, v in a.items()}
+    if isinstance(a, Node):
+        found[a] = None
+        return a
+    if isinstance(a, (tuple, list, dict, slice)):       # subclasses and slices: map_aggregate's rules
+        def note(v):
+            if isinstance(v, Node):
+                found[v] = None
+            return v
+        return map_aggregate(a, note)
+    return a
+
+
 # --------------------------------------------------------------------------------------------
 # Node
 # --------------------------------------------------------------------------------------------
@@ -231,12 +262,11 @@ class Node:
         new_kwargs = dict(new_kwargs) if new_kwargs is not None else {}
         for old in self._input_nodes:
             old.users.pop(self, None)
-        self._args = map_aggregate(new_args, lambda v: v)  # copy containers
-        self._kwargs = map_aggregate(new_kwargs, lambda v: v)
-        self._input_nodes = {}
-        for n in list(_collect_nodes(self._args)) + list(_collect_nodes(self._kwargs)):
-            self._input_nodes.setdefault(n)
-        for n in self._input_nodes:
+        found: dict = {}
+        self._args = _copy_collecting(new_args, found)      # fresh containers, nodes in order
+        self._kwargs = _copy_collecting(new_kwargs, found)
+        self._input_nodes = found
+        for n in found:
             n.users.setdefault(self)
 
     def update_arg(self, idx: int, arg: Any) -> None:

@@ -145,3 +145,20 @@ def test_a_warm_process_finds_every_graph_whatever_its_keyword_order(private_cac
     assert warm["counters"]["graph_hit"] == 2 and warm["counters"]["graph_miss"] == 0
     assert warm["counters"]["compile"] == 0
     assert warm["loss"] == cold["loss"] and warm["grads"] == cold["grads"]
+
+
+def test_a_warm_process_imports_neither_logging_nor_the_tracer_side(private_cache):
+    # what a warm start pays for is its imports: the stdlib's logging (only when a cache problem is
+    # reported), fx's prim ops / blocks / op-properties table (only graphs with prim ops), the
+    # lowering and the scheduler (only graphs not in the cache) are not among them
+    program = KWARGS_PROGRAM.replace(
+        '"counters": codecache.counters}',
+        '"counters": codecache.counters, "modules": sorted(m for m in __import__("sys").modules '
+        'if m in ("logging", "ember.fx.prim", "ember.fx.blocks", "ember.ops.properties", '
+        '"ember._inductor.lowering", "ember._inductor.scheduler"))}')
+    cold = run_child(program, private_cache)
+    warm = run_child(program, private_cache)
+    assert cold["counters"]["graph_miss"] == 2 and "ember._inductor.lowering" in cold["modules"]
+    assert warm["counters"]["graph_hit"] == 2 and warm["counters"]["compile"] == 0
+    assert warm["modules"] == []
+    assert warm["loss"] == cold["loss"] and warm["grads"] == cold["grads"]
