@@ -19,7 +19,7 @@ BUDGET = {
     "jit": 8401,          # +350 fusion groups (passes/fuse_groups.py, executor/fused_kernel.py, ember.jit.fuser); +40 the fusion group fast path (fused_kernel.fast_path)
                           # -590 folds: .code from fx's code generator, one script form of a trace, load decodes what the check admitted, script types from one factory
     "_functorch": 4800,
-    "_inductor": 5040,     # +12 over the round 5000 after merging the Triton generator, native eager kernels, fused optimizers and BLAS lowerings in one round (and re-decorating the Triton helpers for the mode a process runs in); +25 compiled GPT-2 training on CUDA (host scalar constants inlined, outputs read inside stored once, integer arange, extern dtype check)
+    "_inductor": 5065,     # +12 over the round 5000 after merging the Triton generator, native eager kernels, fused optimizers and BLAS lowerings in one round (and re-decorating the Triton helpers for the mode a process runs in); +25 compiled GPT-2 training on CUDA (host scalar constants inlined, outputs read inside stored once, integer arange, extern dtype check; kernels emitted once per block, the few-rows fusion rule)
     "_subclasses": 20,
     "_dynamo": 7819,      # +85: graph inputs read through pinned modules kept while no module changed (module_guards.graph_call_through_cache: the 12-layer GPT's entry 620 -> 38 us); +175: backends/cudagraphs.py (mode="reduce-overhead": warm-up, record, replay per input signature; fallbacks)
                           # +350: module_guards.py (module-tree guards behind a state version), IMPORT_NAME
