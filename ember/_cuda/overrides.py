@@ -104,8 +104,8 @@ OVERRIDES = {
                                    "erfinv_array": _in_float64(_special.erfinv)},
     "ember.ops.cpu.activation": {"_erf": _erf, "gelu": _around("fused", "gelu")},
     "ember.ops.cpu.loss": {"cross_entropy_loss": _around("fused", "cross_entropy")},
-    "ember.ops.cpu.nn": {"scaled_dot_product_attention": _around("attention", "sdpa"),
-                         "linear": _around("attention", "linear")},
+    "ember.ops.cpu.attention": {"scaled_dot_product_attention": _around("attention", "sdpa")},
+    "ember.ops.cpu.nn": {"linear": _around("attention", "linear")},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
     "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm,
                            "_mm2d": matmul},
