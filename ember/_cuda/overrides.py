@@ -105,8 +105,8 @@ OVERRIDES = {
     "ember.ops.cpu.activation": {"_erf": _erf, "gelu": _around("fused", "gelu")},
     "ember.ops.cpu.loss": {"cross_entropy_loss": _around("fused", "cross_entropy")},
     "ember.ops.cpu.reduction": {"sum_dim": _around("reduce", "sum_dim")},
-    "ember.ops.cpu.nn": {"scaled_dot_product_attention": _around("attention", "sdpa"),
-                         "linear": _around("attention", "linear"), "layer_norm": _around("layer_norm", "layer_norm")},
+    "ember.ops.cpu.attention": {"scaled_dot_product_attention": _around("attention", "sdpa")},
+    "ember.ops.cpu.nn": {"linear": _around("attention", "linear"), "layer_norm": _around("layer_norm", "layer_norm")},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
     "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm,
                            "_mm2d": matmul},

@@ -49,6 +49,19 @@ def plain_backward(*tensors, backend=CPU_BIT) -> bool:
     return bool(tls.exclude & AUTOGRAD_BIT) and plain(tensors, backend)
 
 
+def direct_backward(*tensors) -> bool:
+    """plain_backward for a formula that skips its ember ops for plain NumPy (no native kernel):
+    also off with EMBER_NATIVE=0 and under the profiler, whose trace then shows the ops (as
+    PyTorch's shows aten::mm under AddmmBackward0)."""
+    return bool(tls.exclude & AUTOGRAD_BIT) and unobserved(tensors)
+
+
+def unobserved(tensors) -> bool:
+    """`plain`, native paths on and no profiler: code may work on the tensors' arrays instead of
+    calling ops (e.g. gradient clipping)."""
+    return enabled and not tls.include and plain(tensors)
+
+
 def plain(tensors, backend=CPU_BIT) -> bool:
     """True when no dispatch mode is on and every tensor is a plain tensor of `backend` (CPU unless
     said): code outside autograd (e.g. gradient clipping under no_grad) may then work on their arrays

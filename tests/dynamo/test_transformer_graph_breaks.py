@@ -82,7 +82,9 @@ MODELS = {"word_language_model": _word_lm, "nn.Transformer": _full_transformer, 
 
 
 def _close(a, b):
-    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    # float32 rounding: eager attention's native softmax sums in double, the captured graph's
+    # decomposition in float32 (outputs of magnitude ~3 differ by a few ulps)
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=5e-6)
 
 
 @pytest.mark.parametrize("mode", ["train", "eval"])

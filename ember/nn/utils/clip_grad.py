@@ -64,10 +64,10 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
 
 def _plain_arrays(tensors):
     """The arrays of `tensors` when they are plain CPU float32/float64 tensors of one dtype and no
-    dispatch mode is on (nobody could see the ops skipped), else None: torch's foreach path, where
-    the per-gradient ops of the general path cost ~30 dispatches per clip."""
+    dispatch mode or profiler is on (nobody could see the ops skipped), else None: torch's foreach
+    path, where the per-gradient ops of the general path cost ~30 dispatches per clip."""
     from ...ops import native
-    if not native.plain(tensors):
+    if not native.unobserved(tensors):
         return None
     arrays = [t._data for t in tensors]
     dtype = arrays[0].dtype if arrays else None

@@ -25,7 +25,7 @@ def _direct_matmul_backward(grad, a, b, needs_grad):
     batch shapes (or a 2-D right operand), straight from NumPy's products: the same GEMM calls as
     the formula below makes through matmul, without its four ops. None where it does not apply
     (a recorded graph or dispatch mode, broadcast batches, vectors, other dtypes)."""
-    if not native.plain_backward(grad, a, b):
+    if not native.direct_backward(grad, a, b):
         return None
     g, x, y = grad._data, a._data, b._data
     if x.ndim < 2 or y.ndim < 2 or g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or y.dtype is not g.dtype:

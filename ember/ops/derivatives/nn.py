@@ -557,6 +557,8 @@ def _cross_entropy_rows(grad, self, target, weight, reduction, ignore_index, lab
         out = np.empty(x.shape, x.dtype)       # (empty_like would keep a transposed x's layout)
         fn(np.ascontiguousarray(x), np.ascontiguousarray(t, np.int64), coef, out, *x.shape)
         return wrap(out), None, None
+    if not native.direct_backward(grad, self, target):
+        return None
     soft = np.exp(x - x.max(axis=1, keepdims=True))
     soft /= soft.sum(axis=1, keepdims=True)
     c = coef.astype(x.dtype)

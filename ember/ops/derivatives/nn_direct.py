@@ -20,7 +20,7 @@ def native_linear(grad, input, weight, bias, needs_grad):
     """The three gradients of a linear layer over a (..., in) input straight from NumPy's GEMMs: the
     composed formula's products (same BLAS calls, same results) and the bias's reduction, without
     its ~6 ops (flatten, mT, matmul and the engine's sum_to); None where it does not apply."""
-    if weight.ndim != 2 or input.ndim < 2 or not native.plain_backward(grad, input, weight):
+    if weight.ndim != 2 or input.ndim < 2 or not native.direct_backward(grad, input, weight):
         return None
     g, x, w = grad._data, input._data, weight._data
     if g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or w.dtype is not g.dtype or g.ndim != x.ndim:
