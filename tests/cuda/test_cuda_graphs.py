@@ -136,8 +136,9 @@ def test_capture_api_errors_match_torch():
         tg.replay()
     with pytest.raises(RuntimeError, match="non-default stream"):
         g.capture_begin()                   # the current stream is the default stream
-    with pytest.raises(RuntimeError):
-        torch.cuda.CUDAGraph().capture_begin()
+    # (torch raises RuntimeError here too, but only after registering its CUDA generator for the
+    # capture: every later torch.randn(device="cuda") in the process then fails with "Offset
+    # increment outside graph capture". So torch's side of this case is not run in a shared worker.)
     with ember.cuda.graph(g):
         ember.ones(2, device="cuda").add_(1)
     with pytest.raises(RuntimeError, match="already owns a captured graph"):
