@@ -203,6 +203,9 @@ def _abort(code: int) -> None:
     from mpi4py import MPI
     sys.stdout.flush()
     sys.stderr.flush()
+    # mpiexec's proxies forward this process's stderr asynchronously and MPI_Abort kills them: on a
+    # loaded machine the report was cut mid-traceback (its last line, the error, lost). A moment first.
+    time.sleep(0.5)
     MPI.COMM_WORLD.Abort(code)
 
 
