@@ -23,8 +23,10 @@ def machine() -> str:
     parts = [cpu, f"{os.cpu_count()} cpus", f"Python {platform.python_version()}", f"NumPy {numpy.__version__}"]
     try:
         import torch
-        torch.set_num_threads(1)  # the machines have 2 shared vCPUs: compare single-threaded
-        parts.append(f"PyTorch {torch.__version__} ({torch.get_num_threads()} thread)")
+        # the machines have 2 shared vCPUs: compare single-threaded unless the bench asked for more
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 1))
+        n = torch.get_num_threads()
+        parts.append(f"PyTorch {torch.__version__} ({n} thread{'s' if n > 1 else ''})")
     except ImportError:
         pass
     return ", ".join(parts)

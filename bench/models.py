@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import os
 
-# one BLAS thread for NumPy, like torch.set_num_threads(1); must be set before NumPy loads
+# BLAS threads for NumPy as torch.set_num_threads (1 unless --threads N): set before NumPy loads
+import sys  # noqa: E402
+THREADS = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv[:-1] else 1
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ[_var] = str(THREADS) if THREADS != 1 else os.environ.get(_var, "1")
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -148,7 +149,8 @@ def training_step(lib, name, model, x, y):
 
 def cases(models):
     import torch
-    torch.set_num_threads(1)
+    torch.set_num_threads(THREADS)
+    ember.set_num_threads(THREADS)
     out = {}
     for name in models:
         build, data, *_ = MODELS[name]
@@ -171,8 +173,9 @@ def main():
     parser.add_argument("--number", type=int, default=3, help="steps per timed sample")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--threads", type=int, default=1, help="threads for both libraries (read before NumPy loads)")
     args = parser.parse_args()
-    header(f"ms per training step, ember eager vs PyTorch eager (1 thread), {args.clock} clock, "
+    header(f"ms per training step, ember eager vs PyTorch eager ({args.threads} thread{'s' if args.threads > 1 else ''}), {args.clock} clock, "
            f"medians of {args.rounds} interleaved rounds of {args.number} steps")
     medians = interleaved(cases(args.models), rounds=args.rounds, number=args.number, clock=args.clock)
     ratios = []
