@@ -10,7 +10,7 @@
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 #     -d .whl mpi4py==4.1.2 mpich==5.0.2
 # then: run(command="bash scripts/device_distributed.sh", carry=[".whl"], kind="nvidia-h100-x2").
-# Usage: bash scripts/device_distributed.sh [NGPUS]   (default: every GPU); results in $OUT (or /tmp/dist).
+# Usage: [ONLY_GPT=1] bash scripts/device_distributed.sh [NGPUS]   (default: every GPU); results in $OUT (or /tmp/dist).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
 export PYTHONPATH=$PWD OMP_NUM_THREADS=4 PYTHONUNBUFFERED=1
@@ -40,6 +40,7 @@ RUN="$PY -m ember.distributed.run"
 [ -x /tmp/site/bin/mpiexec ] && RUN="$RUN --mpiexec /tmp/site/bin/mpiexec"
 TORCHRUN="$PY -m torch.distributed.run --standalone"
 
+if [ -z "${ONLY_GPT:-}" ]; then   # ONLY_GPT=1: sections 3 and 4 only (device time)
 echo "== 1. NCCL collectives on every dtype against NumPy, $N ranks"
 mkdir -p /tmp/nccl_checks
 $RUN --nproc-per-node "$N" tests/distributed/workers/collectives_worker.py /tmp/nccl_checks nccl
@@ -58,6 +59,8 @@ for i in 1 2 3; do
   $RUN --nproc-per-node "$N" bench/distributed_gpu.py allreduce --lib ember --out "$LOG"
   $TORCHRUN --nproc-per-node "$N" bench/distributed_gpu.py allreduce --lib torch --out "$LOG"
 done
+
+fi
 
 echo "== 3. GPT-2 small: DDP on $N GPUs (batch 4 each) vs 1 GPU with batch 4*$N, 50 steps"
 $RUN --nproc-per-node 1 bench/distributed_gpu.py gpt --steps 50 --batch-per-rank $((4 * N)) --out "$LOG"
