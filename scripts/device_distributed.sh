@@ -14,6 +14,8 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
 export PYTHONPATH=$PWD OMP_NUM_THREADS=4 PYTHONUNBUFFERED=1
+# the image may now bring mpi4py on its own Open MPI, whose mpiexec refuses root without these
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 NEEDS="numpy torch cupy" . "$(dirname "$0")/_device_python.sh"
 if ! $PY -c "import mpi4py" 2>/dev/null; then
   if ls .whl/*.whl >/dev/null 2>&1; then
