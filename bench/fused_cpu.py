@@ -147,7 +147,7 @@ def run(sizes, threads, rounds, only=(), show=False):
                         samples[k].append(timed(f))
                 med = {k: statistics.median(v) * 1e6 for k, v in samples.items()}
                 results[(nthreads, size, name)] = med
-                print(f"{nthreads}t {size:>9.0e} {name:<17}" + "".join(f"{k} {v:>10.1f}us  " for k, v in med.items())
+                print(f"{nthreads}t {size:>10,} {name:<17}" + "".join(f"{k} {v:>10.1f}us  " for k, v in med.items())
                       + f"tc/ember {med['torch.compile'] / med['ember.compile']:.2f}x  "
                       f"copy/ember {med['C copy'] / med['ember.compile']:.2f}  (compiles {compile_s:.1f}s)", flush=True)
     return results
