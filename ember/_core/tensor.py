@@ -337,17 +337,21 @@ class Tensor:
             raise RuntimeError(f"Boolean value of Tensor with {'more than one value' if self._data.size else 'no values'} is ambiguous")
         return bool(self.item())
 
-    def __float__(self):
-        if self.requires_grad:      # PyTorch 2.13 warns here (not in item(), int() or bool())
+    def _warn_if_requires_grad(self):
+        if self.requires_grad:      # PyTorch 2.13 warns in float() and complex() (not item, int, bool)
             import warnings
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
-                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=2)
+                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
+
+    def __float__(self):
+        self._warn_if_requires_grad()
         return float(self._scalar("float"))
 
     def __int__(self):
         return int(self._scalar("int"))
 
     def __complex__(self):
+        self._warn_if_requires_grad()
         return complex(self._scalar("complex"))
 
     def __index__(self):

@@ -37,10 +37,10 @@ void ember_fused_sgd(void *const *bufs, const int64_t *ints, const double *float
             if (MAXIMIZE) g = -g;
             if (DECAY) g = g + p[i] * decay;
             T bi = b[i] * momentum;
-            bi = DAMPENED ? bi + g * damp : bi + g;
+            bi = DAMPENED ? FMA(g, damp, bi) : bi + g;      /* add_(g, alpha): ATen's fmadd */
             b[i] = bi;
             const T d = NESTEROV ? g + bi * momentum : bi;
-            p[i] = p[i] + d * neg_lr;
+            p[i] = FMA(d, neg_lr, p[i]);
         }
     }
 }
@@ -86,7 +86,8 @@ def _kernel(algorithm, dtype, flags):
                 t = _CTYPE[dtype]
                 defines = "".join(f"#define {name} {int(on)}\n" for name, on in flags)
                 source = (f"#include <math.h>\n#include <stdint.h>\n#define T {t}\n"
-                          f"#define SQRT {'sqrtf' if t == 'float' else 'sqrt'}\n{defines}"
+                          f"#define SQRT {'sqrtf' if t == 'float' else 'sqrt'}\n"
+                          f"#define FMA {'fmaf' if t == 'float' else 'fma'}\n{defines}"
                           + (_SGD if algorithm == "sgd" else _ADAM))
                 lib = codecache.load_c(source)
                 fn = _kernels[key] = codecache.kernel_pointer(lib, f"ember_fused_{algorithm}")

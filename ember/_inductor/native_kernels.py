@@ -53,12 +53,14 @@ _BODIES = r"""
 #define EXP expf
 #define TANH tanhf
 #define ERF erff
+#define FMA fmaf
 #define SIGMOID(v) (1.0f / (1.0f + expf(-(v))))
 #else
 #define sqrtf_or_sqrt sqrt
 #define EXP exp
 #define TANH tanh
 #define ERF erf
+#define FMA fma
 #endif
 
 /* gelu, exact: x * Phi(x), in T as ATen's vectorised kernel (libmvec's erff is within 1 ulp;
@@ -372,6 +374,15 @@ K(max_pool2d) {
             }
         }
     }
+}
+
+/* x += alpha * y in one pass, fused multiply-add with alpha rounded to T: ATen's vectorised add
+   with alpha is fmadd(y, alpha, x), so this is bit-equal to PyTorch (NumPy's multiply-then-add
+   rounds twice and allocates the product). The optimizers' add_(g, alpha=-lr). */
+K(axpy) {
+    T *x = bufs[0]; const T *y = bufs[1]; int64_t n = ints[0]; T a = (T)floats[0];
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) x[i] = FMA(y[i], a, x[i]);
 }
 """
 

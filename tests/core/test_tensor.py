@@ -344,15 +344,33 @@ def test_tensor_device():
     assert ember.is_tensor(e) and not ember.is_tensor(np.zeros(2)) and ember.numel(e) == 2
 
 
-@pytest.mark.parametrize("convert", [float, int, bool, lambda t: t.item(), complex])
-@pytest.mark.parametrize("requires_grad", [True, False])
-def test_scalar_conversion_warns_where_torch_does(convert, requires_grad):
-    import warnings
+_CONVERSIONS = {"float": float, "int": int, "bool": bool, "item": lambda t: t.item(), "complex": complex}
 
-    def warned(lib):
-        t = lib.ones((), requires_grad=requires_grad)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            convert(t)
-        return [(w.category, str(w.message).split("(Triggered")[0].strip()) for w in caught]
-    assert warned(ember) == warned(torch)
+
+@pytest.fixture(scope="module")
+def torch_conversion_warnings():
+    # torch warns once per process (TORCH_WARN_ONCE): ask a fresh process, each case in its own
+    import json
+    import subprocess
+    import sys
+    code = ("import json, sys, warnings, torch\n"
+            "name, rg = sys.argv[1], sys.argv[2] == '1'\n"
+            "conv = {'float': float, 'int': int, 'bool': bool, 'item': lambda t: t.item(), 'complex': complex}[name]\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    conv(torch.ones((), requires_grad=rg))\n"
+            "print(json.dumps([str(w.message).split('(Triggered')[0].strip() for w in caught]))\n")
+    return {(name, rg): json.loads(subprocess.run([sys.executable, "-c", code, name, str(int(rg))], check=True,
+                                                  capture_output=True, text=True).stdout)
+            for name in _CONVERSIONS for rg in (True, False)}
+
+
+@pytest.mark.parametrize("convert", list(_CONVERSIONS))
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_scalar_conversion_warns_where_torch_does(convert, requires_grad, torch_conversion_warnings):
+    import warnings
+    t = ember.ones((), requires_grad=requires_grad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _CONVERSIONS[convert](t)
+    assert [str(w.message) for w in caught] == torch_conversion_warnings[(convert, requires_grad)]

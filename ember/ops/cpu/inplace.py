@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core.tensor import Tensor
+from .. import native
 
 _FAST_KINDS = frozenset("fc")
 _HALF = {np.dtype(np.float16)}
@@ -27,10 +28,18 @@ def _operand(v, dtype):
 
 
 def _add(x, y, alpha=1):
+    if alpha != 1 and alpha.__class__ in (float, int) and y.__class__ is np.ndarray and y.shape == x.shape and x.flags.c_contiguous \
+            and y.flags.c_contiguous and y.dtype is x.dtype and not np.may_share_memory(x, y):
+        fn = native.kernel("axpy", x.dtype)     # float32/float64 with a C compiler: one fused pass,
+        if fn is not None:                      # bit-equal to ATen's fmadd (see native_kernels.axpy)
+            fn(x, y, x.size, float(alpha))
+            return
     np.add(x, y if alpha == 1 else np.multiply(y, alpha), out=x)
 
 
 def _sub(x, y, alpha=1):
+    if alpha != 1 and alpha.__class__ in (float, int):
+        return _add(x, y, -alpha)           # ATen's sub is add with -alpha: the same fmadd
     np.subtract(x, y if alpha == 1 else np.multiply(y, alpha), out=x)
 
 
