@@ -244,3 +244,8 @@ def module_pair(build, dtype="float32", seed=0):
     emodule = build(ember.nn).to(getattr(ember, dtype))
     emodule.load_state_dict({k: ember.from_numpy(v.detach().numpy().copy()) for k, v in tmodule.state_dict().items()})
     return tmodule, emodule
+
+
+# native eager kernels vs PyTorch (tests/ops/test_native_kernels*.py): float32 kernels may differ by a
+# few ulps (libmvec, other summation orders), float64 ones barely
+NATIVE_TOL = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-10, atol=1e-10)}

@@ -7,19 +7,11 @@ import torch
 
 import ember
 
+from cuda_pairs import close, pair
+
 HALVES = [("bfloat16", 2e-2), ("float16", 5e-3)]
 
 
-def _pair(shape, dtype, seed, requires_grad=False):
-    a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-    t = torch.tensor(a, device="cuda").to(getattr(torch, dtype)).requires_grad_(requires_grad)
-    e = ember.tensor(a, device="cuda").to(getattr(ember, dtype)).requires_grad_(requires_grad)
-    return e, t
-
-
-def _close(e, t, tol):
-    assert e.dtype == getattr(ember, str(t.dtype).split(".")[1]) and e.device.type == "cuda"
-    np.testing.assert_allclose(e.float().detach().cpu().numpy(), t.float().detach().cpu().numpy(), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dtype,tol", HALVES)
@@ -30,12 +22,12 @@ def _close(e, t, tol):
 def test_half_matmul_matches_torch(dtype, tol, sa, sb, ta, tb):
     """ta / tb: the operand is the transpose view of a contiguous array (column-major to cuBLAS)."""
     swap = lambda s: s[:-2] + (s[-1], s[-2])   # noqa: E731
-    (ea, a), (eb, b) = _pair(swap(sa) if ta else sa, dtype, 0), _pair(swap(sb) if tb else sb, dtype, 1)
+    (ea, a), (eb, b) = pair(swap(sa) if ta else sa, dtype, 0), pair(swap(sb) if tb else sb, dtype, 1)
     if ta:
         ea, a = ea.mT, a.mT
     if tb:
         eb, b = eb.mT, b.mT
-    _close(ea @ eb, a @ b, tol)
+    close(ea @ eb, a @ b, tol)
 
 
 def test_half_matmul_with_empty_contraction_is_zero():
@@ -46,15 +38,15 @@ def test_half_matmul_with_empty_contraction_is_zero():
 @pytest.mark.parametrize("dtype,tol", HALVES)
 @pytest.mark.parametrize("bias", [True, False])
 def test_half_linear_forward_and_backward_match_torch(dtype, tol, bias):
-    (ex, x), (ew, w) = _pair((4, 10, 32), dtype, 0, True), _pair((24, 32), dtype, 1, True)
-    eb, b = _pair((24,), dtype, 2, True) if bias else (None, None)
+    (ex, x), (ew, w) = pair((4, 10, 32), dtype, 0, True), pair((24, 32), dtype, 1, True)
+    eb, b = pair((24,), dtype, 2, True) if bias else (None, None)
     ey, y = ember.nn.functional.linear(ex, ew, eb), torch.nn.functional.linear(x, w, b)
-    _close(ey, y, tol)
-    (eg, g) = _pair(y.shape, dtype, 3)
+    close(ey, y, tol)
+    (eg, g) = pair(y.shape, dtype, 3)
     ey.backward(eg)
     y.backward(g)
     for e, t in ((ex, x), (ew, w)) + (((eb, b),) if bias else ()):
-        _close(e.grad, t.grad, 4 * tol)
+        close(e.grad, t.grad, 4 * tol)
 
 
 @pytest.mark.parametrize("dtype,tol", HALVES)
@@ -67,10 +59,10 @@ def test_half_linear_backward_kernels_match_torch(dtype, tol, frozen, grad_view,
     taken = []
     real = attention.linear_backward
     monkeypatch.setattr(attention, "linear_backward", lambda *a: taken.append(1) or real(*a))
-    pairs = [_pair(s, dtype, i, name != frozen) for i, (name, s) in
+    pairs = [pair(s, dtype, i, name != frozen) for i, (name, s) in
              enumerate((("input", (3, 16, 32)), ("weight", (24, 32)), ("bias", (24,))))]
     (ex, x), (ew, w), (eb, b) = pairs
-    eg, g = _pair((3, 24, 16), dtype, 7)
+    eg, g = pair((3, 24, 16), dtype, 7)
     if grad_view == "transposed":
         eg, g = eg.mT, g.mT
     else:
@@ -81,11 +73,11 @@ def test_half_linear_backward_kernels_match_torch(dtype, tol, frozen, grad_view,
     for (e, t), name in zip(pairs, ("input", "weight", "bias")):
         assert (e.grad is None) == (name == frozen) == (t.grad is None)
         if t.grad is not None:
-            _close(e.grad, t.grad, 4 * tol * (4 if name == "bias" else 1))
-    ex2, x2 = _pair((3, 16, 32), dtype, 0, True)
+            close(e.grad, t.grad, 4 * tol * (4 if name == "bias" else 1))
+    ex2, x2 = pair((3, 16, 32), dtype, 0, True)
     e_gx, = ember.autograd.grad(ember.nn.functional.linear(ex2, ew.detach()).square().sum(), ex2, create_graph=True)
     t_gx, = torch.autograd.grad(torch.nn.functional.linear(x2, w.detach()).square().sum(), x2, create_graph=True)
-    _close(e_gx, t_gx, 8 * tol)
+    close(e_gx, t_gx, 8 * tol)
     assert e_gx.requires_grad and len(taken) == 1      # create_graph: the formula, not the kernels
 
 
@@ -93,15 +85,15 @@ def test_half_linear_backward_kernels_match_torch(dtype, tol, frozen, grad_view,
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("L,S,E", [(64, 64, 32), (48, 80, 16), (80, 48, 64)])
 def test_sdpa_forward_and_backward_match_torch(dtype, tol, causal, L, S, E):
-    (eq, q), (ek, k), (ev, v) = (_pair((2, 3, n, E), dtype, i, True) for i, n in enumerate((L, S, S)))
+    (eq, q), (ek, k), (ev, v) = (pair((2, 3, n, E), dtype, i, True) for i, n in enumerate((L, S, S)))
     eo = ember.nn.functional.scaled_dot_product_attention(eq, ek, ev, is_causal=causal)
     o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    _close(eo, o, tol)
-    eg, g = _pair(o.shape, dtype, 9)
+    close(eo, o, tol)
+    eg, g = pair(o.shape, dtype, 9)
     eo.backward(eg)
     o.backward(g)
     for e, t in ((eq, q), (ek, k), (ev, v)):
-        _close(e.grad, t.grad, 4 * tol)
+        close(e.grad, t.grad, 4 * tol)
 
 
 def test_sdpa_takes_the_kernels_only_where_they_apply(monkeypatch):
@@ -122,7 +114,7 @@ def test_sdpa_takes_the_kernels_only_where_they_apply(monkeypatch):
 def test_gelu_kernels_match_torch(dtype, tol, approximate):
     """One kernel each way (ember/_cuda/fused.py), float32 math as PyTorch's; inf/NaN pass through
     as on PyTorch CUDA; a transposed (non-contiguous) input too."""
-    (ex, x) = _pair((6, 40), dtype, 0, True)
+    (ex, x) = pair((6, 40), dtype, 0, True)
     with torch.no_grad():
         x[0, :3] = torch.tensor([float("inf"), float("-inf"), float("nan")], device="cuda")
     with ember.no_grad():
@@ -130,11 +122,11 @@ def test_gelu_kernels_match_torch(dtype, tol, approximate):
     for view in (lambda a: a, lambda a: a.mT):
         ey = ember.nn.functional.gelu(view(ex), approximate=approximate)
         y = torch.nn.functional.gelu(view(x), approximate=approximate)
-        _close(ey, y, tol)
-        eg, g = _pair(y.shape, dtype, 5)
+        close(ey, y, tol)
+        eg, g = pair(y.shape, dtype, 5)
         e_grad, = ember.autograd.grad(ey, ex, eg)
         t_grad, = torch.autograd.grad(y, x, g)
-        _close(e_grad, t_grad, 2 * tol)
+        close(e_grad, t_grad, 2 * tol)
 
 
 @pytest.mark.parametrize("dtype,tol", HALVES + [("float32", 1e-5)])
@@ -143,17 +135,17 @@ def test_gelu_kernels_match_torch(dtype, tol, approximate):
 def test_cross_entropy_matches_torch(dtype, tol, reduction, C):
     """Class-index cross entropy: the row kernels of ember/_cuda/fused.py (mean, sum) or the math
     path (none), ignore_index rows included, forward and the logits' gradient."""
-    (ex, x) = _pair((37, C), dtype, 0, True)
+    (ex, x) = pair((37, C), dtype, 0, True)
     t = np.random.default_rng(1).integers(0, C, 37)
     t[[3, 20]] = -100
     et, tt = ember.tensor(t, device="cuda"), torch.tensor(t, device="cuda")
     ey = ember.nn.functional.cross_entropy(ex, et, reduction=reduction)
     y = torch.nn.functional.cross_entropy(x, tt, reduction=reduction)
-    _close(ey, y, tol)
-    eg, g = _pair(y.shape, dtype, 2)
+    close(ey, y, tol)
+    eg, g = pair(y.shape, dtype, 2)
     e_grad, = ember.autograd.grad(ey, ex, eg)
     t_grad, = torch.autograd.grad(y, x, g)
-    _close(e_grad, t_grad, 2 * tol)
+    close(e_grad, t_grad, 2 * tol)
 
 
 def test_cross_entropy_edge_cases():

@@ -8,19 +8,11 @@ import torch
 
 import ember
 
+from cuda_pairs import close, pair
+
 DTYPES = [("float32", 2e-5), ("bfloat16", 3e-2), ("float16", 4e-3)]
 
 
-def _pair(shape, dtype, seed, requires_grad=True, scale=1.0, shift=0.0):
-    a = (np.random.default_rng(seed).standard_normal(shape) * scale + shift).astype(np.float32)
-    t = torch.tensor(a, device="cuda").to(getattr(torch, dtype)).requires_grad_(requires_grad)
-    e = ember.tensor(a, device="cuda").to(getattr(ember, dtype)).requires_grad_(requires_grad)
-    return e, t
-
-
-def _close(e, t, tol):
-    assert e.dtype == getattr(ember, str(t.dtype).split(".")[1]) and e.device.type == "cuda"
-    np.testing.assert_allclose(e.float().detach().cpu().numpy(), t.float().detach().cpu().numpy(), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("dtype,tol", DTYPES)
@@ -29,22 +21,22 @@ def _close(e, t, tol):
 @pytest.mark.parametrize("affine", ["both", "weight", "none"])
 def test_layer_norm_forward_and_backward_match_torch(dtype, tol, shape, nd, affine):
     normalized = shape[-nd:]
-    (ex, x), (eg, g) = _pair(shape, dtype, 0, scale=3.0, shift=2.0), _pair(shape, dtype, 1, False)
-    (ew, w), (eb, b) = _pair(normalized, dtype, 2, shift=1.0), _pair(normalized, dtype, 3)
+    (ex, x), (eg, g) = pair(shape, dtype, 0, True, scale=3.0, shift=2.0), pair(shape, dtype, 1, False)
+    (ew, w), (eb, b) = pair(normalized, dtype, 2, True, shift=1.0), pair(normalized, dtype, 3, True)
     if affine != "both":
         eb = b = None
     if affine == "none":
         ew = w = None
     ey = ember.nn.functional.layer_norm(ex, normalized, ew, eb, eps=1e-5)
     y = torch.nn.functional.layer_norm(x, normalized, w, b, eps=1e-5)
-    _close(ey, y, tol)
+    close(ey, y, tol)
     ey.backward(eg)
     y.backward(g)
     # dgamma / dbeta sum over up to 1100 rows: the tolerance grows with the sum's length
-    _close(ex.grad, x.grad, 4 * tol)
+    close(ex.grad, x.grad, 4 * tol)
     for e, t in ((ew, w), (eb, b)):
         if t is not None:
-            _close(e.grad, t.grad, 4 * tol * max(1.0, np.sqrt(x.numel() / t.numel()) / 4))
+            close(e.grad, t.grad, 4 * tol * max(1.0, np.sqrt(x.numel() / t.numel()) / 4))
 
 
 def test_layer_norm_takes_the_kernels_only_where_they_apply(monkeypatch):
@@ -69,7 +61,7 @@ def test_layer_norm_takes_the_kernels_only_where_they_apply(monkeypatch):
 @pytest.mark.parametrize("case", ["float64", "mixed dtypes", "create_graph"])
 def test_layer_norm_outside_the_kernels_matches_torch(case):
     dtype = "float64" if case == "float64" else "float32"
-    (ex, x), (ew, w), (eb, b) = _pair((6, 12), dtype, 0), _pair((12,), dtype, 1), _pair((12,), dtype, 2)
+    (ex, x), (ew, w), (eb, b) = pair((6, 12), dtype, 0, True), pair((12,), dtype, 1, True), pair((12,), dtype, 2, True)
     if case == "mixed dtypes":   # bfloat16 input, float32 parameters: PyTorch's CPU kernel takes them (the
         # oracle, as in tests/ops: PyTorch's CUDA kernel refuses), so the CPU source runs on CuPy
         ex = ex.detach().to(ember.bfloat16).requires_grad_()
@@ -85,7 +77,7 @@ def test_layer_norm_outside_the_kernels_matches_torch(case):
             y.float().square().sum().backward()
             results.append((y, xx.grad, ww.grad, bb.grad))
     for e, t in zip(*results):
-        _close(e, t, 3e-2 if case == "mixed dtypes" else 1e-4)
+        close(e, t, 3e-2 if case == "mixed dtypes" else 1e-4)
 
 
 def test_layer_norm_errors_like_torch():

@@ -44,15 +44,13 @@ def test_alpha_update_bit_equal_to_torch(op, dtype, layout, alpha):
         np.testing.assert_allclose(results[1], results[0], rtol=tol, atol=tol)
 
 
-def test_the_kernel_runs_for_a_contiguous_float_update(monkeypatch):
+def test_the_kernel_runs_for_a_contiguous_float_update(native_calls):
     if native.kernel("axpy", np.dtype(np.float32)) is None:
         pytest.skip("no C compiler: the NumPy path serves")
-    calls = []
-    real = native.kernel
-    monkeypatch.setattr(native, "kernel", lambda name, dt: calls.append(name) or real(name, dt))
+    native_calls.clear()
     p = ember.ones(10)
     p.add_(ember.full((10,), 2.0), alpha=-0.5)
-    assert calls == ["axpy"] and p.tolist() == [0.0] * 10
+    assert native_calls == ["axpy"] and p.tolist() == [0.0] * 10
 
 
 def test_complex_alpha_on_a_float_tensor_errors_as_torch():
