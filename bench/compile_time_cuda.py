@@ -1,0 +1,117 @@
+"""What compiling costs on the GPU (issue 18): a new Triton kernel, and a cached graph in a new
+process. Run on the device machine (`COMPILE_TIME=1 SKIP_TESTS=1 bash scripts/device_triton.sh`):
+
+    python bench/compile_time_cuda.py [--runs 3]
+
+(a) a new Triton kernel: compile_fx of a pointwise program whose constant was never seen (so
+    ember's graph cache, its kernel cache and Triton's cache all miss): lowering, the Triton
+    source, Triton's compile to a cubin, the load and the first launch, minus a steady call.
+    Goal <= 1 s.
+(b) the MLP 784-512-512-10 training step (batch 64, cross entropy) on the GPU through
+    ember.compile in a fresh process with empty caches: the first step minus a steady step.
+(c) the same program in another new process, caches warm (ember's and Triton's): the first step
+    minus a steady step, and the process's start to its first step done. Goal <= 200 ms.
+Wall clock, the stream synchronized after each step; medians over --runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+STEP = """
+import json, time
+t_start = time.perf_counter()
+import ember as torch
+import ember.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).cuda()
+x, y = torch.randn(64, 784).cuda(), torch.randint(0, 10, (64,)).cuda()
+step = torch.compile(lambda x, y: nn.functional.cross_entropy(model(x), y))
+def one():
+    t0 = time.perf_counter()
+    model.zero_grad()
+    step(x, y).backward()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+first = one()
+t_first_done = time.perf_counter()
+steady = min(one() for _ in range(5))
+from ember._inductor import codecache
+print(json.dumps({"first_s": first, "steady_s": steady, "start_to_first_s": t_first_done - t_start,
+                  "counters": dict(codecache.counters)}))
+"""
+
+
+def child(env_extra: dict) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", **env_extra)
+    proc = subprocess.run([sys.executable, "-c", STEP], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-4000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def new_triton_kernel_ms(runs: int) -> list:
+    import ember
+    from ember._functorch import make_fx
+    from ember._inductor.compile_fx import compile_fx
+    x = ember.randn(1 << 20).cuda()
+    out = []
+    for i in range(runs):
+        c = 1.0 + (time.time_ns() % 1_000_003) * 1e-7 + i        # a constant no cache has seen
+        fn = lambda t: (t * c + 1.0).tanh() * 0.5                # noqa: E731
+        ember.cuda.synchronize()
+        t0 = time.perf_counter()
+        compiled = compile_fx(make_fx(fn)(x), [x])
+        compiled(x)
+        ember.cuda.synchronize()
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        compiled(x)
+        ember.cuda.synchronize()
+        out.append((first - (time.perf_counter() - t0)) * 1e3)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    import ember
+    print(f"card: {ember.cuda.get_device_name()}")
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tcache:
+        os.environ.update(EMBER_CACHE_DIR=cache, TRITON_CACHE_DIR=tcache)
+        kernels = new_triton_kernel_ms(args.runs)
+    print(f"(a) a new Triton kernel, first call minus a steady call: median {statistics.median(kernels):.0f} ms "
+          f"({', '.join(f'{k:.0f}' for k in kernels)}; goal <= 1000 ms)")
+    cold, warm = [], []
+    for _ in range(args.runs):
+        with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tcache:
+            env = {"EMBER_CACHE_DIR": cache, "TRITON_CACHE_DIR": tcache}
+            cold.append(child(env))
+            before = len(os.listdir(tcache))
+            warm.append(child(env))
+            warm[-1]["new_triton_entries"] = len(os.listdir(tcache)) - before
+
+    def med(rows, key):
+        return statistics.median(r[key] for r in rows) * 1e3
+    print(f"(b) MLP fw+bw on the GPU, fresh process, empty caches: first step - steady step "
+          f"{med(cold, 'first_s') - med(cold, 'steady_s'):.0f} ms (steady {med(cold, 'steady_s'):.2f} ms)")
+    over = statistics.median((r["first_s"] - r["steady_s"]) * 1e3 for r in warm)
+    print(f"(c) same program, new process, warm caches: first step - steady step {over:.0f} ms (goal <= 200 ms); "
+          f"process start to first step done {med(warm, 'start_to_first_s'):.0f} ms; "
+          f"new Triton cache entries {max(r['new_triton_entries'] for r in warm)} (0: nothing compiled), "
+          f"graph cache hits {warm[0]['counters'].get('graph_hit', 0)}")
+
+
+if __name__ == "__main__":
+    main()
