@@ -122,7 +122,7 @@ class TritonEmitter:
         variable (a row's value broadcast along it): Triton wants pointer and mask of one shape."""
         text = f"{base} + ({index.render(self.rename)})"
         lane, names = self.kernel.lane
-        if self.mask and not any(self.rename.get(v, v) in names for v in index.terms):
+        if lane and self.mask and not any(self.rename.get(v, v) in names for v in index.terms):
             text += f" + 0 * {lane}"
         return text
 
@@ -142,9 +142,10 @@ class TritonEmitter:
         return literal(value, dtype)
 
     def index_expr(self, expr, dtype):
-        if not expr.terms:
-            return literal(expr.const, dtype)
-        return self._emit(f"({expr.render(self.rename)}).to({compute_tl(dtype)})")
+        text = expr.render(self.rename)
+        if not expr.terms or text.lstrip("-").isdigit():    # renamed to a constant (a range of one lane)
+            return literal(int(text) if expr.terms else expr.const, dtype)
+        return self._emit(f"({text}).to({compute_tl(dtype)})")
 
     def rand(self, seed, offset, dtype):
         raise Unsupported("in-kernel random numbers (config.fallback_random is off)")
@@ -264,11 +265,12 @@ def generate_kernel(group, name, reads):
     else:
         lines.append("row = tl.program_id(0).to(tl.int64)" if big else "row = tl.program_id(0)")
         _decompose(outer_loops, "row", lines)
+        k.lane = (None, set())             # a row's scalar values: no lanes to broadcast along
         mask = None
     longest = max([math.prod(group.inner_ranges(b)) for b in group.members] + [1])
     persistent = longest <= PERSISTENT_LIMIT
     locals_, cse = {}, {}
-    shared = TritonEmitter(k, lines, rename, locals_, mask, cse)
+    shared, outer_lane = TritonEmitter(k, lines, rename, locals_, mask, cse), k.lane
     memory_reads = _rows_read_from_memory(group, reads, rename) if persistent else set()
     for n, b in enumerate(group.members):
         ovars, rvars = b.canonical_vars()
@@ -284,6 +286,7 @@ def generate_kernel(group, name, reads):
                 lines.append(f"tl.store({b.name} + ({store.render(rename)}), {_to_memory(b.dtype, value)})")
             continue
         if math.prod(inner) == 1:
+            k.lane = outer_lane            # not the lanes of the reduction before it
             sub = dict(rename, **{v: None for v in inner_vars})
             shared.rename = sub
             with ir.set_handler(shared):

@@ -224,3 +224,12 @@ def test_long_reductions_over_few_outputs_are_split():
     run(lambda a: (a.sum(0), a.mean()), ember.rand(70000, 2))   # positive: no cancellation in the sum
     _, src = codegen_source(lambda a: (a * a).sum(), [("cuda", ember.float32, (512, 1024))])
     assert src.count("@triton.jit") == 2 and lowering_split.SPLIT_MIN <= 512 * 1024, src
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.int64])
+def test_differential_fuzzer_through_the_triton_generator(dtype):
+    """The CPU fuzzer's random programs (tests/fuzz_programs.py) through codegen_triton: it found a
+    row's scalar member broadcast along the lanes of the reduction before it, and an index of a
+    one-lane range written as `(0).to(...)`."""
+    from fuzz_programs import fuzz
+    assert fuzz(dtype, "cpu") == []
