@@ -6,7 +6,7 @@ process. Run on the device machine (`COMPILE_TIME=1 SKIP_TESTS=1 bash scripts/de
 (a) a new Triton kernel: compile_fx of a pointwise program whose constant was never seen (so
     ember's graph cache, its kernel cache and Triton's cache all miss): lowering, the Triton
     source, Triton's compile to a cubin, the load and the first launch, minus a steady call.
-    Goal <= 1 s.
+    Goal <= 1 s. The process's first such compile (Triton's import and driver start) is shown apart.
 (b) the MLP 784-512-512-10 training step (batch 64, cross entropy) on the GPU through
     ember.compile in a fresh process with empty caches: the first step minus a steady step.
 (c) the same program in another new process, caches warm (ember's and Triton's): the first step
@@ -90,9 +90,10 @@ def main():
     print(f"card: {ember.cuda.get_device_name()}")
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tcache:
         os.environ.update(EMBER_CACHE_DIR=cache, TRITON_CACHE_DIR=tcache)
-        kernels = new_triton_kernel_ms(args.runs)
-    print(f"(a) a new Triton kernel, first call minus a steady call: median {statistics.median(kernels):.0f} ms "
-          f"({', '.join(f'{k:.0f}' for k in kernels)}; goal <= 1000 ms)")
+        kernels = new_triton_kernel_ms(args.runs + 1)
+    print(f"(a) a new Triton kernel, first call minus a steady call: median {statistics.median(kernels[1:]):.0f} ms "
+          f"({', '.join(f'{k:.0f}' for k in kernels[1:])}; goal <= 1000 ms); the process's first one "
+          f"{kernels[0]:.0f} ms (Triton's import and driver start, torch's import among them)")
     cold, warm = [], []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tcache:

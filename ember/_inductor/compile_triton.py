@@ -86,10 +86,15 @@ class InterpretCall(_Named):
         self.fn[(grid,)](*views, **options)
 
 
-def kernel_calls(module, launch, device, tune_path=None):
+def kernel_calls(load_module, launch, device, tune_path=None):
+    """{name: call} for the kernels of the module `load_module()` returns: on "cuda" the module is
+    imported only when a kernel has no stored binary (triton_launch.KernelBinary)."""
+    if device != "cuda":
+        module = load_module()
+        return {name: InterpretCall(getattr(module, name), name, meta) for name, meta in launch.items()}
     from .triton_launch import KernelCall
-    make = (lambda fn, name, meta: KernelCall(fn, name, meta, tune_path)) if device == "cuda" else InterpretCall
-    return {name: make(getattr(module, name), name, meta) for name, meta in launch.items()}
+    return {name: KernelCall(lambda name=name: getattr(load_module(), name), name, meta, tune_path)
+            for name, meta in launch.items()}
 
 
 def triton_wrapper(g, groups, reads, kept, aten_gm, device):
@@ -101,7 +106,7 @@ def triton_wrapper(g, groups, reads, kept, aten_gm, device):
     key = triton_launch.diskstore.sha256_hex(source.encode())
     module = triton_launch.load_module(source, key)
     tune_path = triton_launch.source_path(key) + ".tune.json"
-    calls = kernel_calls(module, launch, device, tune_path)
+    calls = kernel_calls(lambda: module, launch, device, tune_path)
     if device == "cuda" and len(calls) > 1:
         triton_launch.warm_up([(calls[n], [_BY_NAME[d] for d in meta["dtypes"]]) for n, meta in launch.items()])
     plan = plan_wrapper(g, groups, kernels, kept, device, launch)
@@ -113,12 +118,13 @@ def triton_wrapper(g, groups, reads, kept, aten_gm, device):
 def from_payload(payload, aten_gm):
     """The wrapper of a cached CUDA plan, or None when its module is gone."""
     from . import triton_launch
-    module = triton_launch.load_cached_module(payload["triton"])
-    if module is None:
+    key = payload["triton"]
+    source = triton_launch.cached_source(key)
+    if source is None:
         return None
     plan = payload["plan"]
-    calls = kernel_calls(module, plan["launch"], plan["device"],
-                         triton_launch.source_path(payload["triton"]) + ".tune.json")
+    calls = kernel_calls(lambda: triton_launch.load_module(source, key), plan["launch"], plan["device"],
+                         triton_launch.source_path(key) + ".tune.json")
     return build_wrapper(plan, calls, aten_gm)
 
 

@@ -12,12 +12,20 @@ current stream (so a CUDA-graph capture on that stream records them), re-enterin
 when a pointer is not 16-byte aligned. `warm_up` compiles several kernels at once in threads.
 A flat kernel's XBLOCK / num_warps is tuned on its first call over a few configurations; the
 winner is stored next to the kernel source (`<source>.tune.json`) and read back by a warm process.
+
+Each compiled kernel's cubin is also kept next to the source (`<source>.<kernel>.sm<cc>.cubin` and
+its launch facts in a `.json`: entry name, warps, shared memory, parameter count, options), so a
+warm process launches it through CuPy's module loader without importing Triton at all (Triton's
+import, its driver's import of torch and its cache-key hashing cost seconds; issue 18's warm start
+is <= 200 ms). A kernel needing Triton's scratch buffers, or a launch with a pointer that is not
+16-byte aligned (the cubin was specialised on alignment), goes through Triton's JIT instead.
 """
 from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
 import os
+import re
 import sys
 
 import numpy as np
@@ -75,14 +83,10 @@ def load_module(source: str, key: str | None = None):
     return module
 
 
-def load_cached_module(key: str):
-    """The module stored under `key` by an earlier process, or None."""
-    if key in _modules:
-        return _modules[key]
+def cached_source(key: str):
+    """The module source stored under `key` by an earlier process (checked, not imported), or None."""
     data = diskstore.read_trusted(source_path(key))
-    if data is None or diskstore.sha256_hex(data) != key:
-        return None
-    return load_module(data.decode(), key)
+    return data.decode() if data is not None and diskstore.sha256_hex(data) == key else None
 
 
 class _Mock:
@@ -111,12 +115,78 @@ def _stream():
     return _cuda()[0].cuda.get_current_stream().ptr
 
 
+def _capability() -> str:
+    return _cuda()[0].cuda.Device().compute_capability
+
+
+def _binary_paths(tune_path: str, name: str) -> tuple:
+    stem = f"{tune_path[:-len('.tune.json')]}.{name}.sm{_capability()}"
+    return stem + ".cubin", stem + ".json"
+
+
+_PTX_PARAM = re.compile(r"\.param\s+\.\w+")
+
+
+def _ptx_params(ptx: str, entry: str) -> int:
+    """How many parameters the kernel's PTX entry takes (Triton appends its scratch pointers)."""
+    head = ptx[ptx.index(f".entry {entry}("):]
+    return len(_PTX_PARAM.findall(head[:head.index(")")]))
+
+
+class KernelBinary:
+    """A stored cubin loaded through CuPy: launched with the buffers' pointers and null scratch
+    pointers, on CuPy's current stream (so a CUDA-graph capture records it)."""
+
+    def __init__(self, cubin: bytes, facts: dict):
+        cupy = _cuda()[0]
+        self.module = cupy.cuda.function.Module()
+        self.module.load(cubin)
+        self.function = self.module.get_function(facts["entry"])
+        if facts["shared"] > 49152:
+            self.function.max_dynamic_shared_size_bytes = facts["shared"]
+        self.block, self.shared, self.extra = (32 * facts["warps"], 1, 1), facts["shared"], facts["extra"]
+
+    def launch(self, grid_x: int, ptrs: list) -> None:
+        args = [np.uint64(p) for p in ptrs] + [np.uint64(0)] * self.extra
+        self.function((grid_x, 1, 1), self.block, args, shared_mem=self.shared)
+
+
+def _load_binary(tune_path, name, options):
+    """The stored binary of kernel `name` compiled with `options`, or None."""
+    if not tune_path:
+        return None
+    cubin_path, facts_path = _binary_paths(tune_path, name)
+    facts = diskstore.read_json(facts_path) if os.path.lexists(facts_path) else None
+    if not isinstance(facts, dict) or facts.get("options") != options:
+        return None
+    cubin = diskstore.read_trusted(cubin_path)
+    if cubin is None or diskstore.sha256_hex(cubin) != facts.get("sha256"):
+        return None
+    return KernelBinary(cubin, facts)
+
+
+def _store_binary(tune_path, name, options, compiled, n_buffers) -> None:
+    meta = compiled.metadata
+    if not tune_path or getattr(meta, "global_scratch_size", 0) or getattr(meta, "profile_scratch_size", 0):
+        return
+    cubin = compiled.asm.get("cubin")
+    extra = _ptx_params(compiled.asm["ptx"], meta.name) - n_buffers
+    if not cubin or extra not in (0, 1, 2):     # only Triton's two scratch pointers may follow the buffers
+        return
+    cubin_path, facts_path = _binary_paths(tune_path, name)
+    diskstore.write_atomic(cubin_path, cubin)
+    diskstore.write_json(facts_path, {"entry": meta.name, "warps": meta.num_warps, "shared": meta.shared,
+                                      "extra": extra, "options": options, "sha256": diskstore.sha256_hex(cubin)})
+
+
 class KernelCall(_Named):
-    """One generated kernel bound to its launch facts; called with the wrapper's CUDA tensors."""
+    """One generated kernel bound to its launch facts; called with the wrapper's CUDA tensors.
+    `fn` is the @triton.jit function, or a no-argument function returning it (loaded on demand:
+    a warm process with the kernel's binary stored never imports Triton)."""
 
     def __init__(self, fn, name, meta, tune_path=None):
-        self.fn, self.meta, self.tune_path = fn, meta, tune_path
-        self.compiled = None
+        self._fn, self.meta, self.tune_path = fn, meta, tune_path
+        self.compiled = self.binary = None
         self.grid_x = meta["grid"]
         self.options = {"num_warps": meta["num_warps"]}
         # a flat kernel of 64K+ elements is tuned on its first call, unless a winner is on disk
@@ -128,14 +198,28 @@ class KernelCall(_Named):
                 self._set_block(*tuned)
                 self.needs_tuning = False
         self._name(name)
+        if not self.needs_tuning:
+            self.binary = _load_binary(tune_path, name, self.options)
+
+    @property
+    def fn(self):
+        if not hasattr(self._fn, "warmup"):
+            self._fn = self._fn()
+        return self._fn
 
     def _set_block(self, xblock, warps):
         self.options = {"num_warps": warps, "XBLOCK": xblock}
         self.grid_x = -(-self.meta["numel"] // xblock)
         self.compiled = None
 
+    def _compiled_now(self, compiled):
+        self.compiled = compiled
+        _store_binary(self.tune_path, self.__name__, self.options, compiled, len(self.meta["dtypes"]))
+
     def warm_up(self, dtypes):
-        self.compiled = self.fn.warmup(*[_Mock(d) for d in dtypes], grid=(max(self.grid_x, 1),), **self.options)
+        if self.binary is None:
+            self._compiled_now(self.fn.warmup(*[_Mock(d) for d in dtypes], grid=(max(self.grid_x, 1),),
+                                              **self.options))
 
     def __call__(self, *tensors):
         if self.grid_x == 0:
@@ -144,9 +228,15 @@ class KernelCall(_Named):
             self.needs_tuning = False
             self._tune(tensors)
         ptrs = [t._data.data.ptr for t in tensors]         # CuPy arrays of ember CUDA tensors
+        if self.binary is not None and not any(p & 15 for p in ptrs):
+            self.binary.launch(self.grid_x, ptrs)
+            return
         compiled = self.compiled
         if compiled is None or any(p & 15 for p in ptrs):
-            self.compiled = self.fn[(self.grid_x,)](*tensors, **self.options)
+            compiled = self.fn[(self.grid_x,)](*tensors, **self.options)
+            if self.compiled is None and not any(p & 15 for p in ptrs):
+                self._compiled_now(compiled)
+            self.compiled = compiled
             return
         if self.meta["flat"]:
             ptrs.append(self.options["XBLOCK"])      # constexprs are passed too (Triton's own launch does)
