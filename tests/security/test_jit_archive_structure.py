@@ -207,7 +207,12 @@ def _format_1(value, tensors: list):
         return {tags[type(value)][0]: tags[type(value)][1](value)}
     if isinstance(value, list):
         return [_format_1(x, tensors) for x in value]
-    return {k: _format_1(x, tensors) for k, x in value.items()} if isinstance(value, dict) else value
+    if not isinstance(value, dict):
+        return value
+    out = {k: _format_1(x, tensors) for k, x in value.items()}
+    for members in {"parameters", "buffers"} & out.keys():   # a module's tensors: bare indices
+        out[members] = {n: None if t is None else t["$tensor"] for n, t in out[members].items()}
+    return out
 
 
 def _format_1_archive(src, dst):
