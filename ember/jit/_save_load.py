@@ -124,76 +124,56 @@ def _class_name(mod) -> str:
     return f"{type(mod).__module__}.{type(mod).__qualname__}"
 
 
-def _encode_module(mod, path: tuple = ()) -> dict:
+def _encode_module(mod, attributes: dict | None = None) -> dict:
+    """`attributes`: id(module) -> {name: (type text, value)}, what the graphs of the module's
+    ancestors read or write on it (None for the top module)."""
     from ..nn.modules.module import Module
     from ._trace import script_form
+    top, attributes = attributes is None, {} if attributes is None else attributes
     graphs = {}
     if mod.__dict__.get("graph_module") is not None:   # a traced module: its forward only
         graphs["forward"] = script_form(mod.__dict__["graph_module"], mod, ModuleType(_class_name(mod)))
     else:
-        for name, method in _script_methods(mod, compile_forward=not path).items():
-            graph = _inlined(method)
-            graphs[name] = (graph, _schema_of(method, name))
-    attributes: dict = {}
+        for name, method in _script_methods(mod, compile_forward=top).items():
+            graphs[name] = (_inlined(method), _schema_of(method, name))
     for graph, _ in graphs.values():
         _collect_attributes(graph, mod, attributes)
-    entry = {
+    return {
         "class": _class_name(mod), "training": bool(mod.training),
         "parameters": dict(mod._parameters), "buffers": dict(mod._buffers),
         "non_persistent": sorted(getattr(mod, "_non_persistent_buffers_set", ())),
-        "attributes": {},
-        "submodules": {n: _encode_module(c, path + (n,)) for n, c in mod._modules.items() if isinstance(c, Module)},
+        "attributes": {name: {"type": typ, "value": ser.encode_value(value)}
+                       for name, (typ, value) in attributes.get(id(mod), {}).items()},
+        "submodules": {n: _encode_module(c, attributes) for n, c in mod._modules.items() if isinstance(c, Module)},
         "methods": {n: _encode_method(g, s) for n, (g, s) in graphs.items()},
     }
-    # attributes of submodules read through self.sub.attr land in the submodule's entry
-    for owner_path, names in attributes.items():
-        target = entry
-        for part in owner_path:
-            target = target["submodules"].get(part)
-            if target is None:
-                break
-        if target is None:
-            continue
-        for name, (typ, value) in names.items():
-            target["attributes"][name] = {"type": typ, "value": ser.encode_value(value)}
-    return entry
 
 
 def _collect_attributes(graph, mod, out: dict) -> None:
-    """Find the non-tensor, non-module attributes a graph reads or writes on `mod` (via GetAttr
-    chains): the members the saved module declares, all a loaded graph may touch."""
+    """Add to `out` (see `_encode_module`) the non-tensor, non-module attributes a graph reads or
+    writes on `mod` or a module read from it (GetAttr chains from ``self``): the members the saved
+    modules declare, all a loaded graph may touch."""
     import ember
     from ..nn.modules.module import Module
-    for node, owner, owner_path in _module_paths(graph, mod):
-        name = node.args[1] if node.target in (prim.GetAttr, prim.SetAttr) else None
-        value = getattr(owner, name) if name is not None else None
-        if name is None or isinstance(value, Module) or name in owner._parameters or name in owner._buffers \
-                or name == "training":
+    from .ir import walk
+    owners: dict = {}     # node -> the module that is its value
+    for node in walk(graph):
+        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
+            owners[node] = mod
+        if node.target not in (prim.GetAttr, prim.SetAttr) or node.args[0] not in owners:
+            continue
+        owner, name = owners[node.args[0]], node.args[1]
+        value = getattr(owner, name)
+        if isinstance(value, Module) and node.target is prim.GetAttr:
+            owners[node] = value
+        if isinstance(value, Module) or name in owner._parameters or name in owner._buffers or name == "training":
             continue   # submodules, parameters, buffers and the flag are saved with the module tree
         if callable(value) and not isinstance(value, ember.Tensor):
             raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
         typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
-        known = out.setdefault(owner_path, {})
+        known = out.setdefault(id(owner), {})
         if typ is not None or name not in known:
             known[name] = (str(typ) if typ is not None else "Any", value)
-
-
-def _module_paths(graph, mod):
-    """Yield (node, owner module, its path from self) for every node whose first input is a
-    module reached from self through GetAttr chains."""
-    from ..nn.modules.module import Module
-    from .ir import walk
-    values: dict = {}
-    for node in walk(graph):
-        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
-            values[node] = (mod, ())
-        elif node.op == "call_function" and node.args and node.args[0] in values:
-            owner, path = values[node.args[0]]
-            if node.target is prim.GetAttr:
-                value = getattr(owner, node.args[1], None)
-                if isinstance(value, Module):
-                    values[node] = (value, path + (node.args[1],))
-            yield node, owner, path
 
 
 # ---------------------------------------------------------------------------------------------
