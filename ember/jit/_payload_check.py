@@ -187,7 +187,9 @@ def _method(data, module, where: str) -> None:
             _Graph(None, where).value(arg["default"], None, f"the default of argument {arg['name']!r}", nodes=False)
     if module is not None and not schema["arguments"]:
         raise Refused(f"{where}: a method takes self first")
-    _Graph(module, where).top(data["graph"], len(schema["arguments"]))
+    inputs = sum(e["op"] == "placeholder" for e in _Graph(module, where).graph(data["graph"], None))
+    if inputs != len(schema["arguments"]):
+        raise Refused(f"{where}: the graph has {inputs} inputs but the schema {len(schema['arguments'])} arguments")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,13 +209,6 @@ class _Graph:
         if entry is None:      # an attribute's value or an argument's default
             raise Refused(f"{self.where}: {problem}")
         raise Refused(f"{self.where}: node %{entry['name'][:80]} (id {str(entry['id'])[:20]}): {problem}")
-
-    def top(self, graph, n_arguments: int) -> None:
-        nodes = self.graph(graph, None)
-        placeholders = [e for e in nodes if e["op"] == "placeholder"]
-        if len(placeholders) != n_arguments:
-            raise Refused(f"{self.where}: the graph has {len(placeholders)} inputs but the schema "
-                          f"{n_arguments} arguments")
 
     def graph(self, graph, parent) -> list:
         """Check one graph (a block when `parent` is its node entry); returns its node entries."""
