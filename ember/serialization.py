@@ -50,7 +50,7 @@ __all__ = ["save", "load", "safe_globals", "add_safe_globals", "get_safe_globals
 
 MAGIC = b"\x89EMBER\r\n"
 PICKLE_MAGIC = b"\x89EMBPK\r\n"  # a whole-object (pickled) checkpoint: see ember/_pickled_checkpoint.py
-JIT_MAGIC = b"\x89EMBJT\r\n"     # an ember.jit.save archive: this format, its program and tensors (ember/jit/_save_load.py)
+JIT_MAGIC = b"\x89EMBJT\r\n"     # an ember.jit.save archive: this format, its object the program (ember/jit/_save_load.py)
 # magic -> (the function that reads the file, what the file is)
 _READERS = {MAGIC: ("ember.load", "an ember checkpoint"), JIT_MAGIC: ("ember.jit.load", "an ember.jit archive")}
 VERSION = 1

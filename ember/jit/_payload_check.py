@@ -1,11 +1,12 @@
-"""Check a jit archive's program (its JSON payload) before anything is built from it.
+"""Check a jit archive's program before anything is built from it.
 
-`check_payload` walks the whole JSON tree -- module tree, schemas, graphs, nested blocks, values --
-and refuses, with `Refused` naming the offending module/method/node, anything that is not exactly
-what `ember.jit.save` writes or that names something outside the closed language of
-``ember.jit.ir.allowlist``. `ember.jit.load` runs it before decoding (so a refused file builds no
-objects and runs nothing); `ember.jit.save` runs it on what it is about to write (so it never
-writes a file that load refuses).
+The program is the object tree ``ember.load``'s reader built from the file (its tensors, floats,
+dtypes and devices are checked there). `check_payload` walks the whole tree -- module tree,
+schemas, graphs, nested blocks, values -- and refuses, with `Refused` naming the offending
+module/method/node, anything that is not exactly what `ember.jit.save` writes or that names
+something outside the closed language of ``ember.jit.ir.allowlist``. `ember.jit.load` runs it
+before decoding (so a refused file builds no program and runs nothing); `ember.jit.save` runs it
+on what it is about to write (so it never writes a file that load refuses).
 
 Beyond the allowlist, what the graphs may do is checked here because it depends on the file:
 
@@ -17,12 +18,20 @@ Beyond the allowlist, what the graphs may do is checked here because it depends 
 - values name only nodes defined before them in their graph or in an enclosing one;
 - ``prim::If`` / ``prim::Loop`` have the blocks, parameters and returns the executor expects;
 - ``prim::RaiseException`` names a class of ``prim.RAISABLE``;
-- every field has the JSON type save writes, and no field is unknown.
+- every field has the type save writes and no field is unknown; a value holds only what save
+  writes (the checkpoint format also carries NumPy arrays, bytes, complex numbers: never a value).
+  File values are compared only once their type is known (a tensor or an array compared to a
+  string raises instead of answering).
 
-    check_payload(json.loads(text), tensors)    # None, or Refused("method 'forward' of module '' ...: ...")
+    check_payload(payload)    # None, or Refused("method 'forward' of module '' ...: ...")
 """
 from __future__ import annotations
 
+import functools
+
+from ember._core.device import device
+from ember._core.dtype import dtype
+from ember._core.tensor import Tensor
 from ember.fx import prim
 
 from .ir import allowlist
@@ -31,57 +40,63 @@ from .ir.types import parse_type
 
 _MAX_OUTPUTS = 1 << 16      # outputs of one multi-output node (save writes the real count)
 
-_TOP_KEYS = {"version", "kind", "name", "method", "module"}
-_MODULE_KEYS = {"class", "training", "parameters", "buffers", "non_persistent", "attributes", "submodules",
-                "methods"}
-_NODE_KEYS = {"id", "op", "name", "target", "args", "kwargs", "type", "loc", "jit_name", "num_outputs",
-              "output_of", "blocks"}
+# The records save writes: field -> the type of its value (`object`: checked where it is used).
+_ARCHIVES = {"function": {"version": int, "kind": str, "name": str, "method": dict},
+             "module": {"version": int, "kind": str, "module": dict}}
+_MODULE = {"class": str, "training": bool, "parameters": dict, "buffers": dict, "non_persistent": list,
+           "attributes": dict, "submodules": dict, "methods": dict}
+_METHOD = {"schema": dict, "graph": dict}
+_SCHEMA = {"name": str, "arguments": list, "return_type": str}
+_ARGUMENT = {"name": str, "type": str}
+_ATTRIBUTE = {"type": str, "value": object}
+_GRAPH = {"nodes": list}
+_NODE = {"id": object, "op": str, "name": str, "target": str, "args": list, "kwargs": list}
+_NODE_OPTIONAL = {"type": str, "loc": list, "jit_name": str, "num_outputs": int, "output_of": int, "blocks": list}
+_EXPECTED = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "a bool"}
+_PLAIN_VALUES = (bool, int, float, str, dtype, device)
 
 
 class Refused(Exception):
     """What is wrong with the archive (load/save turn it into a RuntimeError naming the file)."""
 
 
-def check_payload(payload, tensors: list) -> None:
-    """Refuse (raise `Refused`) unless `payload` is a well-formed program of the closed language
-    over `tensors` (the archive's tensor list: ``ember.load``'s reader built and checked them)."""
-    import ember
-    _keys(payload, "the archive", {"version", "kind"}, _TOP_KEYS)
-    if payload["version"] != FORMAT_VERSION or type(payload["version"]) is not int:
-        raise Refused(f"unsupported archive version {_shown(payload['version'])} (this ember reads {FORMAT_VERSION})")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, ember.Tensor):
-            raise Refused(f"tensor list entry {i} is a {type(t).__name__}, expected a tensor")
-    kind = payload["kind"]
-    if kind == "function":
-        _keys(payload, "a function archive", {"version", "kind", "name", "method"}, _TOP_KEYS - {"module"})
-        name = _text(payload["name"], "the function name")
-        _method(payload["method"], len(tensors), None, f"function {name!r}")
-    elif kind == "module":
-        _keys(payload, "a module archive", {"version", "kind", "module"}, _TOP_KEYS - {"name", "method"})
-        _module(payload["module"], tensors, "")
-    else:
+def check_payload(payload) -> None:
+    """Refuse (raise `Refused`) unless `payload` is a well-formed program of the closed language."""
+    version = payload.get("version") if type(payload) is dict else None
+    if type(version) is not int or version != FORMAT_VERSION:
+        older = type(payload) is dict and "program" in payload   # format 1: {"program": JSON text, "tensors"}
+        raise Refused(f"unsupported archive version {_shown(version)} (this ember reads {FORMAT_VERSION})"
+                      + ("; it is an archive of format 1 (its program JSON text), which ember no longer reads"
+                         if older else ""))
+    kind = payload.get("kind")
+    if type(kind) is not str or kind not in _ARCHIVES:
         raise Refused(f"unknown archive kind {_shown(kind)}")
+    _record(payload, f"a {kind} archive", _ARCHIVES[kind])
+    if kind == "function":
+        _method(payload["method"], None, f"function {_text(payload['name'], 'the function name')!r}")
+    else:
+        _module(payload["module"], "")
 
 
 # ---------------------------------------------------------------------------------------------
 # fields
 # ---------------------------------------------------------------------------------------------
-def _keys(data, what: str, required: set, allowed: set) -> None:
+def _record(data, what: str, fields: dict, optional: dict | None = None) -> dict:
+    """`data`, if it is an object with every field of `fields` and no field outside `fields` and
+    `optional`, each of exactly the type there (so a bool is no int)."""
     if type(data) is not dict:
         raise Refused(f"{what} is a {type(data).__name__}, expected an object")
-    missing = sorted(required - data.keys())
+    missing = [name for name in fields if name not in data]
     if missing:
-        raise Refused(f"{what} has no {_shown(missing[0])} field")
-    unknown = sorted(k for k in data if k not in allowed)
+        raise Refused(f"{what} has no {missing[0]!r} field")
+    allowed = fields | (optional or {})
+    unknown = [key for key in data if key not in allowed]
     if unknown:
         raise Refused(f"{what} has an unknown field {_shown(unknown[0])}")
-
-
-def _typed(value, kind, what: str):
-    if type(value) is not kind:
-        raise Refused(f"{what} is a {type(value).__name__}, expected a {kind.__name__}")
-    return value
+    for name, value in data.items():
+        if allowed[name] is not object and type(value) is not allowed[name]:
+            raise Refused(f"{what}: {name} is a {type(value).__name__}, expected {_EXPECTED[allowed[name]]}")
+    return data
 
 
 def _shown(value) -> str:
@@ -98,18 +113,16 @@ def _text(value, what: str) -> str:
     return value
 
 
-def _type_text(text, what: str) -> None:
-    _typed(text, str, what)
+def _type_text(text: str, what: str) -> None:
     try:
         parse_type(text)
     except (ValueError, RecursionError):
         raise Refused(f"{what} {_shown(text)} is not a type") from None
 
 
-def _dtype(name):
-    import ember
-    dt = getattr(ember, name, None) if isinstance(name, str) and name.isidentifier() else None
-    return dt if isinstance(dt, ember.dtype) else None
+def _ref(value):
+    """The node id a ``{"$node": id}`` value names, else None."""
+    return value["$node"] if type(value) is dict and len(value) == 1 and type(value.get("$node")) is int else None
 
 
 def _member_name(name, what: str, reserved: frozenset) -> str:
@@ -120,73 +133,63 @@ def _member_name(name, what: str, reserved: frozenset) -> str:
     return name
 
 
-def _parameter_class():
-    from ..nn.parameter import Parameter
-    return Parameter
-
-
-_reserved: frozenset | None = None
-
-
+@functools.cache
 def _reserved_names() -> frozenset:
     """Names a loaded module already has (its class's and a fresh instance's attributes)."""
-    global _reserved
-    if _reserved is None:
-        from ._save_load import LoadedScriptModule
-        _reserved = frozenset(dir(LoadedScriptModule)) | frozenset(LoadedScriptModule("M").__dict__)
-    return _reserved
+    from ._save_load import LoadedScriptModule
+    return frozenset(dir(LoadedScriptModule)) | frozenset(LoadedScriptModule("M").__dict__)
 
 
-def _module(data, tensors: list, path: str) -> None:
+def _module(data, path: str) -> None:
+    from ..nn.parameter import Parameter
     where = f"module {path or '<top>'!r}"
-    _keys(data, where, _MODULE_KEYS, _MODULE_KEYS)
+    _record(data, where, _MODULE)
     _text(data["class"], f"{where}: class")
-    _typed(data["training"], bool, f"{where}: training")
     reserved = _reserved_names()
     seen: dict = {}
     for kind in ("parameters", "buffers", "attributes", "submodules", "methods"):
-        for name, value in _typed(data[kind], dict, f"{where}: {kind}").items():
+        for name, value in data[kind].items():
             # a loaded module's forward runs its saved "forward" method; every other name must be free
             _member_name(name, f"{where}: {kind[:-1]}", reserved - {"forward"} if kind == "methods" else reserved)
             if name in seen:
                 raise Refused(f"{where}: {name!r} is both a {seen[name]} and a {kind[:-1]}")
             seen[name] = kind[:-1]
             if kind in ("parameters", "buffers") and value is not None:
-                if type(value) is not int or not 0 <= value < len(tensors):
-                    raise Refused(f"{where}: {kind[:-1]} {name!r} refers to tensor {_shown(value)}, which the table lacks")
-                if kind == "parameters" and not isinstance(tensors[value], _parameter_class()):
-                    raise Refused(f"{where}: parameter {name!r} refers to tensor {value}, which is not a parameter")
+                expected = Parameter if kind == "parameters" else Tensor
+                if not isinstance(value, expected):
+                    raise Refused(f"{where}: {kind[:-1]} {name!r} is a {type(value).__name__}, "
+                                  f"not a {'parameter' if expected is Parameter else 'tensor'}")
             elif kind == "attributes":
-                _keys(value, f"{where}: attribute {name!r}", {"type", "value"}, {"type", "value"})
+                _record(value, f"{where}: attribute {name!r}", _ATTRIBUTE)
                 _type_text(value["type"], f"{where}: attribute {name!r} type")
-                _Graph(len(tensors), {}, where).value(value["value"], set(), f"attribute {name!r}")
+                _Graph(None, where).value(value["value"], None, f"attribute {name!r}", nodes=False)
             elif kind == "submodules":
-                _module(value, tensors, f"{path}.{name}" if path else name)
-    for name in _typed(data["non_persistent"], list, f"{where}: non_persistent"):
+                _module(value, f"{path}.{name}" if path else name)
+    for name in data["non_persistent"]:
         if not isinstance(name, str) or name not in data["buffers"]:
             raise Refused(f"{where}: non-persistent buffer {_shown(name)} is not a buffer")
     for name, method in data["methods"].items():
-        _method(method, len(tensors), data, f"method {name!r} of {where}")
+        _method(method, data, f"method {name!r} of {where}")
 
 
-def _method(data, n_tensors: int, module, where: str) -> None:
-    _keys(data, where, {"schema", "graph"}, {"schema", "graph"})
-    schema = data["schema"]
-    _keys(schema, f"{where}: schema", {"name", "arguments", "return_type"}, {"name", "arguments", "return_type"})
+def _method(data, module, where: str) -> None:
+    _record(data, where, _METHOD)
+    schema = _record(data["schema"], f"{where}: schema", _SCHEMA)
     _text(schema["name"], f"{where}: schema name")
     _type_text(schema["return_type"], f"{where}: return type")
-    arguments = _typed(schema["arguments"], list, f"{where}: arguments")
-    for i, arg in enumerate(arguments):
+    for i, arg in enumerate(schema["arguments"]):
         what = f"{where}: argument {i}"
-        _keys(arg, what, {"name", "type"}, {"name", "type", "default"})
-        if not (isinstance(arg["name"], str) and arg["name"].isidentifier()):
+        _record(arg, what, _ARGUMENT, {"default": object})
+        if not arg["name"].isidentifier():
             raise Refused(f"{what} has a bad name {_shown(arg['name'])}")
         _type_text(arg["type"], f"{what} type")
         if "default" in arg:
-            _Graph(n_tensors, {}, where).value(arg["default"], set(), f"the default of argument {arg['name']!r}")
-    if module is not None and not arguments:
+            _Graph(None, where).value(arg["default"], None, f"the default of argument {arg['name']!r}", nodes=False)
+    if module is not None and not schema["arguments"]:
         raise Refused(f"{where}: a method takes self first")
-    _Graph(n_tensors, module, where).top(data["graph"], len(arguments))
+    inputs = sum(e["op"] == "placeholder" for e in _Graph(module, where).graph(data["graph"], None))
+    if inputs != len(schema["arguments"]):
+        raise Refused(f"{where}: the graph has {inputs} inputs but the schema {len(schema['arguments'])} arguments")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,8 +198,7 @@ def _method(data, n_tensors: int, module, where: str) -> None:
 class _Graph:
     """The checks of one method's graph: ids, scopes, module values, targets, blocks."""
 
-    def __init__(self, n_tensors: int, module, where: str):
-        self.n_tensors = n_tensors
+    def __init__(self, module, where: str):
         self.module = module          # the module entry whose method this is (None: a function)
         self.where = where
         self.modules: dict = {}       # node id -> the module entry that value is
@@ -204,28 +206,20 @@ class _Graph:
         self.scope: set = set()       # ids visible at the current point
 
     def refuse(self, entry, problem: str):
-        name = entry.get("name") if isinstance(entry, dict) else None
-        ident = entry.get("id") if isinstance(entry, dict) else None
-        shown = name if isinstance(name, str) and name.isprintable() and len(name) <= 80 else repr(name)[:80]
-        raise Refused(f"{self.where}: node %{shown} (id {str(ident)[:20]}): {problem}")
-
-    def top(self, graph, n_arguments: int) -> None:
-        nodes = self.graph(graph, None)
-        placeholders = [e for e in nodes if e["op"] == "placeholder"]
-        if len(placeholders) != n_arguments:
-            raise Refused(f"{self.where}: the graph has {len(placeholders)} inputs but the schema "
-                          f"{n_arguments} arguments")
+        if entry is None:      # an attribute's value or an argument's default
+            raise Refused(f"{self.where}: {problem}")
+        raise Refused(f"{self.where}: node %{entry['name'][:80]} (id {str(entry['id'])[:20]}): {problem}")
 
     def graph(self, graph, parent) -> list:
         """Check one graph (a block when `parent` is its node entry); returns its node entries."""
-        _keys(graph, f"{self.where}: a graph", {"nodes"}, {"nodes"})
-        nodes = _typed(graph["nodes"], list, f"{self.where}: graph nodes")
-        if not nodes or not isinstance(nodes[-1], dict) or nodes[-1].get("op") != "output":
+        nodes = _record(graph, f"{self.where}: a graph", _GRAPH)["nodes"]
+        if not nodes or _record(nodes[-1], f"{self.where}: a node", _NODE, _NODE_OPTIONAL)["op"] != "output":
             raise Refused(f"{self.where}: a graph must end with its output node")
         added = []
         seen_body = False
         for entry in nodes:
-            _keys(entry, f"{self.where}: a node", {"id", "op", "name", "target", "args", "kwargs"}, _NODE_KEYS)
+            _record(entry, f"{self.where}: a node", _NODE, _NODE_OPTIONAL)
+            _text(entry["name"], f"{self.where}: name of node {str(entry['id'])[:20]}")
             ident = entry["id"]
             if type(ident) is not int or ident in self.nodes:
                 self.refuse(entry, "node ids must be distinct integers")
@@ -247,20 +241,17 @@ class _Graph:
         return nodes
 
     def node(self, entry) -> None:
-        op, target = entry["op"], entry["target"]
-        args = _typed(entry["args"], list, f"{self.where}: args of node {entry['id']}")
-        kwargs = _typed(entry["kwargs"], list, f"{self.where}: kwargs of node {entry['id']}")
+        op, target, args, kwargs = entry["op"], entry["target"], entry["args"], entry["kwargs"]
         names = set()
         for pair in kwargs:
             if not (type(pair) is list and len(pair) == 2 and isinstance(pair[0], str) and pair[0].isascii()
                     and pair[0].isidentifier() and pair[0] not in names):
                 self.refuse(entry, f"malformed keyword argument {_shown(pair)}")
             names.add(pair[0])
-        _text(entry["name"], f"{self.where}: name of node {entry['id']}")
         self.meta(entry)
         blocks = entry.get("blocks", [])
         if op == "placeholder":
-            if not isinstance(target, str) or args or kwargs or blocks:
+            if args or kwargs or blocks:
                 self.refuse(entry, "an input node has a name and nothing else")
             return
         if op == "output":
@@ -288,22 +279,21 @@ class _Graph:
             self.value(a, entry, f"argument {i}")
         for k, v in kwargs:
             self.value(v, entry, f"keyword argument {k!r}")
-        self.blocks(entry, target, _typed(blocks, list, f"{self.where}: blocks of node {entry['id']}"))
+        self.blocks(entry, target, blocks)
 
     def meta(self, entry) -> None:
         if "type" in entry:
             _type_text(entry["type"], f"{self.where}: type of node {entry['id']}")
         loc = entry.get("loc", ["", 0, 0])
-        if not (type(loc) is list and len(loc) == 3 and isinstance(loc[0], str) and loc[0].isprintable()
+        if not (len(loc) == 3 and isinstance(loc[0], str) and loc[0].isprintable()
                 and type(loc[1]) is int and type(loc[2]) is int):
-            self.refuse(entry, f"malformed source location {str(loc)[:80]}")
+            self.refuse(entry, f"malformed source location {_shown(loc)}")
         _text(entry.get("jit_name", ""), f"{self.where}: jit_name of node {entry['id']}")
-        count = entry.get("num_outputs", 0)
-        if type(count) is not int or not 0 <= count <= _MAX_OUTPUTS:
-            self.refuse(entry, f"bad output count {_shown(count)}")
+        if not 0 <= entry.get("num_outputs", 0) <= _MAX_OUTPUTS:
+            self.refuse(entry, f"bad output count {entry['num_outputs']}")
         if "output_of" in entry:
             source = entry["output_of"]
-            if type(source) is not int or source not in self.scope or entry["args"][:1] != [{"$node": source}]:
+            if source not in self.scope or not entry["args"] or _ref(entry["args"][0]) != source:
                 self.refuse(entry, "output_of must name the multi-output node this node reads")
 
     def special(self, entry, target: str, args: list) -> list:
@@ -329,9 +319,8 @@ class _Graph:
         n = 2 if target == "prim::GetAttr" else 3
         if len(args) != n or entry["kwargs"]:
             self.refuse(entry, f"{target} takes {n} arguments")
-        ref, name = args[0], args[1]
-        ident = ref.get("$node") if type(ref) is dict and len(ref) == 1 else None
-        owner = self.modules.get(ident) if type(ident) is int else None
+        ident, name = _ref(args[0]), args[1]
+        owner = self.modules.get(ident)
         if owner is None or ident not in self.scope:
             self.refuse(entry, f"{target} reads members of the module tree only; its receiver is not a module")
         settable = set(owner["parameters"]) | set(owner["buffers"]) | set(owner["attributes"])
@@ -345,8 +334,8 @@ class _Graph:
 
     def format_receiver(self, entry, receiver) -> None:
         text = receiver
-        if type(receiver) is dict and len(receiver) == 1 and type(receiver.get("$node")) is int:
-            source = self.nodes.get(receiver["$node"])
+        if _ref(receiver) is not None:
+            source = self.nodes.get(_ref(receiver))
             text = source["args"][0] if source is not None and source["target"] == "prim::Constant" else None
         problem = allowlist.format_string_problem(text)
         if problem is not None:
@@ -366,54 +355,48 @@ class _Graph:
             nodes = self.graph(block, entry)
             params = sum(1 for e in nodes if e["op"] == "placeholder")
             returns = nodes[-1]["args"][0]
-            if not (type(returns) is dict and type(returns.get("$tuple")) is list):
+            if type(returns) is not tuple:
                 self.refuse(entry, "a block returns a tuple of values")
             if params != (0 if carried is None else carried + 1) or \
-                    (carried is not None and len(returns["$tuple"]) != carried + 1):
-                self.refuse(entry, f"{target}'s block has {params} inputs and {len(returns['$tuple'])} results, "
+                    (carried is not None and len(returns) != carried + 1):
+                self.refuse(entry, f"{target}'s block has {params} inputs and {len(returns)} results, "
                                    f"which do not match the node")
-            arity.add(len(returns["$tuple"]))
+            arity.add(len(returns))
         outputs = carried if carried is not None else arity.pop()
         if (carried is None and arity) or entry.get("num_outputs", outputs) != outputs:
             self.refuse(entry, f"{target}'s blocks and output count disagree")
 
     # -- values -------------------------------------------------------------------------------
     def value(self, v, entry, what: str, nodes: bool = True) -> None:
-        """A value of the JSON value grammar (serialize's module docstring); `nodes`: whether it may
-        name nodes. A module value is refused here: only GetAttr/SetAttr receive modules."""
-        if v is None or type(v) in (bool, int, str, float):
+        """A value of serialize's value grammar; `nodes`: whether it may name nodes. A module value
+        is refused here: only GetAttr/SetAttr receive modules."""
+        if v is None or type(v) in _PLAIN_VALUES or isinstance(v, Tensor):
             return
-        if type(v) is list:
+        if type(v) in (list, tuple):
             for x in v:
                 self.value(x, entry, what, nodes)
             return
         if type(v) is not dict or len(v) != 1 or next(iter(v)) not in _VALUE_CHECKS:
-            self.refuse(entry, f"{what}: malformed value {str(v)[:80]}")
+            self.refuse(entry, f"{what}: malformed value {_shown(v)}")
         (tag, payload), = v.items()
         problem, children = _VALUE_CHECKS[tag](self, payload, nodes)
         if problem:
-            self.refuse(entry, what + problem.format(_shown(payload)))
+            self.refuse(entry, what + problem)
         for x in children:
             self.value(x, entry, what, nodes)
 
     def node_ref(self, ident, nodes: bool):
         if not nodes or type(ident) is not int or ident not in self.scope:
-            return " names value {}, which is not defined before it in scope", ()
+            return f" names value {_shown(ident)}, which is not defined before it in scope", ()
         return (" is a module; modules are only read by prim::GetAttr" if ident in self.modules else None), ()
 
 
 # tag -> check(graph checker, payload, may name nodes) -> (problem or None, nested values to check);
-# a problem is a message tail, "{}" standing for the payload. One row per tag of serialize.DECODERS.
+# a problem is a message tail. One row per tag of serialize.DECODERS.
 _VALUE_CHECKS = {
     "$node": _Graph.node_ref,
-    "$tuple": lambda g, p, nodes: (": malformed $tuple", ()) if type(p) is not list else (None, p),
-    "$slice": lambda g, p, nodes: (": malformed $slice", ()) if type(p) is not list or len(p) != 3 else (None, p),
     "$dict": lambda g, p, nodes: _dict_items(p),
-    "$float": lambda g, p, nodes: (None if p in ("nan", "inf", "-inf") else ": malformed float {}", ()),
-    "$dtype": lambda g, p, nodes: (None if _dtype(p) is not None else ": unknown dtype {}", ()),
-    "$device": lambda g, p, nodes: (None if _device_ok(p) else ": bad device {}", ()),
-    "$tensor": lambda g, p, nodes: (None if type(p) is int and 0 <= p < g.n_tensors
-                                    else " refers to tensor {}, which the table lacks", ()),
+    "$slice": lambda g, p, nodes: (": malformed $slice", ()) if type(p) is not list or len(p) != 3 else (None, p),
     "$ellipsis": lambda g, p, nodes: (None if p is True else ": malformed $ellipsis", ()),
 }
 assert set(_VALUE_CHECKS) == set(DECODERS)
@@ -427,21 +410,10 @@ def _dict_items(items) -> tuple:
     return None, [x for item in items for x in item]
 
 
-def _device_ok(text) -> bool:
-    import ember
-    try:
-        return isinstance(text, str) and ember.device(text) is not None
-    except (RuntimeError, TypeError, ValueError):
-        return False
-
-
 def _hashable(key) -> bool:
     """Whether a $dict key decodes to a hashable value (a $node's value is checked when it runs)."""
-    if type(key) is list:
-        return False
-    if type(key) is dict and len(key) == 1:
-        (tag, payload), = key.items()
-        if tag == "$tuple":
-            return type(payload) is list and all(_hashable(k) for k in payload)
-        return tag not in ("$dict", "$slice")
-    return True
+    if type(key) is tuple:
+        return all(_hashable(k) for k in key)
+    if type(key) is dict:   # a tag
+        return len(key) == 1 and ("$node" in key or "$ellipsis" in key)
+    return type(key) is not list

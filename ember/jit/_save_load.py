@@ -9,12 +9,11 @@ before building anything from it (save runs the same check).
 
 The file is in ``ember.save``'s format (``ember/serialization.py``: a JSON manifest, the tensors'
 storages, a SHA-256 digest; nothing is unpickled) with its own magic number (``JIT_MAGIC``, so
-neither loader takes the other's files), holding ``{"program": <JSON text>, "tensors": [...]}``:
-the program is the format version, the kind and the module tree or the function, with graphs
-saved inlined (calls of scripted functions and methods are replaced by their graphs) in the format
-of ``ember.jit.ir.serialize``, naming tensors by their index in ``tensors``. The tensors are
-written and read by ``ember.save``'s code: dtypes, Parameters, ``requires_grad`` and shared
-storage round-trip as they do in a checkpoint.
+neither loader takes the other's files). Its object is the program: the format version, the kind
+and the module tree or the function, with graphs saved inlined (calls of scripted functions and
+methods are replaced by their graphs) in the form of ``ember.jit.ir.serialize``. Tensors, dtypes,
+devices, floats and tuples are written and read by ``ember.save``'s code: Parameters,
+``requires_grad`` and shared storage round-trip as they do in a checkpoint.
 
 What is saved:
 - a script function (``._graph`` + ``.schema``): its graph, schema and name;
@@ -29,7 +28,6 @@ What is saved:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 
 from .. import serialization
@@ -50,25 +48,24 @@ def save(m, f, _extra_files=None) -> None:
     """
     if _extra_files:
         raise NotImplementedError("ember.jit.save: _extra_files is not supported")
-    tensors = ser.TensorTable()
     from ..nn.modules.module import Module
+    from ._trace import script_form
     if isinstance(m, Module):
-        payload = {"kind": "module", "module": _encode_module(m, tensors)}
+        payload = {"kind": "module", "module": _encode_module(m)}
     elif getattr(m, "graph_module", None) is not None:
-        graph, schema = _traced_function_graph(m)
-        payload = {"kind": "function", "name": schema.name, "method": _encode_method(graph, schema, tensors)}
+        graph, schema = script_form(m.graph_module, name=getattr(m, "name", "forward"))
+        payload = {"kind": "function", "name": schema.name, "method": _encode_method(graph, schema)}
     elif getattr(m, "_graph", None) is not None:
         payload = {"kind": "function", "name": getattr(m, "name", "fn"),
-                   "method": _encode_method(_inlined(m), _schema_of(m, "fn"), tensors)}
+                   "method": _encode_method(_inlined(m), _schema_of(m, "fn"))}
     else:
         raise TypeError(f"ember.jit.save: expected a scripted or traced function or module, got {type(m).__name__}")
     payload["version"] = ser.FORMAT_VERSION
     try:   # what load would refuse is refused here, before anything is written
-        check_payload(payload, tensors.tensors)
+        check_payload(payload)
     except Refused as exc:
         raise RuntimeError(f"ember.jit.save: {exc}") from None
-    program = json.dumps(payload, allow_nan=False, indent=1)
-    serialization.write({"program": program, "tensors": tensors.tensors}, f, serialization.JIT_MAGIC)
+    serialization.write(payload, f, serialization.JIT_MAGIC)
 
 
 def _schema_of(obj, default_name: str) -> Signature:
@@ -85,18 +82,15 @@ def _inlined(obj):
     return inline_calls(callee_graph(obj))
 
 
-def _encode_schema(schema: Signature, tensors) -> dict:
+def _encode_method(graph, schema: Signature) -> dict:
     args = []
     for a in schema.arguments:
         entry = {"name": a.name, "type": str(a.type)}
         if a.default is not NO_DEFAULT:
-            entry["default"] = ser.encode_value(a.default, tensors)
+            entry["default"] = ser.encode_value(a.default)
         args.append(entry)
-    return {"name": schema.name, "arguments": args, "return_type": str(schema.return_type)}
-
-
-def _encode_method(graph, schema, tensors) -> dict:
-    return {"schema": _encode_schema(schema, tensors), "graph": ser.encode_graph(graph, tensors)}
+    return {"schema": {"name": schema.name, "arguments": args, "return_type": str(schema.return_type)},
+            "graph": ser.encode_graph(graph)}
 
 
 def _script_methods(mod, compile_forward: bool = True) -> dict:
@@ -130,91 +124,56 @@ def _class_name(mod) -> str:
     return f"{type(mod).__module__}.{type(mod).__qualname__}"
 
 
-def _encode_module(mod, tensors, path: tuple = ()) -> dict:
+def _encode_module(mod, attributes: dict | None = None) -> dict:
+    """`attributes`: id(module) -> {name: (type text, value)}, what the graphs of the module's
+    ancestors read or write on it (None for the top module)."""
     from ..nn.modules.module import Module
+    from ._trace import script_form
+    top, attributes = attributes is None, {} if attributes is None else attributes
     graphs = {}
     if mod.__dict__.get("graph_module") is not None:   # a traced module: its forward only
-        graph, schema = _traced_module_graph(mod)
-        graphs["forward"] = (graph, schema)
+        graphs["forward"] = script_form(mod.__dict__["graph_module"], mod, ModuleType(_class_name(mod)))
     else:
-        for name, method in _script_methods(mod, compile_forward=not path).items():
-            graph = _inlined(method)
-            graphs[name] = (graph, _schema_of(method, name))
-    attributes: dict = {}
+        for name, method in _script_methods(mod, compile_forward=top).items():
+            graphs[name] = (_inlined(method), _schema_of(method, name))
     for graph, _ in graphs.values():
         _collect_attributes(graph, mod, attributes)
-    entry = {
+    return {
         "class": _class_name(mod), "training": bool(mod.training),
-        "parameters": {n: (None if p is None else tensors.add(p)) for n, p in mod._parameters.items()},
-        "buffers": {n: (None if b is None else tensors.add(b)) for n, b in mod._buffers.items()},
+        "parameters": dict(mod._parameters), "buffers": dict(mod._buffers),
         "non_persistent": sorted(getattr(mod, "_non_persistent_buffers_set", ())),
-        "attributes": {},
-        "submodules": {n: _encode_module(c, tensors, path + (n,)) for n, c in mod._modules.items()
-                       if isinstance(c, Module)},
-        "methods": {n: _encode_method(g, s, tensors) for n, (g, s) in graphs.items()},
+        "attributes": {name: {"type": typ, "value": ser.encode_value(value)}
+                       for name, (typ, value) in attributes.get(id(mod), {}).items()},
+        "submodules": {n: _encode_module(c, attributes) for n, c in mod._modules.items() if isinstance(c, Module)},
+        "methods": {n: _encode_method(g, s) for n, (g, s) in graphs.items()},
     }
-    # attributes of submodules read through self.sub.attr land in the submodule's entry
-    for owner_path, names in attributes.items():
-        target = entry
-        for part in owner_path:
-            target = target["submodules"].get(part)
-            if target is None:
-                break
-        if target is None:
-            continue
-        for name, (typ, value) in names.items():
-            target["attributes"][name] = {"type": typ, "value": ser.encode_value(value, tensors)}
-    return entry
 
 
 def _collect_attributes(graph, mod, out: dict) -> None:
-    """Find the non-tensor, non-module attributes a graph reads or writes on `mod` (via GetAttr
-    chains): the members the saved module declares, all a loaded graph may touch."""
+    """Add to `out` (see `_encode_module`) the non-tensor, non-module attributes a graph reads or
+    writes on `mod` or a module read from it (GetAttr chains from ``self``): the members the saved
+    modules declare, all a loaded graph may touch."""
     import ember
     from ..nn.modules.module import Module
-    for node, owner, owner_path in _module_paths(graph, mod):
-        name = node.args[1] if node.target in (prim.GetAttr, prim.SetAttr) else None
-        value = getattr(owner, name) if name is not None else None
-        if name is None or isinstance(value, Module) or name in owner._parameters or name in owner._buffers \
-                or name == "training":
+    from .ir import walk
+    owners: dict = {}     # node -> the module that is its value
+    for node in walk(graph):
+        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
+            owners[node] = mod
+        if node.target not in (prim.GetAttr, prim.SetAttr) or node.args[0] not in owners:
+            continue
+        owner, name = owners[node.args[0]], node.args[1]
+        value = getattr(owner, name)
+        if isinstance(value, Module) and node.target is prim.GetAttr:
+            owners[node] = value
+        if isinstance(value, Module) or name in owner._parameters or name in owner._buffers or name == "training":
             continue   # submodules, parameters, buffers and the flag are saved with the module tree
         if callable(value) and not isinstance(value, ember.Tensor):
             raise RuntimeError(f"ember.jit.save: attribute {name!r} is a {type(value).__name__}; it cannot be saved")
         typ = node.type if node.target is prim.GetAttr else getattr(node.args[2], "type", None)
-        known = out.setdefault(owner_path, {})
+        known = out.setdefault(id(owner), {})
         if typ is not None or name not in known:
             known[name] = (str(typ) if typ is not None else "Any", value)
-
-
-def _module_paths(graph, mod):
-    """Yield (node, owner module, its path from self) for every node whose first input is a
-    module reached from self through GetAttr chains."""
-    from ..nn.modules.module import Module
-    from .ir import walk
-    values: dict = {}
-    for node in walk(graph):
-        if node.op == "placeholder" and isinstance(node.type, ModuleType) and node.graph.parent_node is None:
-            values[node] = (mod, ())
-        elif node.op == "call_function" and node.args and node.args[0] in values:
-            owner, path = values[node.args[0]]
-            if node.target is prim.GetAttr:
-                value = getattr(owner, node.args[1], None)
-                if isinstance(value, Module):
-                    values[node] = (value, path + (node.args[1],))
-            yield node, owner, path
-
-
-# ---------------------------------------------------------------------------------------------
-# traced programs -> the script form
-# ---------------------------------------------------------------------------------------------
-def _traced_function_graph(fn) -> tuple:
-    from ._trace import script_form
-    return script_form(fn.graph_module, name=getattr(fn, "name", "forward"))
-
-
-def _traced_module_graph(mod) -> tuple:
-    from ._trace import script_form
-    return script_form(mod.__dict__["graph_module"], mod, ModuleType(_class_name(mod)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,13 +197,11 @@ def load(f, map_location=None, _extra_files=None):
     try:
         with _opened(f) as fh:
             magic = serialization.JIT_MAGIC
-            root = serialization.read(fh, fh.read(len(magic)) or b"", map_location, True, magic)
-        payload, tensors = _program(root)
-        check_payload(payload, tensors)
+            payload = serialization.read(fh, fh.read(len(magic)) or b"", map_location, True, magic)
+        check_payload(payload)
         if payload["kind"] == "function":
-            graph, schema = _decode_method(payload["method"], tensors)
-            return LoadedScriptFunction(payload["name"], graph, schema)
-        return _decode_module(payload["module"], tensors)
+            return LoadedScriptFunction(payload["name"], *_decode_method(payload["method"]))
+        return _decode_module(payload["module"])
     except (Refused, _Corrupt) as exc:
         raise RuntimeError(f"ember.jit.load: {name}: {exc}") from None
     except RecursionError:
@@ -271,45 +228,29 @@ def _opened(f):
     return contextlib.nullcontext(f)
 
 
-def _program(root) -> tuple:
-    """(the program's JSON payload, the tensor list) of the object a file holds: what `save` writes."""
-    if type(root) is not dict or set(root) != {"program", "tensors"} or type(root["program"]) is not str \
-            or type(root["tensors"]) is not list:
-        raise Refused("not an ember.jit archive: it holds no program and tensor list")
-    try:
-        return json.loads(root["program"], parse_constant=serialization.no_json_constant), root["tensors"]
-    except ValueError as exc:
-        raise Refused(f"the program is not valid JSON ({exc})") from None
-
-
 # decoding: the payload passed check_payload, so its fields have the types and names save writes
-def _decode_schema(data: dict, tensors) -> Signature:
-    args = tuple(Argument(a["name"], parse_type(a["type"]),
-                          ser.decode_value(a["default"], tensors) if "default" in a else NO_DEFAULT)
-                 for a in data["arguments"])
-    return Signature(data["name"], args, parse_type(data["return_type"]))
-
-
-def _decode_method(data: dict, tensors) -> tuple:
-    graph = ser.decode_graph(data["graph"], tensors)
+def _decode_method(data: dict) -> tuple:
+    graph = ser.decode_graph(data["graph"])
     graph.lint()
-    return graph, _decode_schema(data["schema"], tensors)
+    schema = data["schema"]
+    args = tuple(Argument(a["name"], parse_type(a["type"]), ser.decode_value(a["default"]) if "default" in a
+                          else NO_DEFAULT) for a in schema["arguments"])
+    return graph, Signature(schema["name"], args, parse_type(schema["return_type"]))
 
 
-def _decode_module(data: dict, tensors) -> "LoadedScriptModule":
+def _decode_module(data: dict) -> "LoadedScriptModule":
     mod = LoadedScriptModule(data["class"])
-    for name, ref in data["parameters"].items():
-        mod.register_parameter(name, None if ref is None else tensors[ref])
-    for name, ref in data["buffers"].items():
-        mod.register_buffer(name, None if ref is None else tensors[ref], persistent=name not in data["non_persistent"])
+    for name, tensor in data["parameters"].items():
+        mod.register_parameter(name, tensor)
+    for name, tensor in data["buffers"].items():
+        mod.register_buffer(name, tensor, persistent=name not in data["non_persistent"])
     for name, sub in data["submodules"].items():
-        mod.add_module(name, _decode_module(sub, tensors))
+        mod.add_module(name, _decode_module(sub))
     for name, attr in data["attributes"].items():
-        setattr(mod, name, ser.decode_value(attr["value"], tensors))
+        setattr(mod, name, ser.decode_value(attr["value"]))
     mod.training = data["training"]     # this module only: its submodules keep their own flags
     for name, method in data["methods"].items():
-        graph, schema = _decode_method(method, tensors)
-        mod._methods[name] = LoadedScriptMethod(mod, name, graph, schema)
+        mod._methods[name] = LoadedScriptMethod(mod, name, *_decode_method(method))
     return mod
 
 

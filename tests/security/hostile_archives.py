@@ -1,18 +1,19 @@
 """Building hostile files from legitimate ones, for the tests of tests/security.
 
 Every hostile jit archive starts as a real ``ember.jit.save`` file of a small scripted program
-(`save_legit`); its program's JSON is edited (`Edit`) and written back (`write_archive`), or its
-checkpoint manifest is edited, so it looks like a real file with one thing changed. Checkpoints
+(`save_legit`); its program (the object tree the file holds) is edited (`Edit`) and written back
+(`write_archive`), or its checkpoint manifest is edited, so it looks like a real file with one thing
+changed. Checkpoints
 (a jit archive is one, with its own magic number) are re-signed (`resign`) after editing, since the
 SHA-256 digest only detects accidents: an attacker can compute it too.
 
     paths = save_legit(tmp)                       # {"module": ..., "function": ...}
-    payload, tensors = read_archive(paths["module"])
+    payload = read_archive(paths["module"])
     e = Edit(payload)                              # the forward method of the top module
     arr = e.method("numpy", e.x)                   # %p = x.numpy()
     e.method("tofile", arr, "/tmp/marker")
     e.returns(arr)
-    write_archive(dst, payload, tensors)
+    write_archive(dst, payload)
 """
 from __future__ import annotations
 
@@ -80,20 +81,16 @@ def call_legit(loaded, kind: str):
 # ---------------------------------------------------------------------------------------------
 # archives
 # ---------------------------------------------------------------------------------------------
-def read_archive(f) -> tuple:
-    """(payload, tensors) of a jit archive (a path, bytes or a binary file): its program's JSON and
-    its tensor list."""
+def read_archive(f) -> dict:
+    """The program of a jit archive (a path, bytes or a binary file): the object tree it holds."""
     fh = open(f, "rb") if isinstance(f, str) else io.BytesIO(f) if isinstance(f, (bytes, bytearray)) else f
     with fh:
-        root = serialization.read(fh, fh.read(len(JIT_MAGIC)), None, True, JIT_MAGIC)
-    return json.loads(root["program"]), root["tensors"]
+        return serialization.read(fh, fh.read(len(JIT_MAGIC)), None, True, JIT_MAGIC)
 
 
-def write_archive(f, payload, tensors: list, *, program: str | None = None) -> None:
-    """Write a jit archive holding `payload` as its program (`program`: the JSON text instead) and
-    `tensors`, laid out as ember.jit.save writes it."""
-    text = json.dumps(payload) if program is None else program
-    serialization.write({"program": text, "tensors": tensors}, f, JIT_MAGIC)
+def write_archive(f, payload) -> None:
+    """Write a jit archive holding `payload` as its program, as ember.jit.save writes it."""
+    serialization.write(payload, f, JIT_MAGIC)
 
 
 class Unseekable(io.RawIOBase):
@@ -169,7 +166,7 @@ class Edit:
     def returns(self, value) -> None:
         """Make the graph also return `value` (so nothing can drop the payload as unused)."""
         out = self.graph["nodes"][-1]
-        out["args"] = [{"$tuple": [out["args"][0], value]}]
+        out["args"] = [(out["args"][0], value)]
 
     def in_if(self, build) -> dict:
         """An ``if True:`` whose then-block is what `build(self)` adds; returns the If's value."""
@@ -199,7 +196,7 @@ class Edit:
 
     def _output(self, values: list) -> dict:
         node = {"id": self.next_id, "op": "output", "name": "output", "target": "output",
-                "args": [{"$tuple": values}], "kwargs": []}
+                "args": [tuple(values)], "kwargs": []}
         self.next_id += 1
         return node
 

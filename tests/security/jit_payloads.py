@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import ember
+
 
 @dataclass(frozen=True)
 class Payload:
@@ -234,7 +236,7 @@ PAYLOADS = [
     Payload("ember_load_reads_file", "module", _call("ember.load", "/dev/null"), live=False),
     Payload("ember_jit_load_recursion", "module", _call("ember.jit.load", "/dev/null"), live=False),
     Payload("ember_set_default_dtype", "function", lambda e, m: e.returns(e.call("ember.set_default_dtype",
-                                                                                 {"$dtype": "float64"})), live=False),
+                                                                                 ember.float64)), live=False),
     Payload("ember_manual_seed", "function", _call("ember.manual_seed", 0), live=False),
     Payload("ember_from_numpy", "module", lambda e, m: e.returns(e.call("ember.from_numpy", e.method("numpy", e.x))),
             live=False),

@@ -2,14 +2,16 @@
 and of huge declared lengths and shapes: every one raises RuntimeError naming the file (and the
 module/node/tensor), before building anything from the program.
 
-Each case edits a legitimate archive (hostile_archives.save_legit): its program's JSON
-(`JSON_CASES`, a function of the payload), or the file (`FILE_CASES`, a function (src, dst) writing
-dst): its root object, its checkpoint manifest (re-signed) or its bytes. The file is in ember.save's
-format, so what tests/security checks of ember.load's reader holds for these files too.
+Each case edits a legitimate archive (hostile_archives.save_legit): its program, the object tree
+the file holds (`PROGRAM_CASES`, a function of the payload), or the file (`FILE_CASES`, a function
+(src, dst) writing dst): its checkpoint manifest (re-signed) or its bytes. The file is in
+ember.save's format, so what tests/security checks of ember.load's reader holds for these files too.
 """
+import collections
 import copy
 import io
 import json
+import math
 import struct
 import zipfile
 
@@ -76,14 +78,6 @@ def _duplicate_id(p):
     nodes.insert(len(nodes) - 1, dict(copy.deepcopy(nodes[-2]), name="again"))
 
 
-DEEP = "<deep>"   # replaced by a list nested thousands deep once the JSON is written (json.dumps would recurse)
-
-
-def _deep_args(p):
-    _forward(p).insert(2, {"id": 9999, "op": "call_function", "name": "deep", "target": "prim::ListConstruct",
-                           "args": DEEP, "kwargs": []})
-
-
 def _member(kind, name, value=None):
     def edit(p):
         entry = {"type": "int", "value": 1} if kind == "attributes" else value
@@ -93,7 +87,15 @@ def _member(kind, name, value=None):
     return edit
 
 
-JSON_CASES = {
+def _loop_arg(value):
+    return lambda p: _node(p, "prim::Loop")["args"].append(value)
+
+
+def _weight(p, value):
+    p["module"]["submodules"]["inner"]["submodules"]["lin"]["parameters"]["weight"] = value
+
+
+PROGRAM_CASES = {
     # members of the module tree
     "attribute_named_forward": ("module", _member("attributes", "forward"), "taken"),
     "attribute_named_dunder_class": ("module", _member("attributes", "__class__"), "taken"),
@@ -107,8 +109,10 @@ JSON_CASES = {
     "member_both_attribute_and_buffer": ("module", _member("attributes", "shift"), "both"),
     "member_name_not_identifier": ("module", _member("attributes", "a.b"), "not an identifier"),
     "member_name_fullwidth": ("module", _member("attributes", "\uff54\uff4f"), "not an identifier"),
-    "parameter_tensor_out_of_range": ("module", lambda p: p["module"]["submodules"]["inner"]["submodules"]["lin"][
-        "parameters"].__setitem__("weight", 10 ** 6), "lacks"),
+    "parameter_an_int": ("module", lambda p: _weight(p, 3), "is a int, not a parameter"),
+    "parameter_an_ndarray": ("module", lambda p: _weight(p, np.zeros((3, 3), np.float32)), "not a parameter"),
+    "parameter_a_plain_tensor": ("module", lambda p: _weight(p, ember.zeros(3, 3)), "not a parameter"),
+    "buffer_a_list": ("module", lambda p: p["module"]["buffers"].__setitem__("shift", [1.0]), "not a tensor"),
     "attribute_value_unknown_tag": ("module", lambda p: p["module"]["attributes"]["calls"].__setitem__(
         "value", {"$import": "os"}), "malformed value"),
     "attribute_type_unparseable": ("module", lambda p: p["module"]["attributes"]["calls"].__setitem__(
@@ -117,7 +121,8 @@ JSON_CASES = {
     "training_not_bool": ("module", lambda p: p["module"].__setitem__("training", "yes"), "training"),
     "unknown_module_field": ("module", lambda p: p["module"].__setitem__("pickle", "x"), "unknown field"),
     "unknown_top_field": ("function", lambda p: p.__setitem__("code", "import os"), "unknown field"),
-    "version_bumped": ("function", lambda p: p.__setitem__("version", 2), "version"),
+    "unknown_top_field_of_module": ("module", lambda p: p.__setitem__("tensors", []), "unknown field"),
+    "version_bumped": ("function", lambda p: p.__setitem__("version", 3), "version 3"),
     "version_true": ("function", lambda p: p.__setitem__("version", True), "version"),
     "kind_unknown": ("function", lambda p: p.__setitem__("kind", "pickle"), "kind"),
     # schemas
@@ -146,46 +151,116 @@ JSON_CASES = {
     "output_of_foreign_node": ("module", lambda p: _node(p, "prim::If").__setitem__("output_of", 0), "output_of"),
     "loc_wrong_types": ("module", lambda p: _node(p, "prim::If").__setitem__("loc", [1, "a", None]), "location"),
     "node_type_unparseable": ("module", lambda p: _node(p, "prim::If").__setitem__("type", "Dict(int"), "not a type"),
-    "constant_dtype_dunder": ("function", lambda p: _node(p, "prim::Loop")["args"].append({"$dtype": "__class__"}),
-                              "dtype"),
-    "constant_device_injection": ("function", lambda p: _node(p, "prim::Loop")["args"].append(
-        {"$device": "cpu; rm -rf /"}), "device"),
-    "constant_tensor_out_of_range": ("function", lambda p: _node(p, "prim::Loop")["args"].append({"$tensor": 3}),
-                                     "lacks"),
-    "constant_float_not_special": ("function", lambda p: _node(p, "prim::Loop")["args"].append({"$float": "1e999"}),
-                                   "malformed float"),
-    "dict_with_list_key": ("function", lambda p: _node(p, "prim::Loop")["args"].append({"$dict": [[[1], 2]]}),
-                           "hashable"),
-    "slice_of_five": ("function", lambda p: _node(p, "prim::Loop")["args"].append({"$slice": [1, 2, 3, 4, 5]}),
-                      "$slice"),
+    # values: what the checkpoint format holds but a program never does, format 1's tags
+    "value_ndarray": ("function", _loop_arg(np.zeros(3)), "malformed value"),
+    "value_bytes": ("function", _loop_arg(b"os"), "malformed value"),
+    "value_complex": ("function", _loop_arg(1j), "malformed value"),
+    "value_size": ("function", _loop_arg(ember.Size([2])), "malformed value"),
+    "value_ordered_dict": ("function", _loop_arg(collections.OrderedDict(a=1)), "malformed value"),
+    "value_plain_dict": ("function", _loop_arg({"a": 1, "b": 2}), "malformed value"),
+    "value_format_1_dtype_tag": ("function", _loop_arg({"$dtype": "float32"}), "malformed value"),
+    "value_format_1_tensor_tag": ("function", _loop_arg({"$tensor": 0}), "malformed value"),
+    "value_format_1_tuple_tag": ("module", lambda p: _forward(p)[-1].__setitem__("args", [{"$tuple": []}]),
+                                 "malformed value"),
+    "dict_with_list_key": ("function", _loop_arg({"$dict": [[[1], 2]]}), "hashable"),
+    "dict_with_tuple_of_list_key": ("function", _loop_arg({"$dict": [[(1, [2]), 2]]}), "hashable"),
+    "slice_of_five": ("function", _loop_arg({"$slice": [1, 2, 3, 4, 5]}), "$slice"),
+    "block_returns_a_list": ("module", lambda p: _node(p, "prim::If")["blocks"][0]["nodes"][-1].__setitem__(
+        "args", [[]]), "tuple of values"),
+    "op_a_tensor": ("module", lambda p: _forward(p)[-1].__setitem__("op", ember.ones(2)), "expected a string"),
+    "target_an_ndarray": ("module", lambda p: _node(p, "prim::If").__setitem__("target", np.zeros(2)),
+                          "expected a string"),
+    "output_of_an_ndarray_arg": ("module", lambda p: _node(p, "prim::If").update(
+        output_of=0, args=[np.zeros(2)]), "output_of"),
     "constant_holding_node_ref": ("module", lambda p: _forward(p).insert(3, {
         "id": 9999, "op": "call_function", "name": "c", "target": "prim::Constant", "args": [{"$node": 0}],
         "kwargs": []}), "not defined before"),
-    "deeply_nested_args": ("module", _deep_args, "nested too deeply"),
-    "graphs_json_not_object": ("function", lambda p: p.clear(), "has no"),
+    "program_empty": ("function", lambda p: p.clear(), "version None"),
+    "program_a_list": ("function", lambda p: p.__setitem__("version", [p.pop("version")]), "version [2]"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(JSON_CASES))
-def test_malformed_json_refused(legit, tmp_path, name):
-    base, edit, fragment = JSON_CASES[name]
-    payload, tensors = H.read_archive(legit[base])
+@pytest.mark.parametrize("name", sorted(PROGRAM_CASES))
+def test_malformed_program_refused(legit, tmp_path, name):
+    base, edit, fragment = PROGRAM_CASES[name]
+    payload = H.read_archive(legit[base])
     edit(payload)
-    text = json.dumps(payload).replace(json.dumps(DEEP), "[" * 100_000 + "]" * 100_000)
     path = str(tmp_path / f"{name}.pt")
-    H.write_archive(path, None, tensors, program=text)
+    H.write_archive(path, payload)
     refused(path, fragment)
 
 
 # ---------------------------------------------------------------------------------------------
-# the file: ember.save's format holding {"program": <JSON text>, "tensors": [...]}
+# the file: ember.save's format holding the program
 # ---------------------------------------------------------------------------------------------
-def _root(edit):
-    """A case writing the archive's root object as `edit(program text, tensors)` makes it."""
+def _format_1(value, tensors: list):
+    """`value` of a program in the form ember.jit.save wrote in format 1: JSON values with tags for
+    what JSON lacks, and tensors as indices of a list stored beside the program's JSON text."""
+    if isinstance(value, ember.Tensor):
+        tensors.append(value)
+        return {"$tensor": len(tensors) - 1}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$float": repr(value)}
+    tags = {ember.dtype: ("$dtype", lambda v: v.name), ember.device: ("$device", str),
+            tuple: ("$tuple", lambda v: [_format_1(x, tensors) for x in v])}
+    if type(value) in tags:
+        return {tags[type(value)][0]: tags[type(value)][1](value)}
+    if isinstance(value, list):
+        return [_format_1(x, tensors) for x in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _format_1(x, tensors) for k, x in value.items()}
+    for members in {"parameters", "buffers"} & out.keys():   # a module's tensors: bare indices
+        out[members] = {n: None if t is None else t["$tensor"] for n, t in out[members].items()}
+    return out
+
+
+def _format_1_archive(src, dst):
+    """The archive as ember.jit.save wrote it in format 1: ``{"program": <JSON text>, "tensors": [...]}``."""
+    payload, tensors = H.read_archive(src), []
+    program = _format_1(dict(payload, version=1), tensors)
+    serialization.write({"program": json.dumps(program), "tensors": tensors}, dst, JIT_MAGIC)
+
+
+def _in_manifest(tree, kind: str):
+    """The first node of checkpoint kind `kind` in a manifest's object tree."""
+    if isinstance(tree, dict):
+        if tree.get("k") == kind:
+            return tree
+        tree = list(tree.values())
+    for item in tree if isinstance(tree, list) else ():
+        found = _in_manifest(item, kind)
+        if found is not None:
+            return found
+    return None
+
+
+def _manifest_value(value, kind: str, bad):
+    """A case saving `value` as an attribute of the module, then giving its checkpoint node of
+    `kind` the value `bad` in the manifest (re-signed): what no program object could hold."""
     def case(src, dst):
-        payload, tensors = H.read_archive(src)
-        serialization.write(edit(json.dumps(payload), tensors), dst, JIT_MAGIC)
+        payload = H.read_archive(src)
+        payload["module"]["attributes"]["calls"]["value"] = value
+        buf = io.BytesIO()
+        H.write_archive(buf, payload)
+        manifest, blob = H.split_checkpoint(buf.getvalue())
+        _in_manifest(manifest["root"], kind)["v"] = bad
+        with open(dst, "wb") as fh:
+            fh.write(H.resign(manifest, blob, magic=JIT_MAGIC))
     return case
+
+
+def _deep_value(src, dst):
+    """An attribute value nested 100,000 lists deep (the writer itself would recurse)."""
+    payload = H.read_archive(src)
+    payload["module"]["attributes"]["calls"]["value"] = "<deep>"
+    buf = io.BytesIO()
+    H.write_archive(buf, payload)
+    manifest, blob = H.split_checkpoint(buf.getvalue())
+    deep = '{"k":"list","v":[' * 100_000 + "]}" * 100_000
+    text = json.dumps(manifest).replace('{"k": "str", "v": "<deep>"}', deep).encode()
+    with open(dst, "wb") as fh:
+        fh.write(H.resign(None, blob, manifest_bytes=text, magic=JIT_MAGIC))
 
 
 def _manifest(edit, magic=JIT_MAGIC, **lengths):
@@ -205,7 +280,7 @@ def _bytes(edit):
     return case
 
 
-def _weight(manifest) -> dict:
+def _weight_entry(manifest) -> dict:
     """The manifest entry of a 3x3 parameter (a Linear's weight)."""
     return next(e for e in manifest["tensors"] if e.get("parameter") and e["shape"] == [3, 3])
 
@@ -213,9 +288,10 @@ def _weight(manifest) -> dict:
 def _zip_layout(src, dst):
     """The layout ember.jit.save wrote before it used ember.save's format: a zip of
     ``code/graphs.json`` and ``data/<i>.npy``."""
-    payload, tensors = H.read_archive(src)
+    tensors = []
+    program = _format_1(H.read_archive(src), tensors)
     with zipfile.ZipFile(dst, "w") as zf:
-        zf.writestr("code/graphs.json", json.dumps(payload))
+        zf.writestr("code/graphs.json", json.dumps(program))
         for i, t in enumerate(tensors):
             buf = io.BytesIO()
             np.save(buf, t.detach().numpy())
@@ -227,28 +303,21 @@ def _flip(position):
 
 
 FILE_CASES = {
-    # the root object
-    "root_a_list": (_root(lambda text, tensors: [text, tensors]), "no program"),
-    "root_extra_key": (_root(lambda text, tensors: {"program": text, "tensors": tensors, "code": "import os"}),
-                       "no program"),
-    "program_not_text": (_root(lambda text, tensors: {"program": json.loads(text), "tensors": tensors}), "no program"),
-    "program_not_json": (_root(lambda text, tensors: {"program": text[:-1], "tensors": tensors}), "not valid JSON"),
-    "program_nan_constant": (_root(lambda text, tensors: {"program": text.replace('"version": 1', '"version": NaN'),
-                                                          "tensors": tensors}), "not valid JSON"),
-    "tensor_list_holds_int": (_root(lambda text, tensors: {"program": text, "tensors": tensors[:-1] + [3]}),
-                              "expected a tensor"),
-    "tensor_list_holds_ndarray": (_root(lambda text, tensors: {"program": text, "tensors": tensors[:-1] + [
-        np.zeros(3, np.float32)]}), "expected a tensor"),
-    "parameter_saved_as_plain_tensor": (_root(lambda text, tensors: {
-        "program": text, "tensors": [t.detach().clone() for t in tensors]}), "not a parameter"),
+    # the program's values, as the checkpoint reader checks them
+    "format_1_archive": (_format_1_archive, "format 1"),
+    "value_dtype_dunder": (_manifest_value(ember.float64, "dtype", "__class__"), "unknown dtype"),
+    "value_device_injection": (_manifest_value(ember.device("cpu"), "device", "cpu; rm -rf /"), "bad device"),
+    "value_tensor_out_of_range": (_manifest_value(ember.ones(2), "tensor", 10 ** 6), "out of range"),
+    "value_float_not_hex": (_manifest_value(1.5, "float", "one and a half"), "bad float"),
+    "value_nested_too_deeply": (_deep_value, "nested too deeply"),
     # the tensors' manifest entries
-    "tensor_dtype_object": (_manifest(lambda m: _weight(m).update(dtype="object")), "unknown dtype"),
-    "int_tensor_requires_grad": (_manifest(lambda m: _weight(m).update(dtype="int32", requires_grad=True)),
+    "tensor_dtype_object": (_manifest(lambda m: _weight_entry(m).update(dtype="object")), "unknown dtype"),
+    "int_tensor_requires_grad": (_manifest(lambda m: _weight_entry(m).update(dtype="int32", requires_grad=True)),
                                  "require grad"),
-    "tensor_huge_shape": (_manifest(lambda m: _weight(m).update(shape=[10 ** 6, 10 ** 6])), "outside its storage"),
-    "tensor_shape_overflows_int64": (_manifest(lambda m: _weight(m).update(shape=[2 ** 62, 2 ** 62])), "too large"),
-    "tensor_negative_dim": (_manifest(lambda m: _weight(m).update(shape=[-1, 3])), "integer >= 0"),
-    "tensor_offset_outside_storage": (_manifest(lambda m: _weight(m).update(offset=1 << 40)), "outside its storage"),
+    "tensor_huge_shape": (_manifest(lambda m: _weight_entry(m).update(shape=[10 ** 6, 10 ** 6])), "outside its storage"),
+    "tensor_shape_overflows_int64": (_manifest(lambda m: _weight_entry(m).update(shape=[2 ** 62, 2 ** 62])), "too large"),
+    "tensor_negative_dim": (_manifest(lambda m: _weight_entry(m).update(shape=[-1, 3])), "integer >= 0"),
+    "tensor_offset_outside_storage": (_manifest(lambda m: _weight_entry(m).update(offset=1 << 40)), "outside its storage"),
     "unknown_node_kind": (_manifest(lambda m: m.__setitem__("root", {"k": "pickle", "v": "cos\nsystem\n"})),
                           "unknown node kind"),
     "storage_table_lie": (_manifest(lambda m: m["storages"][-1].__setitem__(1, m["storages"][-1][1] + 4)),

@@ -44,11 +44,11 @@ def attempts(tmp_path_factory):
     legit = H.save_legit(str(folder))
     items = []
     for p in PAYLOADS:
-        payload, tensors = H.read_archive(legit[p.base])
+        payload = H.read_archive(legit[p.base])
         marker = str(folder / "markers" / p.name)
         p.build(H.Edit(payload), marker)
         path = str(folder / f"{p.name}.pt")
-        H.write_archive(path, payload, tensors)
+        H.write_archive(path, payload)
         items.append({"name": p.name, "path": path, "kind": p.base, "marker": marker})
     checked = run_payloads(items, folder, "checked")
     markers_after = {item["name"]: os.path.exists(item["marker"]) for item in items}

@@ -182,10 +182,12 @@ def test_checkpoint_stream_stops_at_its_checksum(files):
 # ---------------------------------------------------------------------------------------------
 _OTHER_VALUES = [None, True, 0, -1, 1.5, "x", [], {}, [0], {"$node": 0}, 2 ** 70, {"$node": [0]}, "\x1b[2J",
                  {"$tuple": [[1]]}, 1e308]
+_PROGRAM_VALUES = _OTHER_VALUES + [ember.ones(2), np.zeros(2), ember.ones(()), b"x", 1j, (1, [2]), float("nan"),
+                                   ember.float32, {1: "x"}]
 
 
 def _slots(tree, path=()):
-    """Every (container, key) of a JSON tree."""
+    """The path of every item of a tree of dicts and lists."""
     items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, list) else ()
     for key, value in items:
         yield path + (key,)
@@ -202,14 +204,15 @@ def _replaced(tree, path, value):
 
 
 @pytest.mark.parametrize("kind", ["module", "function"])
-def test_jit_json_fields_of_other_types(files, tmp_path, kind):
-    """Every field of the JSON, each given three of `_OTHER_VALUES` in turn (all of them over
-    neighbouring fields): refused with a RuntimeError naming the file, or loaded."""
-    payload, tensors = H.read_archive(files[kind])
+def test_jit_program_fields_of_other_types(files, tmp_path, kind):
+    """Every field of the program, each given three of `_PROGRAM_VALUES` in turn (all of them over
+    neighbouring fields): refused with a RuntimeError naming the file, or loaded. A program holds
+    more than JSON: tensors and arrays too, which raise when compared to a string."""
+    payload = H.read_archive(files[kind])
     target = str(tmp_path / "types.pt")
     for i, path in enumerate(_slots(payload)):
         for j in range(3):
-            H.write_archive(target, _replaced(payload, path, _OTHER_VALUES[(3 * i + j) % len(_OTHER_VALUES)]), tensors)
+            H.write_archive(target, _replaced(payload, path, _PROGRAM_VALUES[(3 * i + j) % len(_PROGRAM_VALUES)]))
             try:
                 ember.jit.load(target)
             except RuntimeError as exc:

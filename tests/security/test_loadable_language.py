@@ -183,11 +183,11 @@ def test_check_payload_accepts_what_save_writes_and_names_the_first_problem():
     buf = io.BytesIO()
     ember.jit.save(ember.jit.script(ember.nn.Linear(2, 2)), buf)
     import hostile_archives as H
-    payload, tensors = H.read_archive(buf.getvalue())
-    _payload_check.check_payload(payload, tensors)
+    payload = H.read_archive(buf.getvalue())
+    _payload_check.check_payload(payload)
     payload["module"]["methods"]["forward"]["graph"]["nodes"][-2]["target"] = "os.system"
     with pytest.raises(_payload_check.Refused, match="method 'forward' of module '<top>': node %.*'os.system'"):
-        _payload_check.check_payload(payload, tensors)
+        _payload_check.check_payload(payload)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,11 +196,11 @@ def test_check_payload_accepts_what_save_writes_and_names_the_first_problem():
 def _edited(tmp_path, build):
     import hostile_archives as H
     paths = H.save_legit(str(tmp_path))
-    payload, tensors = H.read_archive(paths["module"])
+    payload = H.read_archive(paths["module"])
     e = H.Edit(payload)
     build(e)
     path = str(tmp_path / "edited.pt")
-    H.write_archive(path, payload, tensors)
+    H.write_archive(path, payload)
     return ember.jit.load(path)
 
 

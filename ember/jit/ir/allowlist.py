@@ -32,6 +32,7 @@ The language, and why it cannot reach code outside it:
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import string
@@ -75,11 +76,6 @@ _TENSOR_QUERY_METHODS = frozenset({
 # table defines them.
 _FOREIGN_MEMORY = frozenset({"ember.from_numpy", "ember.from_dlpack", "ember.frombuffer", "ember.asarray"})
 
-_functions: dict | None = None
-_methods: frozenset | None = None
-_names_by_id: dict | None = None
-
-
 _PYTHON_API_MODULES = ("ember.nn.functional", "ember.nn.functional_loss",  # the op table's Python wrappers
                        "ember.ops.tensor_indexing")
 
@@ -97,16 +93,13 @@ def _is_table_api(fn) -> bool:
             or (module == "ember.ops.registry" and hasattr(fn, "overloads")))
 
 
+@functools.cache
 def _ember_functions() -> dict:
     """Public dotted name -> function, for the ember functions a saved graph may call."""
-    global _functions
-    if _functions is None:
-        from ember.ops import registry
-        table = {id(fn) for fns in registry.FUNCTIONS.values() for fn in fns.values()}
-        _functions = {name: fn for name, fn in registry.public_functions().items()
-                      if ((id(fn) in table and _is_table_api(fn)) or name in _QUERY_FUNCTIONS)
-                      and name not in _FOREIGN_MEMORY}
-    return _functions
+    from ember.ops import registry
+    table = {id(fn) for fns in registry.FUNCTIONS.values() for fn in fns.values()}
+    return {name: fn for name, fn in registry.public_functions().items()
+            if ((id(fn) in table and _is_table_api(fn)) or name in _QUERY_FUNCTIONS) and name not in _FOREIGN_MEMORY}
 
 
 def function_by_name(name):
@@ -132,41 +125,30 @@ def function_by_name(name):
 
 def saved_name(target) -> str | None:
     """The name under which a call_function target is saved, or None if it is outside the language."""
-    if prim.is_prim(target):
-        return target.name if target.name in SAVED_PRIMS else None
     from ember._core.dispatch import OperatorHandle
-    if isinstance(target, OperatorHandle):
-        return target.name if function_by_name(target.name) is target else None
-    module, name = getattr(target, "__module__", None), getattr(target, "__name__", None)
-    if not isinstance(name, str):
-        return None
-    for candidate in (f"operator.{name}", f"builtins.{name}", f"math.{name}") if module in (
-            "_operator", "operator", "builtins", "math") else ():
-        if function_by_name(candidate) is target:
-            return candidate
-    global _names_by_id
-    if _names_by_id is None:
-        _names_by_id = {id(fn): public for public, fn in _ember_functions().items()}
-    public = _names_by_id.get(id(target))
-    return public if public is not None and _ember_functions()[public] is target else None
+    from ember.ops.registry import public_name
+    if prim.is_prim(target) or isinstance(target, OperatorHandle):
+        name = target.name
+    elif getattr(target, "__module__", None) in ("_operator", "operator", "builtins", "math"):
+        name = f"{target.__module__.lstrip('_')}.{getattr(target, '__name__', None)}"
+    else:
+        name = public_name(target)
+    return name if name is not None and function_by_name(name) is target else None
 
 
+@functools.cache
 def method_names() -> frozenset:
     """Every method name a call_method node may use (see the module docstring)."""
-    global _methods
-    if _methods is None:
-        from ember.ops import registry
-        from ..frontend import builtins as rules
-        from .types import AnyType, DictType, ListType, StrType
-        names = {n for n, fn in registry.METHODS.items() if not n.startswith("_") and callable(fn)}
-        names |= _TENSOR_QUERY_METHODS
-        names |= {n for n in dir(list) if not n.startswith("_")
-                  and rules.list_method_type(n, ListType(AnyType()), []) is not None}
-        names |= {n for n in dir(dict) if not n.startswith("_")
-                  and rules.dict_method_type(n, DictType(AnyType(), AnyType()), []) is not None}
-        names |= {n for n in dir(str) if not n.startswith("_") and rules.str_method_type(n, StrType(), []) is not None}
-        _methods = frozenset(names)
-    return _methods
+    from ember.ops import registry
+    from ..frontend import builtins as rules
+    from .types import AnyType, DictType, ListType, StrType
+    names = {n for n, fn in registry.METHODS.items() if not n.startswith("_") and callable(fn)}
+    names |= {n for n in dir(list) if not n.startswith("_")
+              and rules.list_method_type(n, ListType(AnyType()), []) is not None}
+    names |= {n for n in dir(dict) if not n.startswith("_")
+              and rules.dict_method_type(n, DictType(AnyType(), AnyType()), []) is not None}
+    names |= {n for n in dir(str) if not n.startswith("_") and rules.str_method_type(n, StrType(), []) is not None}
+    return frozenset(names | _TENSOR_QUERY_METHODS)
 
 
 def is_method_name(name) -> bool:

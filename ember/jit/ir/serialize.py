@@ -1,14 +1,15 @@
-"""Script graphs to JSON and back, with targets resolved through a whitelist (never eval/pickle).
+"""Script graphs as values of an ``ember.save`` object tree and back, with targets resolved through
+a whitelist (never eval/pickle).
 
 A graph is ``{"nodes": [node, ...]}``; a node is
 ``{"id", "op", "name", "target", "args", "kwargs", "type", "loc", "jit_name", "num_outputs",
 "output_of", "blocks": [graph, ...]}``. Ids count nodes in program order over the whole function
 (blocks included), so a block's nodes can name values of the graphs around them.
 
-Values inside args: JSON numbers/strings/bools/null and lists as themselves; the rest tagged:
-``{"$node": id}``, ``{"$tuple": [...]}``, ``{"$dict": [[k, v], ...]}``, ``{"$float": "nan"}``,
-``{"$dtype": "float32"}``, ``{"$device": "cpu"}``, ``{"$tensor": i}`` (i indexes the tensor list
-the caller stores beside the program), ``{"$slice": [a, b, c]}``, ``{"$ellipsis": true}``.
+Values inside args are what the checkpoint format holds itself -- None, bools, ints, floats,
+strings, dtypes, devices, tensors, lists and tuples -- and, as one-key dicts, what it does not:
+``{"$node": id}``, ``{"$dict": [[k, v], ...]}`` (so a dict among the values is always a tag),
+``{"$slice": [a, b, c]}``, ``{"$ellipsis": True}``.
 
 Target names: ``prim::If`` (the prim table), ``aten::add.Tensor`` (ember's operator registry),
 ``operator.add``, ``math.sqrt``, ``builtins.len``, ``ember.tanh`` / ``ember.nn.functional.relu``,
@@ -18,8 +19,6 @@ on save and on load.
 """
 from __future__ import annotations
 
-import math
-
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 
@@ -28,12 +27,9 @@ from ember.fx import prim
 from . import allowlist
 from .types import parse_type
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2    # 1: the program as JSON text beside a tensor list, its values tagged ($tuple, $float...)
 
 
-# ---------------------------------------------------------------------------------------------
-# targets
-# ---------------------------------------------------------------------------------------------
 def target_name(target) -> str:
     """The saved name of a call_function target; RuntimeError if a saved program may not call it."""
     name = allowlist.saved_name(target)
@@ -49,93 +45,58 @@ def target_name(target) -> str:
                        f"operator/math/builtins (see ember.jit.ir.allowlist)")
 
 
-# ---------------------------------------------------------------------------------------------
-# values
-# ---------------------------------------------------------------------------------------------
-class TensorTable:
-    """The tensors a saved file holds (graph constants, parameters, buffers), each stored once."""
-
-    def __init__(self, tensors: list | None = None):
-        self.tensors: list = list(tensors or [])
-        self._ids: dict = {}
-
-    def add(self, t) -> int:
-        key = id(t)
-        if key not in self._ids:
-            self._ids[key] = len(self.tensors)
-            self.tensors.append(t)
-        return self._ids[key]
-
-
-def encode_value(value, tensors: TensorTable, ids: dict | None = None):
-    """A Python value of a graph argument / attribute as JSON (see the module docstring)."""
+def encode_value(value, ids: dict | None = None):
+    """A Python value of a graph argument / attribute as saved (see the module docstring)."""
     import ember
     if isinstance(value, Node):
         if ids is None or value not in ids:
             raise RuntimeError(f"ember.jit.save: value {value.name} is read before it is defined")
         return {"$node": ids[value]}
-    if value is None or isinstance(value, (bool, str)):
+    if value is None or isinstance(value, (bool, ember.Tensor, ember.dtype, ember.device)):
         return value
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"$float": repr(value)}
-    if isinstance(value, ember.Tensor):
-        return {"$tensor": tensors.add(value)}
-    if isinstance(value, ember.dtype):
-        return {"$dtype": value.name}
-    if isinstance(value, ember.device):
-        return {"$device": str(value)}
-    if isinstance(value, list):
-        return [encode_value(v, tensors, ids) for v in value]
-    if isinstance(value, tuple):
-        return {"$tuple": [encode_value(v, tensors, ids) for v in value]}
+    for plain in (int, float, str):     # a subclass (an IntEnum...) is saved as its plain value
+        if isinstance(value, plain):
+            return plain(value)
+    if isinstance(value, (list, tuple)):
+        return (list if isinstance(value, list) else tuple)(encode_value(v, ids) for v in value)
     if isinstance(value, dict):
-        return {"$dict": [[encode_value(k, tensors, ids), encode_value(v, tensors, ids)] for k, v in value.items()]}
+        return {"$dict": [[encode_value(k, ids), encode_value(v, ids)] for k, v in value.items()]}
     if isinstance(value, slice):
-        return {"$slice": [encode_value(v, tensors, ids) for v in (value.start, value.stop, value.step)]}
+        return {"$slice": [encode_value(v, ids) for v in (value.start, value.stop, value.step)]}
     if value is Ellipsis:
         return {"$ellipsis": True}
     raise RuntimeError(f"ember.jit.save: cannot save a value of type {type(value).__name__}: {value!r}")
 
 
-# tag -> decoder(payload, decode) where decode(value) decodes a nested value; the tags are also
-# what ember.jit._payload_check admits (it checks every payload before load decodes it)
+# tag -> decoder(payload, decode, nodes) where decode(value) decodes a nested value; the tags are
+# also what ember.jit._payload_check admits (it checks every payload before load decodes it)
 DECODERS = {
-    "$node": lambda p, decode, nodes, tensors: nodes[p],
-    "$tuple": lambda p, decode, nodes, tensors: tuple(decode(v) for v in p),
-    "$dict": lambda p, decode, nodes, tensors: {decode(k): decode(v) for k, v in p},
-    "$float": lambda p, decode, nodes, tensors: float(p),
-    "$tensor": lambda p, decode, nodes, tensors: tensors[p],
-    "$dtype": lambda p, decode, nodes, tensors: getattr(__import__("ember"), p),
-    "$device": lambda p, decode, nodes, tensors: __import__("ember").device(p),
-    "$slice": lambda p, decode, nodes, tensors: slice(*(decode(v) for v in p)),
-    "$ellipsis": lambda p, decode, nodes, tensors: Ellipsis,
+    "$node": lambda p, decode, nodes: nodes[p],
+    "$dict": lambda p, decode, nodes: {decode(k): decode(v) for k, v in p},
+    "$slice": lambda p, decode, nodes: slice(*(decode(v) for v in p)),
+    "$ellipsis": lambda p, decode, nodes: Ellipsis,
 }
 
 
-def decode_value(data, tensors: list, nodes: dict | None = None):
-    """The inverse of `encode_value` (`tensors`: the loaded tensor list, `nodes`: id -> Node), for
-    a value that passed ``check_payload`` (which refuses unknown tags, dangling ids and the like)."""
-    if isinstance(data, list):
-        return [decode_value(v, tensors, nodes) for v in data]
-    if not isinstance(data, dict):
+def decode_value(data, nodes: dict | None = None):
+    """The inverse of `encode_value` (`nodes`: id -> Node), for a value that passed ``check_payload``
+    (which refuses unknown tags, dangling ids and the like)."""
+    if type(data) in (list, tuple):
+        return type(data)(decode_value(v, nodes) for v in data)
+    if type(data) is not dict:
         return data
     (tag, payload), = data.items()
-    return DECODERS[tag](payload, lambda v: decode_value(v, tensors, nodes), nodes, tensors)
+    return DECODERS[tag](payload, lambda v: decode_value(v, nodes), nodes)
 
 
-# ---------------------------------------------------------------------------------------------
-# graphs
-# ---------------------------------------------------------------------------------------------
-def encode_graph(graph: Graph, tensors: TensorTable, ids: dict | None = None) -> dict:
-    """A graph (and its blocks) as JSON; `ids` (Node -> int) is shared with the enclosing graphs."""
+def encode_graph(graph: Graph, ids: dict | None = None) -> dict:
+    """A graph (and its blocks) as saved; `ids` (Node -> int) is shared with the enclosing graphs."""
     ids = {} if ids is None else ids
     nodes = []
     for node in graph.nodes:
         if node.op in ("get_attr", "call_module"):
             raise RuntimeError(f"ember.jit.save: {node.op} node {node.name} cannot be saved in a script graph")
-        entry = {"id": len(ids), "op": node.op, "name": node.name}
+        entry = {"id": len(ids), "op": node.op, "name": node.name, "target": node.target}
         if node.op == "call_function":
             if node.target is prim.CallFunction:
                 raise RuntimeError("ember.jit.save: prim::CallFunction must be inlined before saving")
@@ -143,13 +104,11 @@ def encode_graph(graph: Graph, tensors: TensorTable, ids: dict | None = None) ->
                 raise RuntimeError(f"ember.jit.save: cannot save the call of method {node.args[1]!r}: "
                                    f"methods must be inlined (an @ember.jit.ignore'd method cannot be saved)")
             entry["target"] = target_name(node.target)
-        else:
-            entry["target"] = node.target
         args = list(node.args)
         if node.target is prim.RaiseException and len(args) > 1 and args[1] not in prim.RAISABLE:
             args[1] = "RuntimeError"    # what running it raises for any other class (prim._raise)
-        entry["args"] = encode_value(args, tensors, ids)
-        entry["kwargs"] = encode_value(dict(node.kwargs), tensors, ids)["$dict"]
+        entry["args"] = encode_value(args, ids)
+        entry["kwargs"] = [[k, encode_value(v, ids)] for k, v in node.kwargs.items()]
         if node.type is not None:
             entry["type"] = str(node.type)
         loc = node.meta.get("loc")
@@ -164,13 +123,13 @@ def encode_graph(graph: Graph, tensors: TensorTable, ids: dict | None = None) ->
             entry["output_of"] = ids[node.meta["output_of"]]
         ids[node] = entry["id"]
         if node.blocks:
-            entry["blocks"] = [encode_graph(b, tensors, ids) for b in node.blocks]
+            entry["blocks"] = [encode_graph(b, ids) for b in node.blocks]
         nodes.append(entry)
     return {"nodes": nodes}
 
 
-def decode_graph(data: dict, tensors: list, nodes: dict | None = None, *, parent: Node | None = None) -> Graph:
-    """Rebuild a graph from `encode_graph`'s JSON that passed ``check_payload``: its targets are
+def decode_graph(data: dict, nodes: dict | None = None, *, parent: Node | None = None) -> Graph:
+    """Rebuild a graph from `encode_graph`'s output that passed ``check_payload``: its targets are
     names of the allowlist (looked up there, never imported), its values well formed."""
     from . import root_graph
     nodes = {} if nodes is None else nodes
@@ -184,10 +143,9 @@ def decode_graph(data: dict, tensors: list, nodes: dict | None = None, *, parent
             target = allowlist.function_by_name(target)
         elif op == "placeholder" and not target.isidentifier():
             target = "arg"
-        args = decode_value(entry["args"], tensors, nodes)
-        kwargs = {k: decode_value(v, tensors, nodes) for k, v in entry["kwargs"]}
+        kwargs = {k: decode_value(v, nodes) for k, v in entry["kwargs"]}
         name = entry["name"] if entry["name"].isidentifier() else None
-        node = graph.create_node(op, target, tuple(args), kwargs, name=name)
+        node = graph.create_node(op, target, tuple(decode_value(entry["args"], nodes)), kwargs, name=name)
         if "type" in entry:
             node.type = parse_type(entry["type"])
         for key in ("loc", "jit_name", "num_outputs"):
@@ -197,5 +155,5 @@ def decode_graph(data: dict, tensors: list, nodes: dict | None = None, *, parent
             node.meta["output_of"] = nodes[entry["output_of"]]
         nodes[entry["id"]] = node
         for block in entry.get("blocks", []):
-            node.blocks.append(decode_graph(block, tensors, nodes, parent=node))
+            node.blocks.append(decode_graph(block, nodes, parent=node))
     return graph
