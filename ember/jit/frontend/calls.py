@@ -20,8 +20,9 @@ import inspect
 import operator
 
 from ember.fx.node import Node
+from ember.jit._callable import ARGUMENT_ERRORS, bind_arguments, signature_str
 from ember.jit.ir import prim
-from ember.jit.ir.types import NO_DEFAULT, AnyType, DictType, FloatType, IntType, ListType, TensorType, \
+from ember.jit.ir.types import AnyType, DictType, FloatType, IntType, ListType, TensorType, \
     from_annotation
 
 from . import builtins as rules
@@ -32,13 +33,6 @@ from .state import (COMPILING, BoundMethod, ModuleDictView, ModuleListValue, Mod
                     Unrolled, is_constant)
 
 UNUSED_MESSAGE = "This function was marked as @ember.jit.unused and cannot be called from script"
-
-
-def signature_str(sig) -> str:
-    """``h(Tensor a, Tensor b) -> Tensor`` (TorchScript's schema form)."""
-    args = ", ".join(f"{rules.py_type_str(a.type)} {a.name}" + ("" if a.default is NO_DEFAULT else f"={a.default!r}")
-                     for a in sig.arguments)
-    return f"{sig.name}({args}) -> {rules.py_type_str(sig.return_type)}"
 
 
 def compile_call(st, e):
@@ -271,28 +265,14 @@ def _call_scripted(st, target, receiver: tuple, callee, e, skip_self: bool = Fal
 
 def _bind_schema(st, sig, e, skip_self: bool) -> list:
     """Match a call's arguments to a scripted callee's Signature (compile-time checks)."""
-    formals = list(sig.arguments[1:] if skip_self else sig.arguments)
-    args, kwargs = call_args(st, e)
+    formals = sig.arguments[1:] if skip_self else sig.arguments
     head = signature_str(sig)
 
     def wrong(what):
         return st.error(e.func, f"\n{head}:\n{what}\n")
-    if len(args) > len(formals):
-        raise wrong(f"Expected at most {len(formals)} arguments but found {len(args)} positional arguments.")
-    values = list(args)
-    names = [f.name for f in formals]
-    for k in kwargs:
-        if k not in names:
-            raise wrong(f"Keyword argument {k} unknown.")
-        if names.index(k) < len(args):
-            raise wrong(f"Argument {k} specified twice.")
-    for f in formals[len(args):]:
-        if f.name in kwargs:
-            values.append(kwargs[f.name])
-        elif f.default is not NO_DEFAULT:
-            values.append(st.const(f.default, e, f.type if f.default is None else None))
-        else:
-            raise wrong(f"Argument {f.name} not provided.")
+    values = bind_arguments(formals, *call_args(st, e),
+                            lambda kind, **fields: wrong(ARGUMENT_ERRORS[kind][0].format(**fields)),
+                            lambda f: st.const(f.default, e, f.type if f.default is None else None))
     for f, v in zip(formals, values):
         if not v.type.is_subtype_of(f.type) and not (isinstance(f.type, FloatType) and isinstance(v.type, IntType)
                                                      and is_constant(v)):
