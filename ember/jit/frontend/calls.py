@@ -59,22 +59,22 @@ def call_args(st, e):
 
 # -- Python objects ------------------------------------------------------------------------------
 def _pyobj_call(st, func: PyObj, e):
-    import ember.jit
-    from ember.jit._script import ScriptFunction, script
+    from ember.jit._script import ScriptFunction, annotate, is_scripting, script
     obj = func.obj
-    if obj is getattr(ember.jit, "is_scripting", None) or getattr(obj, "_ember_is_scripting", False):
+    modifier = getattr(obj, "_ember_jit_modifier", None)
+    if obj is is_scripting:
         return st.const(True, e)
-    if getattr(obj, "_ember_jit_annotate", False):   # ember.jit.annotate(List[int], []): the value, typed
+    if obj is annotate:   # ember.jit.annotate(List[int], []): the value, typed
         if len(e.args) != 2:
             raise st.error(e, "annotate takes a type and a value")
         t = type_from_expr(st, e.args[0])
         return st.coerce(st.value(e.args[1]), t, e)
-    if getattr(obj, "_ember_jit_unused", False):
+    if modifier == "unused":
         ret = _annotated_return(obj)
         call_args(st, e)
         st.emit(prim.RaiseException, (st.const(UNUSED_MESSAGE, e), "RuntimeError"), e, rules.NONE)
         return st.emit(prim.Uninitialized, (), e, ret)
-    if getattr(obj, "_ember_jit_ignore", False):
+    if modifier == "ignore":
         args, kwargs = call_args(st, e)
         node = st.emit(obj, args, e, _annotated_return(obj), kwargs)
         node.meta["ignored"] = True

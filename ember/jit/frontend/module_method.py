@@ -13,17 +13,6 @@ from __future__ import annotations
 
 from .._callable import CompiledGraphCallable
 
-def modifier_of(fn) -> str | None:
-    """"ignore", "unused", "export" or None: what a jit decorator marked `fn` as (the attributes
-    ember.jit.ignore / unused / export set)."""
-    if getattr(fn, "_ember_jit_modifier", None) == "export":
-        return "export"
-    if getattr(fn, "_ember_jit_ignore", False):
-        return "ignore"
-    if getattr(fn, "_ember_jit_unused", False):
-        return "unused"
-    return None
-
 
 class ScriptMethod(CompiledGraphCallable):
     """A compiled method of a scripted module: ``.graph`` (inlined, printable), ``.code``

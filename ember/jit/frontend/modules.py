@@ -54,7 +54,7 @@ from ..ir.types import (DictType, ListType, ModuleType, NoneType, TensorType, Tu
                         type_of_value)
 from .module_builtins import (needs_check, script_forward_for, sequential_forward, traced_forward,
                               unused_method_builder)
-from .module_method import ScriptMethod, modifier_of
+from .module_method import ScriptMethod
 
 __all__ = ["AttrInfo", "ModuleInfo", "ScriptModule", "RecursiveScriptModule", "script_module", "export"]
 
@@ -194,7 +194,7 @@ class ModuleInfo:
             if not name.startswith("__"):
                 self._failures[name] = f"it is a {type(fn).__name__} of the class, which script does not support"
             return None
-        if modifier_of(fn) == "ignore":
+        if getattr(fn, "_ember_jit_modifier", None) == "ignore":
             return AttrInfo("ignored", None, fn, method=fn)
         if _defined_on_base(cls, name):
             self._failures[name] = f"'{name}' is a method of ember.nn.Module, which script does not support"
@@ -237,7 +237,7 @@ class ModuleInfo:
         fn = inspect.getattr_static(cls, name, None)
         if not inspect.isfunction(fn):
             raise AttributeError(self.missing_attribute_message(name))
-        if modifier_of(fn) == "unused":  # compiled as a body that raises, like torch
+        if getattr(fn, "_ember_jit_modifier", None) == "unused":  # compiled as a body that raises, like torch
             return ScriptMethod(self, name, fn=fn, builder=unused_method_builder(fn))
         return ScriptMethod(self, name, fn=fn)
 
@@ -254,7 +254,8 @@ class ModuleInfo:
         names = []
         for klass in reversed(type(self.module).__mro__):
             for key, value in vars(klass).items():
-                if inspect.isfunction(value) and modifier_of(value) == "export" and key not in names:
+                if getattr(value, "_ember_jit_modifier", None) == "export" and inspect.isfunction(value) \
+                        and key not in names:
                     names.append(key)
         return names
 
