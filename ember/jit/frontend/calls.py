@@ -22,8 +22,7 @@ import operator
 from ember.fx.node import Node
 from ember.jit._callable import ARGUMENT_ERRORS, bind_arguments, signature_str
 from ember.jit.ir import prim
-from ember.jit.ir.types import AnyType, DictType, FloatType, IntType, ListType, TensorType, \
-    from_annotation
+from ember.jit.ir.types import AnyType, DictType, FloatType, IntType, ListType, TensorType
 
 from . import builtins as rules
 from .errors import FrontendError, UnsupportedNodeError
@@ -101,10 +100,7 @@ def _pyobj_call(st, func: PyObj, e):
 
 
 def _annotated_return(fn):
-    ann = getattr(fn, "__annotations__", {}).get("return", inspect.Signature.empty)
-    if ann is inspect.Signature.empty:
-        return rules.T_
-    return from_annotation(ann, getattr(fn, "__globals__", None))
+    return rules.annotated_type(getattr(fn, "__annotations__", {}).get("return", inspect.Parameter.empty), fn)
 
 
 def _math_call(st, fn, e):
@@ -126,9 +122,10 @@ def _operator_call(st, fn, e):
 # -- ember functions -----------------------------------------------------------------------------
 def _ember_call(st, fn, e):
     args, kwargs = call_args(st, e)
-    short = rules.ember_function_name(fn).rsplit(".", 1)[1]
+    from ember.ops.registry import public_name
+    short = public_name(fn).rsplit(".", 1)[1]
     _check_ember_args(st, fn, short, args, kwargs, e)
-    t = rules.function_result_type(short, [a.type for a in args], {k: v.type for k, v in kwargs.items()})
+    t = rules.call_result_type(short, [a.type for a in args], {k: v.type for k, v in kwargs.items()})
     return st.emit(fn, args, e, t, kwargs)
 
 
