@@ -1,5 +1,5 @@
 """What every "compiled graph you can call" shares: ``ScriptFunction`` (``_script.py``),
-``ScriptMethod`` (``frontend/module_method.py``) and the loaded functions and methods of
+``ScriptMethod`` (``frontend/modules.py``) and the loaded functions and methods of
 ``_save_load.py``.
 
     values = bind_arguments(schema.arguments, args, kwargs, fail)   # also the compile-time binder
