@@ -2,8 +2,7 @@
 
 - ember functions (``ember.tanh``, ``ember.nn.functional.relu``): call_function with the same object;
 - Tensor / list / dict / str methods: call_method;
-- math, operator and the supported builtins (len, int, float, bool, str, min, max, abs, round,
-  print, isinstance, list, getattr, hasattr, sum, any, all, divmod, ord, chr);
+- math, operator and the builtins of ``builtins.BUILTIN_FUNCTIONS``;
 - other Python functions: scripted recursively, ``prim::CallFunction`` with meta["callee"];
 - ``@ember.jit.ignore`` functions: call_function on the Python function (meta["ignored"]=True);
   ``@ember.jit.unused``: prim::RaiseException at run time;
