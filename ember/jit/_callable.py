@@ -1,30 +1,45 @@
 """What every "compiled graph you can call" shares: ``ScriptFunction`` (``_script.py``),
-``ScriptMethod`` (``frontend/module_method.py``) and the loaded functions and methods of
+``ScriptMethod`` (``frontend/modules.py``) and the loaded functions and methods of
 ``_save_load.py``.
 
-    values = bind_arguments("f", schema.arguments, args, kwargs, declaration)
+    values = bind_arguments(schema.arguments, args, kwargs, fail)   # also the compile-time binder
     value = check_argument("f", position, param, value, declaration)
     class ScriptFunction(CompiledGraphCallable): ...   # .graph/.code/.graph_for/__call__
 
-Argument binding and checking follow TorchScript's (``createStackForSchema``): too many
-positionals, then a missing argument, then a stray keyword; then each value's type, an int passing
-for a float (and a tuple for a list) converted as torch converts them. The messages are torch's.
+Argument binding and checking follow TorchScript's (``createStackForSchema``): binding, then each
+value's type, an int passing for a float (and a tuple for a list) converted as torch converts
+them. The messages are torch's.
 """
 from __future__ import annotations
 
 from .ir.types import (NO_DEFAULT, AnyType, DictType, FloatType, ListType, OptionalType, TensorType, TupleType,
-                       type_of_value)
+                       py_type_str, type_of_value)
 
 
-def bind_arguments(name: str, params, args: tuple, kwargs: dict, declaration: str) -> list:
-    """`args` + `kwargs` + defaults as one value per parameter of `params`, in order; a RuntimeError
-    worded as TorchScript's otherwise.
+def signature_str(sig) -> str:
+    """``h(Tensor a, Tensor b) -> Tensor`` (TorchScript's schema form)."""
+    args = ", ".join(f"{py_type_str(a.type)} {a.name}" + ("" if a.default is NO_DEFAULT else f"={a.default!r}")
+                     for a in sig.arguments)
+    return f"{sig.name}({args}) -> {py_type_str(sig.return_type)}"
 
-        bind_arguments("f", schema.arguments, (x,), {"n": 2}, "f(Tensor x, int n=1) -> Tensor")
-    """
+
+# bind_arguments' failures: kind -> (TorchScript's wording at compile time, at run time)
+ARGUMENT_ERRORS = {
+    "too_many": ("Expected at most {n} arguments but found {found} positional arguments.",
+                 "{fn}() expected at most {n} argument(s) but received {found} argument(s)."),
+    "missing": ("Argument {arg} not provided.", "{fn}() is missing value for argument '{arg}'."),
+    "unknown": ("Keyword argument {arg} unknown.", "{fn}() got an unexpected keyword argument '{arg}'."),
+    "twice": ("Argument {arg} specified twice.", "{fn}() got multiple values for argument '{arg}'."),
+}
+
+
+def bind_arguments(params, args: tuple, kwargs: dict, fail, default=None) -> list:
+    """`args` + `kwargs` + defaults (``default(param)``, else the default itself) as one value per
+    parameter of `params`, in order. Otherwise ``raise fail(kind, **fields)`` for the first problem
+    in TorchScript's order (at compile and at run time): "too_many" (`n`, `found`), "missing",
+    then "unknown" or "twice" (`arg`)."""
     if len(args) > len(params):
-        raise RuntimeError(f"{name}() expected at most {len(params)} argument(s) but received "
-                           f"{len(args)} argument(s). Declaration: {declaration}")
+        raise fail("too_many", n=len(params), found=len(args))
     values = list(args)
     used = 0
     for p in params[len(args):]:
@@ -32,16 +47,14 @@ def bind_arguments(name: str, params, args: tuple, kwargs: dict, declaration: st
             values.append(kwargs[p.name])
             used += 1
         elif p.default is not NO_DEFAULT:
-            values.append(p.default)
+            values.append(p.default if default is None else default(p))
         else:
-            raise RuntimeError(f"{name}() is missing value for argument '{p.name}'. Declaration: {declaration}")
+            raise fail("missing", arg=p.name)
     if used != len(kwargs):  # a keyword that is no parameter, or one already given by position
         names = [p.name for p in params]
         for k in kwargs:
-            if k not in names:
-                raise RuntimeError(f"{name}() got an unexpected keyword argument '{k}'. Declaration: {declaration}")
-            if names.index(k) < len(args):
-                raise RuntimeError(f"{name}() got multiple values for argument '{k}'. Declaration: {declaration}")
+            if k not in names or names.index(k) < len(args):
+                raise fail("unknown" if k not in names else "twice", arg=k)
     return values
 
 
@@ -58,7 +71,6 @@ def check_argument(name: str, position: int, param, value, declaration: str):
         if isinstance(value, tuple) and isinstance(expected, ListType):
             return list(value)
         return value
-    from .ir.types import py_type_str
     try:
         found = py_type_str(type_of_value(value))
     except ValueError:
@@ -185,10 +197,12 @@ class CompiledGraphCallable:
         """[*receiver, *arguments]: `args`/`kwargs` bound to the schema (defaults filled, types checked)."""
         decl = self._declaration
         if decl is None:
-            from .frontend.calls import signature_str
             decl = self._declaration = signature_str(self.schema)
         params = self._params
-        values = bind_arguments(self.name, params, args, kwargs, decl)
+
+        def fail(kind, **fields):
+            return RuntimeError(f"{ARGUMENT_ERRORS[kind][1].format(fn=self.name, **fields)} Declaration: {decl}")
+        values = bind_arguments(params, args, kwargs, fail)
         for i, (p, v) in enumerate(zip(params, values)):
             values[i] = check_argument(self.name, i + self._skip, p, v, decl)
         receiver = self._receiver

@@ -82,24 +82,18 @@ def ignore(drop=False, **kwargs):
         def debug(x) -> None: print(x)
     """
     if callable(drop):
-        drop._ember_jit_ignore = True
+        drop._ember_jit_modifier = "ignore"
         return drop
 
     def decorator(fn):
-        if drop:
-            fn._ember_jit_unused = True
-        else:
-            fn._ember_jit_ignore = True
+        fn._ember_jit_modifier = "unused" if drop else "ignore"
         return fn
     return decorator
 
 
 def unused(fn):
     """Script compiles calls to `fn` as raising an exception (the function body is not compiled)."""
-    if isinstance(fn, property):
-        fn.fget._ember_jit_unused = True
-        return fn
-    fn._ember_jit_unused = True
+    (fn.fget if isinstance(fn, property) else fn)._ember_jit_modifier = "unused"
     return fn
 
 
@@ -111,15 +105,9 @@ def is_scripting() -> bool:
     return False
 
 
-is_scripting._ember_is_scripting = True
-
-
 def annotate(the_type, the_value):
     """Give a value a type in script (``annotate(List[int], [])``); returns the value eagerly."""
     return the_value
-
-
-annotate._ember_jit_annotate = True
 
 
 def script_if_tracing(fn):

@@ -4,7 +4,7 @@ Files: to_ir.py (entry and the statement/expression handler tables), state.py (w
 gets: FunctionState), statements.py, loops.py, withs.py, exprs.py, operators.py (and conditions),
 calls.py, comprehensions.py (the handlers), exits.py (return/break/continue -> flags), builtins.py
 (what is callable and the result-type rules), errors.py (compile errors with source carets),
-modules.py / module_method.py / module_builtins.py (scripting nn.Modules).
+modules.py / module_builtins.py (scripting nn.Modules).
 """
 from .errors import FrontendError, NotSupportedError, UnsupportedNodeError  # noqa: F401
 

@@ -15,29 +15,20 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 import math
 import operator
 import types
 
 from ember.jit.ir.types import (AnyType, BoolType, DeviceType, DictType, DTypeType, FloatType, IntType,
                                 ListType, NoneType, NumberType, OptionalType, ScriptType, StrType,
-                                TensorType, TupleType)
+                                TensorType, TupleType, _script_type, from_annotation)
 from ember.jit.ir.types import py_type_str  # noqa: F401  (the frontend reads it as rules.py_type_str)
 
-
-class BottomType(ScriptType):
-    """The type of ``prim::Uninitialized`` before the frontend knows what it stands for (a return
-    value not yet assigned on this path); it unifies with anything and never reaches a finished graph."""
-
-    def __eq__(self, other):
-        return isinstance(other, BottomType)
-
-    def __hash__(self):
-        return 7
-
-    def __str__(self):
-        return "Uninitialized"
-
+BottomType = _script_type("BottomType", "any", "", lambda t: "Uninitialized",
+                          "The type of ``prim::Uninitialized`` before the frontend knows what it stands for (a "
+                          "return value not yet assigned on this path); it unifies with anything and never "
+                          "reaches a finished graph.")
 
 T_ = TensorType()
 INT, FLOAT, BOOL, STR, NONE, NUM = IntType(), FloatType(), BoolType(), StrType(), NoneType(), NumberType()
@@ -162,13 +153,9 @@ def _has_dim(args: list, kwargs: dict, first: int) -> bool:
     return len(args) > first and isinstance(args[first], (IntType, BoolType))
 
 
-def function_result_type(name: str, arg_types: list, kwarg_types: dict) -> ScriptType:
-    """Result type of ember.<name>(...) / ember.nn.functional.<name>(...) (Tensor unless listed)."""
-    return _listed_result_type(name, arg_types, kwarg_types, 1)
-
-
-def _listed_result_type(name: str, arg_types: list, kwarg_types: dict, dim_at: int) -> ScriptType:
-    # the tables above; `dim_at`: where a positional dim stands (after the tensor for functions)
+def call_result_type(name: str, arg_types: list, kwarg_types: dict, dim_at: int = 1) -> ScriptType:
+    """Result type of ember.<name>(...) / ember.nn.functional.<name>(...) or, `dim_at` 0 (where a
+    positional dim stands: no tensor before it), of a Tensor method: Tensor unless listed above."""
     if name in _TUPLE_RESULT or (name in _TUPLE_WITH_DIM and _has_dim(arg_types, kwarg_types, dim_at)):
         return TT
     if name in _LIST_RESULT:
@@ -199,7 +186,7 @@ def tensor_method_type(name: str, arg_types: list, kwarg_types: dict) -> ScriptT
         return INT if (arg_types or "dim" in kwarg_types) else ListType(INT)
     if name == "item":
         return NUM
-    return _listed_result_type(name, arg_types, kwarg_types, 0)
+    return call_result_type(name, arg_types, kwarg_types, 0)
 
 
 def list_method_type(name: str, list_type: ListType, arg_types: list) -> ScriptType | None:
@@ -306,6 +293,13 @@ def builtin_result_type(fn, types: list) -> ScriptType | None:
     return {round: INT if n == 1 else FLOAT, ord: INT, chr: STR}.get(fn)
 
 
+def annotated_type(annotation, fn) -> ScriptType:
+    """The type an annotation of function `fn` names; Tensor where there is none (script's default)."""
+    if annotation is inspect.Parameter.empty:
+        return T_
+    return from_annotation(annotation, getattr(fn, "__globals__", None))
+
+
 def classify(obj) -> str:
     """What a Python object reached by name is, for the frontend's call/attribute dispatch:
     'module', 'ember_function', 'math_function', 'operator_function', 'builtin', 'exception',
@@ -345,10 +339,4 @@ def classify(obj) -> str:
 def _constant_tuple(value) -> bool:
     return all(v is None or isinstance(v, (bool, int, float, str)) or (isinstance(v, tuple) and _constant_tuple(v))
                for v in value)
-
-
-def ember_function_name(obj) -> str:
-    """The public dotted name of an ember function (``ember.nn.functional.relu``)."""
-    from ember.ops.registry import public_name
-    return public_name(obj)
 

@@ -2,8 +2,7 @@
 
 - ember functions (``ember.tanh``, ``ember.nn.functional.relu``): call_function with the same object;
 - Tensor / list / dict / str methods: call_method;
-- math, operator and the supported builtins (len, int, float, bool, str, min, max, abs, round,
-  print, isinstance, list, getattr, hasattr, sum, any, all, divmod, ord, chr);
+- math, operator and the builtins of ``builtins.BUILTIN_FUNCTIONS``;
 - other Python functions: scripted recursively, ``prim::CallFunction`` with meta["callee"];
 - ``@ember.jit.ignore`` functions: call_function on the Python function (meta["ignored"]=True);
   ``@ember.jit.unused``: prim::RaiseException at run time;
@@ -20,9 +19,9 @@ import inspect
 import operator
 
 from ember.fx.node import Node
+from ember.jit._callable import ARGUMENT_ERRORS, bind_arguments, signature_str
 from ember.jit.ir import prim
-from ember.jit.ir.types import NO_DEFAULT, AnyType, DictType, FloatType, IntType, ListType, TensorType, \
-    from_annotation
+from ember.jit.ir.types import AnyType, DictType, FloatType, IntType, ListType, TensorType
 
 from . import builtins as rules
 from .errors import FrontendError, UnsupportedNodeError
@@ -32,13 +31,6 @@ from .state import (COMPILING, BoundMethod, ModuleDictView, ModuleListValue, Mod
                     Unrolled, is_constant)
 
 UNUSED_MESSAGE = "This function was marked as @ember.jit.unused and cannot be called from script"
-
-
-def signature_str(sig) -> str:
-    """``h(Tensor a, Tensor b) -> Tensor`` (TorchScript's schema form)."""
-    args = ", ".join(f"{rules.py_type_str(a.type)} {a.name}" + ("" if a.default is NO_DEFAULT else f"={a.default!r}")
-                     for a in sig.arguments)
-    return f"{sig.name}({args}) -> {rules.py_type_str(sig.return_type)}"
 
 
 def compile_call(st, e):
@@ -65,22 +57,22 @@ def call_args(st, e):
 
 # -- Python objects ------------------------------------------------------------------------------
 def _pyobj_call(st, func: PyObj, e):
-    import ember.jit
-    from ember.jit._script import ScriptFunction, script
+    from ember.jit._script import ScriptFunction, annotate, is_scripting, script
     obj = func.obj
-    if obj is getattr(ember.jit, "is_scripting", None) or getattr(obj, "_ember_is_scripting", False):
+    modifier = getattr(obj, "_ember_jit_modifier", None)
+    if obj is is_scripting:
         return st.const(True, e)
-    if getattr(obj, "_ember_jit_annotate", False):   # ember.jit.annotate(List[int], []): the value, typed
+    if obj is annotate:   # ember.jit.annotate(List[int], []): the value, typed
         if len(e.args) != 2:
             raise st.error(e, "annotate takes a type and a value")
         t = type_from_expr(st, e.args[0])
         return st.coerce(st.value(e.args[1]), t, e)
-    if getattr(obj, "_ember_jit_unused", False):
+    if modifier == "unused":
         ret = _annotated_return(obj)
         call_args(st, e)
         st.emit(prim.RaiseException, (st.const(UNUSED_MESSAGE, e), "RuntimeError"), e, rules.NONE)
         return st.emit(prim.Uninitialized, (), e, ret)
-    if getattr(obj, "_ember_jit_ignore", False):
+    if modifier == "ignore":
         args, kwargs = call_args(st, e)
         node = st.emit(obj, args, e, _annotated_return(obj), kwargs)
         node.meta["ignored"] = True
@@ -107,10 +99,7 @@ def _pyobj_call(st, func: PyObj, e):
 
 
 def _annotated_return(fn):
-    ann = getattr(fn, "__annotations__", {}).get("return", inspect.Signature.empty)
-    if ann is inspect.Signature.empty:
-        return rules.T_
-    return from_annotation(ann, getattr(fn, "__globals__", None))
+    return rules.annotated_type(getattr(fn, "__annotations__", {}).get("return", inspect.Parameter.empty), fn)
 
 
 def _math_call(st, fn, e):
@@ -132,9 +121,10 @@ def _operator_call(st, fn, e):
 # -- ember functions -----------------------------------------------------------------------------
 def _ember_call(st, fn, e):
     args, kwargs = call_args(st, e)
-    short = rules.ember_function_name(fn).rsplit(".", 1)[1]
+    from ember.ops.registry import public_name
+    short = public_name(fn).rsplit(".", 1)[1]
     _check_ember_args(st, fn, short, args, kwargs, e)
-    t = rules.function_result_type(short, [a.type for a in args], {k: v.type for k, v in kwargs.items()})
+    t = rules.call_result_type(short, [a.type for a in args], {k: v.type for k, v in kwargs.items()})
     return st.emit(fn, args, e, t, kwargs)
 
 
@@ -271,28 +261,14 @@ def _call_scripted(st, target, receiver: tuple, callee, e, skip_self: bool = Fal
 
 def _bind_schema(st, sig, e, skip_self: bool) -> list:
     """Match a call's arguments to a scripted callee's Signature (compile-time checks)."""
-    formals = list(sig.arguments[1:] if skip_self else sig.arguments)
-    args, kwargs = call_args(st, e)
+    formals = sig.arguments[1:] if skip_self else sig.arguments
     head = signature_str(sig)
 
     def wrong(what):
         return st.error(e.func, f"\n{head}:\n{what}\n")
-    if len(args) > len(formals):
-        raise wrong(f"Expected at most {len(formals)} arguments but found {len(args)} positional arguments.")
-    values = list(args)
-    names = [f.name for f in formals]
-    for k in kwargs:
-        if k not in names:
-            raise wrong(f"Keyword argument {k} unknown.")
-        if names.index(k) < len(args):
-            raise wrong(f"Argument {k} specified twice.")
-    for f in formals[len(args):]:
-        if f.name in kwargs:
-            values.append(kwargs[f.name])
-        elif f.default is not NO_DEFAULT:
-            values.append(st.const(f.default, e, f.type if f.default is None else None))
-        else:
-            raise wrong(f"Argument {f.name} not provided.")
+    values = bind_arguments(formals, *call_args(st, e),
+                            lambda kind, **fields: wrong(ARGUMENT_ERRORS[kind][0].format(**fields)),
+                            lambda f: st.const(f.default, e, f.type if f.default is None else None))
     for f, v in zip(formals, values):
         if not v.type.is_subtype_of(f.type) and not (isinstance(f.type, FloatType) and isinstance(v.type, IntType)
                                                      and is_constant(v)):

@@ -30,16 +30,6 @@ class DictCompStore(ast.stmt):
     _fields = ("key", "value")
 
 
-class _Renamer(ast.NodeTransformer):
-    def __init__(self, names: dict):
-        self.names = names
-
-    def visit_Name(self, node):
-        if node.id in self.names:
-            return ast.copy_location(ast.Name(id=self.names[node.id], ctx=node.ctx), node)
-        return node
-
-
 def compile_listcomp(st, e):   # generator expressions too
     def append(name, elt):
         return ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="append",
@@ -82,10 +72,13 @@ def _comprehension(st, e, container, results: list, innermost_of):
     name = f"$comp{k}"
     st.env[name] = container
     bound = {n.id for g in e.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
-    renamer = _Renamer({b: f"$c{k}_{b}" for b in bound})
 
     def renamed(node):
-        return renamer.visit(copy.deepcopy(node))
+        node = copy.deepcopy(node)
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in bound:
+                n.id = f"$c{k}_{n.id}"
+        return node
     innermost = innermost_of(name, *[renamed(r) for r in results])
     body = [innermost]
     for i, g in reversed(list(enumerate(e.generators))):

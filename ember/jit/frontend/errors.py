@@ -14,6 +14,7 @@ offending expression, like TorchScript's:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 
 @dataclass
@@ -127,9 +128,5 @@ def keyword_span(s):
     """Where torch puts the carets for an unsupported statement: under its keyword (``try``,
     ``global``, ``def``), else under its first character."""
     keyword = _UNSUPPORTED.get(type(s).__name__, (None, None))[1]
-
-    class _Span:
-        lineno = end_lineno = s.lineno
-        col_offset = s.col_offset
-        end_col_offset = s.col_offset + (len(keyword) if keyword else 1)
-    return _Span()
+    return SimpleNamespace(lineno=s.lineno, end_lineno=s.lineno, col_offset=s.col_offset,
+                           end_col_offset=s.col_offset + (len(keyword) if keyword else 1))

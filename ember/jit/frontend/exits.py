@@ -16,6 +16,7 @@ Synthetic names start with ``$`` so they never clash with user variables.
 from __future__ import annotations
 
 import ast
+from collections import namedtuple
 
 RET, RETVAL, UNINIT = "$ret", "$retval", "$uninit"
 
@@ -32,30 +33,20 @@ def always_exits(stmts: list) -> bool:
     return False
 
 
-def _exit_kinds(stmts: list, in_nested_loop: bool = False) -> set:
+def _exit_kinds(stmts: list, nested: bool = False) -> set:
+    """Which of "return", "break", "continue" `stmts` may take (`nested`: inside a loop of theirs,
+    whose own break/continue these are not)."""
     kinds = set()
     for s in stmts:
-        for node in _walk_stmt(s, in_nested_loop):
-            kinds.add(node)
+        if isinstance(s, ast.Return):
+            kinds.add("return")
+        elif isinstance(s, (ast.Break, ast.Continue)) and not nested:
+            kinds.add("break" if isinstance(s, ast.Break) else "continue")
+        elif isinstance(s, (ast.For, ast.While)):
+            kinds |= _exit_kinds(s.body + s.orelse, True)
+        elif isinstance(s, (ast.If, ast.With, ast.Try)):
+            kinds |= _exit_kinds(s.body + (s.orelse if isinstance(s, ast.If) else []), nested)
     return kinds
-
-
-def _walk_stmt(s, nested: bool):
-    if isinstance(s, ast.Return):
-        yield "return"
-    elif isinstance(s, ast.Break) and not nested:
-        yield "break"
-    elif isinstance(s, ast.Continue) and not nested:
-        yield "continue"
-    elif isinstance(s, (ast.For, ast.While)):
-        for b in s.body + s.orelse:
-            yield from _walk_stmt(b, True)
-    elif isinstance(s, ast.If):
-        for b in s.body + s.orelse:
-            yield from _walk_stmt(b, nested)
-    elif isinstance(s, (ast.With, ast.Try)):
-        for b in getattr(s, "body", []):
-            yield from _walk_stmt(b, nested)
 
 
 def _name(id_: str, src, store: bool = False) -> ast.Name:
@@ -70,16 +61,22 @@ def _const(value, src) -> ast.Constant:
     return ast.copy_location(ast.Constant(value=value), src)
 
 
-def _guard(flags: list, body: list, src) -> ast.If:
-    tests = [_name(f, src) for f in flags]
-    test = tests[0] if len(tests) == 1 else ast.copy_location(ast.BoolOp(op=ast.Or(), values=tests), src)
-    return ast.copy_location(ast.If(test=ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), src),
-                                    body=body, orelse=[]), src)
+def none_set(flags: list, src, extra=None):
+    """``not f1 and not f2 ... [and extra]`` at `src` (None when there is nothing to test)."""
+    tests = [ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=_name(f, src)), src) for f in flags]
+    if extra is not None:
+        tests.append(extra)
+    if len(tests) <= 1:
+        return tests[0] if tests else None
+    return ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), src)
 
 
-class _Loop:
-    def __init__(self, brk, cont):
-        self.brk, self.cont = brk, cont
+def guard(flags: list, body: list, src) -> ast.If:
+    """``if <none of flags set>: body``."""
+    return ast.copy_location(ast.If(test=none_set(flags, src), body=body, orelse=[]), src)
+
+
+_Loop = namedtuple("_Loop", "brk cont")   # the flag names a loop's break / continue set (or None)
 
 
 class ExitLowering:
@@ -152,7 +149,7 @@ class ExitLowering:
         did (they are then lowered, the block is done)."""
         flags = self._flags(_exit_kinds([s]), loop)
         if flags and rest:
-            out.append(_guard(flags, self.block(rest, loop), rest[0]))
+            out.append(guard(flags, self.block(rest, loop), rest[0]))
             return True
         return False
 

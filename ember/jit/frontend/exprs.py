@@ -12,7 +12,7 @@ import operator
 
 from ember.fx.node import Node
 from ember.jit.ir import prim
-from ember.jit.ir.types import (AnyType, BoolType, DictType, IntType, ListType, ModuleType, OptionalType, StrType,
+from ember.jit.ir.types import (AnyType, BoolType, DictType, IntType, ListType, OptionalType, StrType,
                                 TensorType, TupleType)
 
 from . import builtins as rules
@@ -205,20 +205,14 @@ def module_attribute(st, mv: ModuleValue, name: str, e):
         return ModuleDictView(mv, name)
     info = mv.info.attribute(name)
     if info is None:
-        explain = getattr(mv.info, "missing_attribute_message", None)
-        raise st.error(e, explain(name) if explain is not None else
-                       f"Module '{mv.info.qualified_name}' has no attribute '{name}'")
+        raise st.error(e, mv.info.missing_attribute_message(name))
     kind = info.kind
     if kind in ("parameter", "buffer", "attribute"):
         return st.emit(prim.GetAttr, (mv.node, name), e, info.type)
     if kind == "constant":
         return st.const(info.value, e, info.type)
-    if kind == "module":
-        node = st.emit(prim.GetAttr, (mv.node, name), e, ModuleType(info.module_info.qualified_name))
-        return ModuleValue(node, info.module_info, info.items)
-    if kind == "modulelist":
-        return ModuleListValue(st.emit(prim.GetAttr, (mv.node, name), e, info.type or ModuleType("ModuleList")),
-                               info.items)
+    if kind in ("module", "modulelist"):
+        return _submodule(st.emit(prim.GetAttr, (mv.node, name), e, info.type), info)
     if kind in ("method", "ignored"):
         return ModuleMethod(mv, name, info)
     raise st.error(e, f"Module attribute '{name}' of kind {kind!r} cannot be used in script")
@@ -230,10 +224,9 @@ def static_len(v):
         return len(v.values)
     if isinstance(v, (ModuleListValue, ModuleValue)) and v.items is not None:
         return len(v.items)
-    module = getattr(v.info, "module", None) if isinstance(v, ModuleValue) else None
-    import ember.nn as nn
-    if isinstance(module, (nn.ModuleDict, nn.ModuleList, nn.Sequential)):
-        return len(module)
+    from ember.nn import ModuleDict
+    if isinstance(v, ModuleValue) and isinstance(v.info.module, ModuleDict):
+        return len(v.info.module)
     return None
 
 
@@ -241,12 +234,12 @@ def modulelist_item(st, mlv, i: int, e):
     """Element `i` (a constant) of a ModuleList or Sequential value."""
     if not -len(mlv.items) <= i < len(mlv.items):
         raise st.error(e, f"index {i} is out of range for a ModuleList of length {len(mlv.items)}")
-    i = i % len(mlv.items)
-    item = mlv.items[i]
-    key = str(i)
-    if isinstance(mlv, ModuleValue) and getattr(mlv.info, "module", None) is not None:
-        key = list(mlv.info.module._modules)[i]   # Sequential children may have names
-    node = st.emit(prim.GetAttr, (mlv.node, key), e, ModuleType(item.module_info.qualified_name))
-    if item.kind == "modulelist":
-        return ModuleListValue(node, item.items)
-    return ModuleValue(node, item.module_info, item.items)
+    key, item = mlv.items[i % len(mlv.items)]
+    return _submodule(st.emit(prim.GetAttr, (mlv.node, key), e, item.type), item)
+
+
+def _submodule(node: Node, attr):
+    """The value of the submodule `attr` (an AttrInfo of kind "module" or "modulelist") read as `node`."""
+    if attr.kind == "modulelist":
+        return ModuleListValue(node, attr.items)
+    return ModuleValue(node, attr.module_info, attr.items)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import operator
+from collections import namedtuple
 
 from ember.fx.node import Node
 from ember.jit.ir import add_block, block_params, call, prim, set_block_returns, unpack_outputs
@@ -23,6 +24,7 @@ from ember.jit.ir.types import DictType, IntType, ListType, NoneType, OptionalTy
 
 from . import builtins as rules
 from .errors import NotSupportedError
+from .exits import guard, none_set
 from .exprs import modulelist_item
 from .operators import close_if, emit_cond, emit_if, to_bool
 from .state import ModuleListValue, ModuleValue, PyObj, Unrolled, is_constant
@@ -36,30 +38,11 @@ class BindValue(ast.stmt):
     _fields = ("target",)
 
 
-class _Indexed:
-    """An iterable read by index: `length` (int node) and `item(i)` emitting the element."""
-
-    def __init__(self, length, item):
-        self.length, self.item = length, item
+_Indexed = namedtuple("_Indexed", "length item")   # an iterable read by index: int node, i -> element
 
 
-def _stored_names(stmts: list) -> list:
-    names = []
-    for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in names:
-                names.append(n.id)
-    return names
-
-
-def _flag_test(flags: list, src, extra=None):
-    tests = [ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=ast.copy_location(
-        ast.Name(id=f, ctx=ast.Load()), src)), src) for f in flags]
-    if extra is not None:
-        tests.append(extra)
-    if len(tests) <= 1:
-        return tests[0] if tests else None
-    return ast.copy_location(ast.BoolOp(op=ast.And(), values=tests), src)
+def _stored_names(stmts: list) -> set:
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 _SIZE_CHANGING = {"append", "pop", "extend", "insert", "remove", "clear", "popitem", "update", "setdefault"}
@@ -123,13 +106,13 @@ def compile_for(st, s):
     def body(i):
         assign(st, s.target, it.item(i), s)
         return st.block(s.body)
-    return _emit_loop(st, s, it.length, st.const(True, s), body, _flag_test(flags, s))
+    return _emit_loop(st, s, it.length, st.const(True, s), body, none_set(flags, s))
 
 
 def compile_while(st, s):
     if s.orelse:
         raise NotSupportedError(st.ctx, s, "while-else loops aren't supported")
-    test = _flag_test(getattr(s, "_exit_flags", []), s, s.test)
+    test = none_set(getattr(s, "_exit_flags", []), s, s.test)
     start = to_bool(st, emit_cond(st, test)[0], s.test)
     return _emit_loop(st, s, st.const(MAX_TRIPS, s), start, lambda i: st.block(s.body), test)
 
@@ -251,14 +234,14 @@ def _unroll(st, s, values: list, flags: list):
         bind.bound_value = v
         body = [bind] + list(s.body)
         if k > 0 and flags:
-            body = [ast.copy_location(ast.If(test=_flag_test(flags, s), body=body, orelse=[]), s)]
+            body = [guard(flags, body, s)]
         if st.block(body):
             return True
     return False
 
 
 def _emit_loop(st, s, trips: Node, start: Node, body_fn, next_test):
-    stored = set(_stored_names(s.body)) | set(_stored_names([s.target]) if isinstance(s, ast.For) else ())
+    stored = _stored_names(s.body) | (_stored_names([s.target]) if isinstance(s, ast.For) else set())
     carried = [n for n in st.env if n in stored and isinstance(st.env[n], Node)]
     inits = [st.env[n] for n in carried]
     types = [v.type for v in inits]

@@ -181,22 +181,19 @@ def unused_method_builder(fn):
     def build(info):
         from ember.jit import ir
         from ember.jit.ir import prim
-        from ember.jit.ir.types import NO_DEFAULT, Argument, NoneType, Signature, TensorType, from_annotation
-        globals_ = getattr(fn, "__globals__", None)
+        from ember.jit.ir.types import NO_DEFAULT, Argument, NoneType, Signature
 
-        def type_of(ann):
-            return TensorType() if ann is inspect.Parameter.empty else from_annotation(ann, globals_)
-
+        from .builtins import annotated_type
         sig = inspect.signature(fn)
         graph = ir.new_graph()
         args = []
         for i, p in enumerate(sig.parameters.values()):
-            t = info.type if i == 0 else type_of(p.annotation)
+            t = info.type if i == 0 else annotated_type(p.annotation, fn)
             node = graph.placeholder(p.name, type_expr=t)
             node.meta["jit_name"] = p.name
             default = NO_DEFAULT if i == 0 or p.default is inspect.Parameter.empty else p.default
             args.append(Argument(p.name, t, default))
-        ret = type_of(sig.return_annotation)
+        ret = annotated_type(sig.return_annotation, fn)
         message = f"The method '{fn.__name__}' was marked as @ember.jit.unused and cannot be called from script"
         ir.call(graph, prim.RaiseException, (message, "RuntimeError"), type_=NoneType())
         value = ir.call(graph, prim.Uninitialized, (), type_=ret)

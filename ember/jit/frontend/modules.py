@@ -4,40 +4,24 @@
     scripted(x)                                  # runs forward's graph through the GraphExecutor
     print(scripted.graph)                        # %self.1 : __torch__.MyModule, prim::GetAttr[name="w"](%self.1)
 
-How it fits together (the frontend <-> module protocol of the shared spec):
-- ``script_module(m)`` builds a ``RecursiveScriptModule`` for `m` and, recursively, for each child.
-  The scripted module SHARES the original's parameter and buffer tensors (scripting copies no
-  weights, like torch); plain attributes are copied into it (shallow copies of lists/dicts).
-- Each scripted module has a ``ModuleInfo`` that the frontend (``to_ir.compile_function(fn,
-  self_info=info)``) asks about ``self.<name>``: ``attribute(name)`` -> ``AttrInfo`` (parameter,
-  buffer, attribute, constant, module, modulelist, method, ignored) and ``method(name)`` -> the
-  ``ScriptMethod``, compiled on first use and cached.
-- At run time a method's graph gets the scripted module object as input 0; ``prim::GetAttr``
-  reads its attributes, so ``scripted.eval()`` / ``scripted.n = 5`` are seen by the next call.
-  What compiled code folded cannot change: setting a constant, a None-typed attribute, a tuple
-  attribute to another length, or a submodule to another class (or one whose folded attributes
-  differ) raises, as torch refuses re-typing a ScriptModule's attribute.
+``script_module(m)`` builds a ``RecursiveScriptModule`` for `m` and its children. It SHARES the
+original's parameters and buffers (scripting copies no weights, like torch); plain attributes are
+copied (lists/dicts shallowly). The frontend asks each module's ``ModuleInfo`` what ``self.<name>``
+is (``attribute`` -> ``AttrInfo``) and for its compiled methods (``method``). At run time a method's
+graph gets the scripted module as input 0 and ``prim::GetAttr`` reads it, so ``scripted.eval()`` /
+``scripted.n = 5`` are seen by the next call; what compiled code folded in cannot change (see
+``RecursiveScriptModule.__setattr__``).
 
 Choices where the spec leaves room (documented for the lead):
-- Only the top module's ``forward`` and its ``@ember.jit.export`` methods compile eagerly;
-  submodule methods compile when something calls them (torch compiles every child's forward).
-  So an unused child whose forward is not scriptable does not stop scripting.
+- Submodule methods compile when something calls them (torch compiles every child's forward), so an
+  unused child whose forward is not scriptable does not stop scripting.
 - A parameter or buffer that is None is typed ``NoneType``, as torch does (the brief said
   Optional[Tensor]; NoneType lets ``if self.bias is not None: y = y + self.bias`` compile,
   because the frontend folds the test, while Optional would need a local to refine).
 - ``__constants__`` / ``Final`` attributes are constants (lists become tuples, as in torch).
-- ``Sequential`` is a "module" attribute whose AttrInfo also has ``items`` (so it can be
-  iterated like a ModuleList); ``ModuleList`` is "modulelist" and also has ``module_info``.
-- ``@ember.jit.ignore`` methods are "ignored" (a Python call at run time, not saveable);
-  ``@ember.jit.unused`` methods compile to a body that raises (module_builtins.unused_method_builder),
-  as torch does, so the module still scripts and saves.
-- ember's own layers whose forward is outside the language get a scriptable stand-in from
-  ``module_builtins.SCRIPT_FORWARDS``; any class may define ``__script_forward__`` likewise.
-  A traced submodule (``ember.jit.trace``) is scripted from its recorded graph.
-- ``copy.deepcopy`` re-scripts a deep copy; pickling raises (use ember.jit.save).
-- Types are per instance: ``qualified_name`` is the class name for user classes
-  (``__torch__.MyModule``; torch adds the Python module path unless it is ``__main__``) and the
-  full path for ember's own (``__torch__.ember.nn.modules.linear.Linear``).
+- ``@ember.jit.unused`` methods compile to a body that raises, as torch does, so the module still
+  scripts and saves; ember's own layers whose forward is outside the language get a stand-in
+  (module_builtins.py).
 """
 from __future__ import annotations
 
@@ -50,11 +34,11 @@ from typing import Any
 from ember.nn.modules.container import ModuleList, Sequential
 from ember.nn.modules.module import Module
 
+from .._callable import CompiledGraphCallable
 from ..ir.types import (DictType, ListType, ModuleType, NoneType, TensorType, TupleType, from_annotation,
                         type_of_value)
 from .module_builtins import (needs_check, script_forward_for, sequential_forward, traced_forward,
                               unused_method_builder)
-from .module_method import ScriptMethod, modifier_of
 
 __all__ = ["AttrInfo", "ModuleInfo", "ScriptModule", "RecursiveScriptModule", "script_module", "export"]
 
@@ -66,7 +50,7 @@ class AttrInfo:
     type: Any
     value: Any = None
     module_info: Any = None
-    items: list | None = None
+    items: list | None = None   # (name, AttrInfo) of a ModuleList's / Sequential's children
     method: Any = None
 
 
@@ -180,7 +164,7 @@ class ModuleInfo:
         info = child._info
         items = None
         if isinstance(info.module, (ModuleList, Sequential)):
-            items = [info.attribute(k) for k in info.module._modules]
+            items = [(k, info.attribute(k)) for k in info.module._modules]
         kind = "modulelist" if isinstance(info.module, ModuleList) else "module"
         return AttrInfo(kind, info.type, child, module_info=info, items=items)
 
@@ -194,7 +178,7 @@ class ModuleInfo:
             if not name.startswith("__"):
                 self._failures[name] = f"it is a {type(fn).__name__} of the class, which script does not support"
             return None
-        if modifier_of(fn) == "ignore":
+        if getattr(fn, "_ember_jit_modifier", None) == "ignore":
             return AttrInfo("ignored", None, fn, method=fn)
         if _defined_on_base(cls, name):
             self._failures[name] = f"'{name}' is a method of ember.nn.Module, which script does not support"
@@ -222,41 +206,71 @@ class ModuleInfo:
     def _compile(self, name: str) -> ScriptMethod:
         cls = type(self.module)
         if name == "forward":
-            if isinstance(self.module, Sequential):
-                return ScriptMethod(self, name, builder=sequential_forward)
-            if _is_traced(self.module):
-                return ScriptMethod(self, name, builder=traced_forward)
-            fn = script_forward_for(cls) or getattr(cls, "forward", None)
-            why = needs_check(cls, fn)
-            if fn is None or getattr(fn, "__name__", "") == "_forward_unimplemented":
-                why = "it does not define forward"
+            fn, builder = self._forward_source()
+            why = needs_check(cls, fn) if (fn, builder) != (None, None) else "it does not define forward"
             if why is not None:
                 from .errors import FrontendError
                 raise FrontendError(None, None, f"cannot script module class '{qualified_name_of(cls)}': {why}")
-            return ScriptMethod(self, name, fn=fn)
+            return ScriptMethod(self, name, fn=fn, builder=builder)
         fn = inspect.getattr_static(cls, name, None)
         if not inspect.isfunction(fn):
             raise AttributeError(self.missing_attribute_message(name))
-        if modifier_of(fn) == "unused":  # compiled as a body that raises, like torch
+        if getattr(fn, "_ember_jit_modifier", None) == "unused":  # compiled as a body that raises, like torch
             return ScriptMethod(self, name, fn=fn, builder=unused_method_builder(fn))
         return ScriptMethod(self, name, fn=fn)
 
+    def _forward_source(self) -> tuple:
+        """``(function, graph builder)`` forward compiles from, one of them None; (None, None) when
+        the module has no forward (nor a builtin one from module_builtins)."""
+        if isinstance(self.module, Sequential):
+            return None, sequential_forward
+        if _is_traced(self.module):
+            return None, traced_forward
+        fn = script_forward_for(type(self.module)) or getattr(type(self.module), "forward", None)
+        return (None if getattr(fn, "__name__", "") == "_forward_unimplemented" else fn), None
+
     def has_forward(self) -> bool:
-        """True if the module defines (or the builtin table gives it) a forward to compile."""
-        cls = type(self.module)
-        if isinstance(self.module, Sequential) or _is_traced(self.module) or script_forward_for(cls) is not None:
-            return True
-        fn = getattr(cls, "forward", None)
-        return fn is not None and getattr(fn, "__name__", "") != "_forward_unimplemented"
+        return self._forward_source() != (None, None)
 
     def exported_names(self) -> list:
         """Names of the class's ``@ember.jit.export`` methods."""
         names = []
         for klass in reversed(type(self.module).__mro__):
             for key, value in vars(klass).items():
-                if inspect.isfunction(value) and modifier_of(value) == "export" and key not in names:
+                if getattr(value, "_ember_jit_modifier", None) == "export" and inspect.isfunction(value) \
+                        and key not in names:
                     names.append(key)
         return names
+
+
+class ScriptMethod(CompiledGraphCallable):
+    """A compiled method of a scripted module: ``.graph`` (inlined, printable), ``.code``
+    (from the un-inlined graph, like TorchScript), ``.schema``, ``._graph`` (the un-inlined fx
+    Graph, which the executor runs), ``graph_for(*args)``; calling it runs it."""
+
+    _skip = 1   # the module: passed as input 0, not by the caller
+
+    def __init__(self, owner, name: str, fn=None, builder=None):
+        self.owner = owner          # the ModuleInfo
+        self.original_fn = fn
+        if builder is not None:
+            graph, schema = builder(owner)
+        else:
+            from .to_ir import compile_function
+            graph, schema = compile_function(fn, self_info=owner, name=name)
+        self._graph = graph
+        self._init_callable(name, schema)
+
+    def __repr__(self):
+        return f"<ScriptMethod {self.owner.qualified_name}.{self.name}>"
+
+    @property
+    def _graph_uninlined(self):
+        return self._graph
+
+    @property
+    def _receiver(self) -> tuple:
+        return (self.owner.scripted,)
 
 
 def _is_traced(module) -> bool:
@@ -365,11 +379,8 @@ class RecursiveScriptModule(ScriptModule):
 
     @property
     def forward(self):
-        """The compiled forward (a bound ScriptMethod: call it, or read ``.graph``/``.schema``)."""
-        bound = self.__dict__.get("_forward_bound")
-        if bound is None:
-            bound = self.__dict__["_forward_bound"] = _BoundMethod(self._info.method("forward"))
-        return bound
+        """The compiled forward (a ScriptMethod, bound to this module: call it, or read ``.graph``)."""
+        return self._info.method("forward")
 
     def _forward_method(self):
         return self._info.method("forward")
@@ -387,10 +398,10 @@ class RecursiveScriptModule(ScriptModule):
         info = self.__dict__.get("_info")
         if info is not None and not name.startswith("__"):
             if name in info._methods:
-                return _BoundMethod(info._methods[name])
+                return info._methods[name]
             attr = info.attribute(name) if name != "forward" else None
             if attr is not None and attr.kind == "method":
-                return _BoundMethod(attr.method)
+                return attr.method
             if attr is not None and attr.kind == "ignored":
                 return attr.method.__get__(self, type(self))
         raise AttributeError(f"'RecursiveScriptModule' object has no attribute '{name}'")
@@ -428,19 +439,20 @@ class RecursiveScriptModule(ScriptModule):
     def __deepcopy__(self, memo):
         """A deep copy, scripted again: graphs are rebuilt for the copy (they name their module),
         tensors and attributes are copied from this scripted module's current state."""
-        original = self._info.module
-        pairs = list(_tree_pairs(self))
-        for scripted, orig in pairs:  # the copy starts from the scripted side's tensors
+        # (path, scripted module, its original) down the tree: the scripted tree mirrors the
+        # original's, so a path names the matching module of the copy too
+        pairs = [(path, sub, sub._info.module) for path, sub in self.named_modules() if "_info" in sub.__dict__]
+        for _, scripted, orig in pairs:  # the copy starts from the scripted side's tensors
             for store in ("_parameters", "_buffers"):
                 for name, t in getattr(scripted, store).items():
                     old = getattr(orig, store).get(name)
                     if old is not None and t is not None and id(old) not in memo:
                         memo[id(old)] = copy.deepcopy(t, memo)
-        clone = copy.deepcopy(original, memo)
-        for (scripted, orig), (_, new) in zip(pairs, _tree_pairs_of(clone, pairs)):
+        clone = copy.deepcopy(self._info.module, memo)
+        for path, scripted, _ in pairs:
+            new = clone.get_submodule(path)
             for key, value in scripted.__dict__.items():
-                if key in new.__dict__ and key not in _INTERNAL and key not in ("_info", "original_name",
-                                                                                  "_forward_bound"):
+                if key in new.__dict__ and key not in _INTERNAL and key not in ("_info", "original_name"):
                     new.__dict__[key] = copy.deepcopy(value, memo)
         return script_module(clone)
 
@@ -492,22 +504,6 @@ def _same_constant(a, b) -> bool:
         return False
 
 
-class _BoundMethod:
-    """``scripted.helper``: call a compiled method on its module."""
-
-    def __init__(self, method: ScriptMethod):
-        self._method = method
-
-    def __call__(self, *args, **kwargs):
-        return self._method(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._method, name)
-
-    def __repr__(self):
-        return f"<ScriptMethod {self._method.owner.qualified_name}.{self._method.name}>"
-
-
 def _build(module: Module, memo: dict) -> RecursiveScriptModule:
     if id(module) in memo:
         return memo[id(module)]
@@ -549,19 +545,3 @@ def script_module(module: Module) -> RecursiveScriptModule:
     for name in info.exported_names():
         info.method(name)
     return scripted
-
-
-def _tree_pairs(scripted: RecursiveScriptModule):
-    """(scripted module, its original) for every scripted module of the tree, in named_modules order."""
-    for _, sub in scripted.named_modules():
-        info = sub.__dict__.get("_info")
-        if info is not None:
-            yield sub, info.module
-
-
-def _tree_pairs_of(clone: Module, pairs: list):
-    """(original, matching module of `clone`) for each pair, found by the same submodule path."""
-    by_id = {id(orig): path for path, orig in pairs[0][1].named_modules()} if pairs else {}
-    for _, orig in pairs:
-        path = by_id.get(id(orig), "")
-        yield orig, clone.get_submodule(path) if path else clone

@@ -11,11 +11,8 @@ found in to_ir.py's tables (``STMT_HANDLERS``, ``EXPR_HANDLERS``); ``st`` is thi
   ``emit`` and ``const``;
 - dispatch: ``stmt`` / ``block`` / ``expr`` / ``value`` run the handler tables.
 
-A value is a Node (an SSA value with ``node.type``) or a *sugared value*, which only exists while
-compiling: a Python object reached by name (``PyObj``: the ember module, a function, a constant), a
-method bound to a value (``BoundMethod``), a scripted module (``ModuleValue``), a ModuleList
-(``ModuleListValue``), a module's method (``ModuleMethod``), a ModuleDict's items/keys/values
-(``ModuleDictView``) or what those give (``Unrolled``).
+A value is a Node (an SSA value with ``node.type``) or a *sugared value*, one of the dataclasses
+below, which only exists while compiling.
 """
 from __future__ import annotations
 
@@ -58,7 +55,7 @@ class ModuleValue:
 
 @dataclass(eq=False)
 class ModuleListValue:
-    """A ModuleList attribute: iterated by unrolling over `items` (AttrInfo per element)."""
+    """A ModuleList attribute: iterated by unrolling over `items` ((name, AttrInfo) per element)."""
     node: Node
     items: list
 

@@ -106,7 +106,6 @@ def _compile(st: FunctionState, fdef, name: str):
             t = rules.T_
         default = sig_defaults[p.arg].default if p.arg in sig_defaults else inspect.Parameter.empty
         node = graph.placeholder(p.arg, type_expr=t)
-        node.type = t
         node.meta["loc"] = st.ctx.loc(p)
         node.meta["jit_name"] = p.arg
         st.env[p.arg] = node

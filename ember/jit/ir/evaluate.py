@@ -36,8 +36,7 @@ def _run_block_body(graph: Graph, env: dict) -> Any:
 
 
 def _run_block(block: Graph, env: dict, params: list) -> tuple:
-    for p, v in zip([n for n in block.nodes if n.op == "placeholder"], params):
-        env[p] = v
+    env.update(zip([n for n in block.nodes if n.op == "placeholder"], params))
     return tuple(_run_block_body(block, env))
 
 
@@ -59,11 +58,8 @@ def _run_node(node, env: dict) -> Any:
             i += 1
         return tuple(carried)
     if target is prim.CallFunction or (target is prim.CallMethod and "callee" in node.meta):
-        callee = node.meta["callee"]
-        inputs = list(args[2:]) if target is prim.CallMethod else list(args)
-        if target is prim.CallMethod:
-            inputs = [args[0]] + inputs
-        return evaluate(callee_graph(callee), inputs)
+        inputs = [args[0], *args[2:]] if target is prim.CallMethod else list(args)   # args[1]: the method's name
+        return evaluate(callee_graph(node.meta["callee"]), inputs)
     if target is prim.profile:
         return args[0]
     return target(*args, **kwargs)

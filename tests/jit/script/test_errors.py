@@ -207,6 +207,34 @@ def test_unknown_keyword_argument():
     both(e_kw, t_kw, "Keyword argument c unknown.")
 
 
+def e_kw_and_missing(x):
+    return helper2(x, c=x)
+
+
+def e_twice_and_missing(x):
+    return helper2(x, a=x)
+
+
+@pytest.mark.parametrize("fn", [e_kw_and_missing, e_twice_and_missing])
+def test_missing_argument_is_reported_before_a_stray_keyword(fn):
+    # torch's order at compile time, the same as at run time: too many, missing, then the keywords
+    both(fn, fn, "Argument b not provided.")
+
+
+def _two_args(x, y: int):
+    return x
+
+
+@pytest.mark.parametrize("args, kwargs", [((1.0,), {"z": 1}), ((1.0,), {"x": 1}), ((1.0, 1, 2), {})])
+def test_run_time_binding_errors_match_torch(args, kwargs):
+    def outcome(mod, fn):
+        args_ = (mod.ones(1), *args[1:])
+        with pytest.raises(RuntimeError) as info:
+            mod.jit.script(fn)(*args_, **kwargs)
+        return str(info.value).split(" Declaration")[0]
+    assert outcome(ember, _two_args) == outcome(torch, _two_args)
+
+
 def e_too_many(x):
     return helper2(x, x, x)
 

@@ -115,6 +115,38 @@ def test_deepcopy_rescripts_with_copied_state():
         pickle.dumps(scripted)
 
 
+def test_deepcopy_keeps_each_scripted_child_state_in_its_own_module():
+    # a child that was scripted before its parent: its state goes to the copy's child, not to the root
+    import copy
+
+    class Acc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            self.calls += 1
+            return self.lin(x) * float(self.calls)
+
+    class Outer(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.calls = 100
+            self.inner = inner
+
+        def forward(self, x):
+            return self.inner(x)
+
+    outer = ember.jit.script(Outer(ember.jit.script(Acc())))
+    x = ember.randn(3)
+    outer(x)
+    outer(x)
+    dup = copy.deepcopy(outer)
+    assert (dup.calls, dup.inner.calls) == (outer.calls, outer.inner.calls) == (100, 2)
+    _close(dup(x), outer(x))
+
+
 def test_script_forward_hook_replaces_unscriptable_forward():
     class Hooked(nn.Module):
         def __init__(self):
