@@ -184,11 +184,6 @@ def _distinct_inputs(inputs: tuple) -> tuple:
     return tuple(out)
 
 
-def _graph_module(recorder):
-    from ..fx import GraphModule
-    return GraphModule(dict(recorder.attrs), recorder.graph)
-
-
 def _clone_inputs(inputs: tuple) -> tuple:
     with _ExcludeDispatchKeyGuard(DispatchKey.Tracer):
         out = []
@@ -220,7 +215,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     if module is None and not callable(func):
         raise TypeError(f"ember.jit.trace: expected a function or an nn.Module, got {type(func).__name__}")
     recorder = _record(func, module, inputs, strict)
-    gm = _graph_module(recorder)
+    gm = recorder.graph_module()
     if module is not None:
         traced = TopLevelTracedModule(module, gm)
     else:
@@ -375,15 +370,10 @@ def _check_trace(func, module, traced, recorder, check_list, tolerance, strict) 
                 warned_nondeterministic = True
                 nodes = _nondeterministic_nodes(recorder.graph)
                 if nodes:
-                    listing = "\n".join("\t" + line for line in _node_lines(recorder.graph, nodes))
+                    lines = node_lines(recorder.graph)
+                    listing = "\n".join("\t" + lines[n] for n in nodes if n in lines)
                     warnings.warn("Trace had nondeterministic nodes. Did you forget call .eval() on your model? "
                                   f"Nodes:\n{listing}\nThis may cause errors in trace checking. To disable trace "
                                   "checking, pass check_trace=False to torch.jit.trace()", TracerWarning, stacklevel=4)
             warnings.warn(f"Output nr {i + 1}. of the traced function does not match the corresponding output of "
                           f"the Python function. Detailed error:\n{error}", TracerWarning, stacklevel=4)
-
-
-def _node_lines(graph, nodes) -> list:
-    """The printed lines of the given nodes, as they appear in the graph's text."""
-    lines = node_lines(graph)
-    return [lines[n] for n in nodes if n in lines]

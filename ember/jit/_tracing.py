@@ -24,6 +24,7 @@ import warnings
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
 from .._core.tensor import Tensor
 from .._functorch.make_fx import Tracer, current_tracer, is_tracing, user_frame
+from ..ops.table import creation
 
 
 class TracerWarning(Warning):
@@ -163,13 +164,8 @@ def _warn_tensor_constant() -> None:
         warn_at_user_frame(_TENSOR_CONSTANT)
 
 
-def _register_tensor_constant_hook() -> None:
-    from ..ops.table import creation
-    if _warn_tensor_constant not in creation.TENSOR_CONSTANT_HOOKS:
-        creation.TENSOR_CONSTANT_HOOKS.append(_warn_tensor_constant)
+creation.TENSOR_CONSTANT_HOOKS.append(_warn_tensor_constant)
 
-
-_register_tensor_constant_hook()
 
 def _wrap(original, message, untraced):
     @functools.wraps(original)

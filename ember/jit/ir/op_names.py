@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 import math
 
-from ember.fx.node import Node
+from ember.fx.node import Node, _is_operator_handle
 
 from . import prim
 
@@ -35,10 +35,6 @@ _BUILTIN_NAMES = {
 _ATTR_NAMES = {"dtype": "prim::dtype", "device": "prim::device", "ndim": "aten::dim", "shape": "aten::size",
                "is_cuda": "prim::is_cuda", "requires_grad": "prim::requires_grad", "grad": "prim::grad",
                "data": "prim::data", "T": "aten::numpy_T", "layout": "prim::layout"}
-
-
-def _is_operator_handle(target) -> bool:
-    return hasattr(target, "schema") and hasattr(target, "redispatch")
 
 
 def op_name(node: Node) -> str:

@@ -48,16 +48,15 @@ import operator
 from ember._core import dtype as _dt
 from ember._core.device import device as _device_cls
 from ember._core.tensor import Tensor
-from ember.fx.node import Node
+from ember.fx.node import Node, _is_operator_handle
 
 from . import block_params, block_returns, prim
-from .op_names import _is_operator_handle, op_name
+from .op_names import _OPERATOR_NAMES, op_name
 from .types import ModuleType, TensorType
 
 # ---------------------------------------------------------------------------------------------
 # values as text
 # ---------------------------------------------------------------------------------------------
-_DTYPE_NAMES = {d: d.c10_name for d in _dt.ALL_DTYPES}
 # Ops whose Python binding in PyTorch turns a number into a 0-dim "wrapped number" tensor (their
 # Scalar overloads are not exposed to Python); elsewhere a number passed for a Tensor argument
 # selects the Scalar overload and prints as a plain constant (``aten::gt(%x, %2)``, %2 : int).
@@ -84,7 +83,7 @@ def tensor_type(t, with_shapes: bool = True) -> str:
     parts.append(f"requires_grad={int(bool(t.requires_grad))}")
     device = t.device.type
     parts.append(f"device={'cpu' if device == 'meta' else device}")
-    return f"{_DTYPE_NAMES.get(t.dtype, 'Tensor')}({', '.join(parts)})"
+    return f"{t.dtype.c10_name}({', '.join(parts)})"
 
 
 def _tensor_literal(t: Tensor) -> str:
@@ -95,7 +94,7 @@ def _tensor_literal(t: Tensor) -> str:
         return "{" + (format_float(values).rstrip(".") if isinstance(values, float) else str(values)) + "}"
     flat = t.detach().reshape(-1).tolist()
     return " ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in flat) + \
-        f" [ CPU{_DTYPE_NAMES.get(t.dtype, 'Float')}Type{{{','.join(str(s) for s in t.shape)}}} ]"
+        f" [ CPU{t.dtype.c10_name}Type{{{','.join(str(s) for s in t.shape)}}} ]"
 
 
 def format_constant_value(value) -> str | None:
@@ -156,18 +155,17 @@ def _flat(value):
 # ``aten::size`` + ``prim::NumToTensor``, arithmetic as tensor ops with 0-dim constants, and each
 # use as an int argument as an ``aten::Int`` (placed right after the value's producer).
 # ---------------------------------------------------------------------------------------------
-_INT_OPS = ((operator.add, "aten::add"), (operator.sub, "aten::sub"), (operator.mul, "aten::mul"),
-            (operator.floordiv, "aten::floor_divide"), (operator.mod, "aten::remainder"),
-            (operator.neg, "aten::neg"), (operator.lt, "aten::lt"), (operator.le, "aten::le"),
-            (operator.gt, "aten::gt"), (operator.ge, "aten::ge"), (operator.eq, "aten::eq"),
-            (operator.ne, "aten::ne"), (operator.pow, "aten::pow"), (operator.abs, "aten::abs"),
-            (operator.and_, "aten::__and__"), (operator.or_, "aten::__or__"), (operator.xor, "aten::__xor__"),
-            (operator.lshift, "aten::__lshift__"), (operator.rshift, "aten::__rshift__"),
-            (operator.invert, "aten::bitwise_not"))
+# the operator functions recorded on traced sizes, printed under op_names' names (but floordiv:
+# on a tensor it is aten::floor_divide)
+_INT_OPS = {"add", "sub", "mul", "floordiv", "mod", "neg", "lt", "le", "gt", "ge", "eq", "ne", "pow", "abs",
+            "and_", "or_", "xor", "lshift", "rshift", "invert"}
 
 
 def _int_op_name(target):
-    return next((name for fn, name in _INT_OPS if target is fn), None)
+    name = getattr(target, "__name__", None)
+    if name not in _INT_OPS or getattr(operator, name) is not target:
+        return None
+    return "aten::floor_divide" if name == "floordiv" else _OPERATOR_NAMES[name]
 
 
 def is_int_node(node) -> bool:
