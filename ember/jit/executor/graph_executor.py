@@ -11,7 +11,7 @@ Seed 001's ProfilingGraphExecutorImpl, in ember:
    with two different types is recorded as the plain ``Tensor``.
 3. After ``config.num_profiled_runs`` such runs for a signature, the optimised graph is built:
    the profiled types are written onto the values (inputs get their observed types) and kept
-   where the signature guarantees them (``profiling.keep_guaranteed_types``: the guard only
+   where the signature guarantees them (``passes.keep_guaranteed_types``: the guard only
    checks inputs, and passes fold ``x.size(0)`` from these types), profile nodes are removed
    (first, not last as in the spec's list: they would only hold the passes back), and
    ``ember.jit.passes.PIPELINE`` runs: ConstantPropagation, PeepholeOptimize, LowerSimpleTuples,
@@ -279,12 +279,11 @@ class GraphExecutor:
 
     def _optimize(self, profiled: Graph, inputs) -> Graph:
         from ..ir import clone
-        from .profiling import keep_guaranteed_types
         g = clone(profiled)   # the profiling graph keeps its meta for debug_state
         if inputs is not None:   # None: the unspecialised plan (profiled types are not used)
             passes.specialize_types(g, inputs)
         passes.remove_profile_nodes(g)
-        keep_guaranteed_types(g, inputs if inputs is not None else [])
+        passes.keep_guaranteed_types(g, inputs if inputs is not None else [])
         for run in passes.PIPELINE:
             run(g)
         if inputs is not None and config.fusion_enabled:   # needs the profiled looks: specialised plans only
