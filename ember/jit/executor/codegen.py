@@ -117,14 +117,9 @@ def _direct(ns: str, name: str, args):
         found = _match(schema, handle.row, args)
         if found is not None:
             return DirectOp(handle, *found)
-        if _match_types_loosely(schema, args):
+        if len(args) <= sum(1 for a in schema.arguments if not a.kwarg_only):
             return None   # the binding's resolver would pick this overload: do not guess
     return None
-
-
-def _match_types_loosely(schema, args) -> bool:
-    positional = [a for a in schema.arguments if not a.kwarg_only]
-    return len(args) <= len(positional)
 
 
 def fast_resolve(node):

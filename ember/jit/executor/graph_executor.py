@@ -290,6 +290,7 @@ class GraphExecutor:
 
     def debug_state(self) -> dict:
         """Plans by signature, the generic plan, profiling in progress and run counters."""
+        from ..passes.fuse_groups import fusion_groups
         return {
             "graph": self.graph,
             "generic_plan": self._generic.plan if self._generic is not None else None,
@@ -299,11 +300,6 @@ class GraphExecutor:
             "profiling": {sig: {"graph": e[0], "runs": e[1]} for sig, e in self._profiling.items()},
             "unspecialized_plan": self._unspecialized.plan if self._unspecialized is not None else None,
             "stats": dict(self.stats),
-            "fusion_groups": {r.description: [n.meta["kernel"].describe() for n in _fusion_groups(r.graph)
+            "fusion_groups": {r.description: [n.meta["kernel"].describe() for n in fusion_groups(r.graph)
                                               if "kernel" in n.meta] for r in self._plans.values()},
         }
-
-
-def _fusion_groups(graph) -> list:
-    from ..passes.fuse_groups import fusion_groups
-    return fusion_groups(graph)

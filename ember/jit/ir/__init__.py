@@ -121,6 +121,12 @@ def callee_graph(callee) -> Graph | None:
     return None
 
 
+def callee_name(node: Node) -> str | None:
+    """The name of a call node's scripted callee (``meta["callee"]``), None when it has none."""
+    callee = node.meta.get("callee")
+    return getattr(callee, "name", None) or getattr(callee, "__name__", None)
+
+
 def _print_graph(graph) -> str:
     from .printer import format_graph
     return format_graph(graph)

@@ -38,10 +38,7 @@ _ATTR_NAMES = {"dtype": "prim::dtype", "device": "prim::device", "ndim": "aten::
 
 
 def op_name(node: Node) -> str:
-    """The TorchScript name of a node's target: ``aten::add``, ``prim::If``, ``aten::relu``.
-
-        op_name(graph.call_function(ember.tanh, (x,)))   # 'aten::tanh'
-    """
+    """The TorchScript name of a node's target (see the module docstring)."""
     target = node.target
     if node.op == "call_method":
         return f"aten::{target}"

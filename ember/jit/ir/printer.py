@@ -50,7 +50,7 @@ from ember._core.device import device as _device_cls
 from ember._core.tensor import Tensor
 from ember.fx.node import Node, _is_operator_handle
 
-from . import block_params, block_returns, prim
+from . import block_params, block_returns, callee_name, prim
 from .op_names import _OPERATOR_NAMES, op_name
 from .types import ModuleType, TensorType
 
@@ -352,8 +352,7 @@ class _Printer:
             elif target in (prim.GetAttr, prim.SetAttr, prim.CallMethod) and len(args) >= 2:
                 attr, args = f'[name="{args[1]}"]', [args[0]] + args[2:]
             elif target is prim.CallFunction:
-                callee = node.meta.get("callee")
-                cname = getattr(callee, "name", None) or getattr(callee, "__name__", None)
+                cname = callee_name(node)
                 attr = f'[name="{cname}"]' if cname else ""
             elif target is prim.ListUnpack:
                 args = args[:1]
