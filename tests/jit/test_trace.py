@@ -196,6 +196,14 @@ def test_graph_text_matches_torch(name):
     assert str(ours.graph) == str(theirs.graph)
 
 
+def test_graph_text_zero_dim_tensor_constants():
+    # a tensor constant prints its value ({1} for True) with the location of the op reading it
+    src = ("B, F, L = torch.tensor(True), torch.tensor(2.5), torch.tensor(-2)\n"
+           "def f(x):\n    return torch.logical_and(x > 0, B), x * F, x + L, F - x\n")
+    ours, theirs = trace_both(src, [(3,)], strict=False, check_trace=False)
+    assert str(ours.graph) == str(theirs.graph)
+
+
 def test_graph_text_dict_and_list_outputs():
     src = "def f(x):\n    y = x.relu()\n    return {'a': y, 'b': x}, [x, y]\n"
     ours, theirs = trace_both(src, [(3,)], strict=False)

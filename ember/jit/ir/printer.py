@@ -86,12 +86,18 @@ def tensor_type(t, with_shapes: bool = True) -> str:
     return f"{t.dtype.c10_name}({', '.join(parts)})"
 
 
+def _scalar_literal(v) -> str:
+    """A 0-dim tensor's value (a traced constant, a wrapped number): ``{1}`` (True), ``{2}``, ``{2.5}``."""
+    text = str(int(v)) if isinstance(v, bool) else format_float(v).rstrip(".") if isinstance(v, float) else str(v)
+    return "{" + text + "}"
+
+
 def _tensor_literal(t: Tensor) -> str:
-    """A tensor constant's value: ``{2.5}`` for a 0-dim tensor, else the values and
+    """A tensor constant's value: `_scalar_literal` for a 0-dim tensor, else the values and
     ``[ CPUFloatType{3} ]`` (PyTorch's C++ tensor printing, approximately)."""
     values = t.detach().tolist() if not t.device.type == "meta" else []
     if t.dim() == 0:
-        return "{" + (format_float(values).rstrip(".") if isinstance(values, float) else str(values)) + "}"
+        return _scalar_literal(values)
     flat = t.detach().reshape(-1).tolist()
     return " ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in flat) + \
         f" [ CPU{t.dtype.c10_name}Type{{{','.join(str(s) for s in t.shape)}}} ]"
@@ -307,9 +313,8 @@ class _Printer:
         loc = self.loc(at) if self.traced and value is not None else ""
         if wrap and isinstance(value, (bool, int, float)):
             kind = "Bool" if isinstance(value, bool) else "Long" if isinstance(value, int) else "Double"
-            text = "{" + (str(int(value)) if isinstance(value, bool) else
-                          format_float(value).rstrip(".") if isinstance(value, float) else str(value)) + "}"
-            self.emit(indent, f"%{name} : {kind}(requires_grad=0, device=cpu) = prim::Constant[value={text}](){loc}")
+            self.emit(indent, f"%{name} : {kind}(requires_grad=0, device=cpu) = "
+                              f"prim::Constant[value={_scalar_literal(value)}](){loc}")
             return name
         text = format_constant_value(value)
         attr = "" if text is None else f"[value={text}]"
@@ -337,8 +342,9 @@ class _Printer:
         value = node.meta.get("jit_constant")
         name = self.fresh(node)
         if str(node.target).startswith("_tensor_constant") and isinstance(value, Tensor):
+            at = next(iter(node.users), node) if self.traced else node   # a trace's: where it is read
             self.emit(indent, f"%{name} : {self.type_text(node)} = prim::Constant[value={_tensor_literal(value)}]()"
-                              f"{self.loc(node)}")
+                              f"{self.loc(at)}")
         else:
             self.emit(indent, f'%{name} : {self.type_text(node)} = prim::GetAttr[name="{node.target}"](%self)'
                               f"{self.loc(node)}")
