@@ -345,10 +345,6 @@ def _mismatch_message(actual, expected, tol: float) -> str | None:
             f"(up to {tol} allowed)")
 
 
-def _nondeterministic_nodes(graph) -> list:
-    return [n for n in graph.nodes if n.op == "call_function" and getattr(n.target, "nondeterministic", False)]
-
-
 def _check_trace(func, module, traced, recorder, check_list, tolerance, strict) -> None:
     from .. import no_grad
     expected_text = format_graph(recorder.graph, traced=True, with_shapes=False, with_locations=False)
@@ -368,7 +364,7 @@ def _check_trace(func, module, traced, recorder, check_list, tolerance, strict) 
                 continue
             if not warned_nondeterministic:
                 warned_nondeterministic = True
-                nodes = _nondeterministic_nodes(recorder.graph)
+                nodes = [n for n in recorder.graph.nodes if getattr(n.target, "nondeterministic", False)]
                 if nodes:
                     lines = node_lines(recorder.graph)
                     listing = "\n".join("\t" + lines[n] for n in nodes if n in lines)

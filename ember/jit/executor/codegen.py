@@ -147,10 +147,8 @@ def fast_resolve(node):
 
 
 def _is_binding(fn) -> bool:
-    """True for ember's generated bindings, their overload resolvers and div's rounding-mode
-    switch: functions that parse arguments by the schema and call the operator, and nothing
-    else (``registry.ops_of``). Hand-written Python functions (``F.relu(x, inplace=False)``, ...)
-    are called as they are."""
+    """True for the functions that only parse arguments by a schema and call the operator
+    (``registry.ops_of``); hand-written Python functions (``F.relu``) are called as they are."""
     from ember.ops import registry
     return bool(registry.ops_of(fn))
 

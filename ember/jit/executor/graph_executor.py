@@ -229,10 +229,10 @@ class GraphExecutor:
     def _profile_run(self, sig, inputs):
         entry = self._profiling.get(sig)
         if entry is None:
-            entry = self._profiling[sig] = [self._profiling_graph(), 0, None]
+            graph = clone(self.graph)
+            passes.insert_profile_nodes(graph)
+            entry = self._profiling[sig] = [graph, 0, _Runner(graph, optimized=False)]
         graph, _, runner = entry
-        if runner is None:
-            runner = entry[2] = _Runner(graph, optimized=False)
         self.stats["profiling_runs"] += 1
         result = runner.call(*inputs)
         entry[1] += 1
@@ -240,11 +240,6 @@ class GraphExecutor:
             self._install(sig, self._optimize_or_generic(graph, inputs), graph, describe_signature(inputs))
             del self._profiling[sig]
         return result
-
-    def _profiling_graph(self) -> Graph:
-        g = clone(self.graph)
-        passes.insert_profile_nodes(g)
-        return g
 
     def _install(self, sig, graph: Graph, profiled: Graph | None = None, description=None) -> None:
         runner = self._plans[sig] = _Runner(graph, optimized=True)

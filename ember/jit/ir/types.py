@@ -63,10 +63,6 @@ class TensorType(ScriptType):
             parts.append(f"requires_grad={int(self.requires_grad)}")
         return f"{self.dtype.c10_name}({', '.join(parts)})"
 
-    def unshaped(self) -> "TensorType":
-        """The plain ``Tensor`` type (what the generic plan uses)."""
-        return TensorType()
-
 
 def _script_type(name: str, kind: str, fields: str, text, doc: str | None = None) -> type:
     """One kind of script type: a frozen dataclass (compare with ==) whose parameters are `fields`

@@ -162,13 +162,6 @@ _LIST_MUTATORS = {"append", "pop", "insert", "extend", "clear", "remove", "rever
                   "__delitem__"}
 
 
-def _name_of(node) -> str:
-    t = node.target
-    if isinstance(t, str):
-        return t
-    return getattr(t, "__name__", "") or ""
-
-
 def keep_guaranteed_types(graph: Graph, inputs) -> Graph:
     """Drop specialised tensor types that the input signature does not guarantee.
 
@@ -255,7 +248,7 @@ def _guaranteed(graph: Graph, inputs, assumed: set) -> set:
                     typed_ok.add(node)
             continue
         args = list(node.args) + list(node.kwargs.values())
-        name = _name_of(node)
+        name = t if isinstance(t, str) else getattr(t, "__name__", "") or ""
         if isinstance(node.type, TensorType):
             if name in _DATA_DEPENDENT or name.endswith("_"):
                 continue
