@@ -84,18 +84,14 @@ class Instr:
             return f"{name:<14}r{self.out} = {what}({_args_text(self.args, self.kwargs)})"
         if self.op == METHOD:
             return f"{name:<14}r{self.out} = {self.args[0]!r}.{self.fn}({_args_text(self.args[1:], self.kwargs)})"
-        if self.op == MOVE:
-            return f"{name:<14}{', '.join(f'r{d}' for d in self.dsts)} <- {', '.join(repr(s) for s in self.srcs)}"
-        if self.op == JUMP:
-            return f"{name:<14}-> {self.target}"
-        if self.op == JUMP_IF_FALSE:
-            return f"{name:<14}{self.args[0]!r} -> {self.target}"
-        if self.op == LOOP_TEST:
-            trip, max_trips, cond = self.args
-            return f"{name:<14}{trip!r} < {max_trips!r} and {cond!r} else -> {self.target}"
-        if self.op == INC:
-            return f"{name:<14}{self.args[0]!r} += 1"
-        return f"{name:<14}{self.args[0]!r}"
+        dsts, srcs = ", ".join(f"r{d}" for d in self.dsts), ", ".join(repr(s) for s in self.srcs)
+        return f"{name:<14}" + _LISTING[self.op].format(a=self.args, target=self.target, dsts=dsts, srcs=srcs)
+
+
+# how the other opcodes list their operands (`a`: args)
+_LISTING = {MOVE: "{dsts} <- {srcs}", JUMP: "-> {target}", JUMP_IF_FALSE: "{a[0]!r} -> {target}",
+            LOOP_TEST: "{a[0]!r} < {a[1]!r} and {a[2]!r} else -> {target}", INC: "{a[0]!r} += 1",
+            RET: "{a[0]!r}"}
 
 
 def _fn_name(fn) -> str:
