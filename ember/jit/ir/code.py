@@ -22,14 +22,10 @@ from . import callee_name, prim
 from .types import ModuleType, py_type_str
 
 
-def _tuple(items: list) -> str:
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-
-
 # prim op -> its text from (node, argument texts): expressions, then statements (no value)
 _PRIM_TEXT = {
     prim.ListConstruct: lambda n, a: "[" + ", ".join(a) + "]",
-    prim.TupleConstruct: lambda n, a: _tuple(a),
+    prim.TupleConstruct: lambda n, a: "(" + ", ".join(a) + ("," if len(a) == 1 else "") + ")",
     prim.DictConstruct: lambda n, a: "{" + ", ".join(f"{k}: {v}" for k, v in zip(a[0::2], a[1::2])) + "}",
     prim.TupleIndex: lambda n, a: f"{a[0]}[{a[1]}]",
     prim.TupleUnpack: lambda n, a: a[0],

@@ -48,7 +48,7 @@ import operator
 from ember._core import dtype as _dt
 from ember._core.device import device as _device_cls
 from ember._core.tensor import Tensor
-from ember.fx.node import Node, _is_operator_handle
+from ember.fx.node import Node, _collect_nodes, _is_operator_handle
 
 from . import block_params, block_returns, callee_name, prim
 from .op_names import _OPERATOR_NAMES, op_name
@@ -145,14 +145,6 @@ def _literal_type(value) -> str:
         return str(type_of_value(value))
     except ValueError:
         return type(value).__name__
-
-
-def _flat(value):
-    for v in value:
-        if isinstance(v, (list, tuple)):
-            yield from _flat(v)
-        else:
-            yield v
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,8 +276,7 @@ class _Printer:
             if value not in self.names:  # a value from outside the printed graph
                 self.names[value] = value.meta.get("jit_name") or value.name
             return self.names[value]
-        if isinstance(value, (list, tuple)) and (self.traced or as_list or any(isinstance(v, Node)
-                                                                               for v in _flat(value))):
+        if isinstance(value, (list, tuple)) and (self.traced or as_list or _collect_nodes(value)):
             return self.construct(value, indent, at, as_list, wrap)
         return self.constant(value, indent, at, wrap)
 
