@@ -135,14 +135,24 @@ def _input_names(fn, count: int, skip_self: bool) -> list:
     return names
 
 
-def _check_outputs_strict(result, strict: bool) -> None:
-    # PyTorch accepts a list at the output in strict mode and rejects only a dict
+def _check_output(result, strict: bool, top: bool = True) -> None:
+    """A trace returns tensors, in lists, tuples and dicts (not None); in strict mode PyTorch rejects
+    a dict at the top (a list is accepted)."""
+    if top and result is None:
+        raise RuntimeError("The traced function didn't return any values! Side-effects are not captured in "
+                           "traces, so it would be a no-op.")
     if strict and isinstance(result, dict):
         raise RuntimeError(
             "Encountering a dict at the output of the tracer might cause the trace to be incorrect, this is only "
             "valid if the container structure does not change based on the module's inputs. Consider using a constant "
             "container instead (e.g. for `list`, use a `tuple` instead. for `dict`, use a `NamedTuple` instead). If "
             "you absolutely need this and know the side effects, pass strict=False to trace() to allow this behavior.")
+    if isinstance(result, (list, tuple, dict)):
+        for value in result.values() if isinstance(result, dict) else result:
+            _check_output(value, False, top=False)
+    elif not isinstance(result, Tensor):
+        raise RuntimeError("Only tensors, lists, tuples of tensors, or dictionary of tensors can be "
+                           "output from traced functions")
 
 
 def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
@@ -158,7 +168,7 @@ def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
         recorder.add_input(name, t)
     with tracing(recorder), _PATCHES.installed():
         result = fn(*inputs)
-    _check_outputs_strict(result, strict)
+    _check_output(result, strict)
     recorder.set_output(result)
     drop_dead_int_nodes(recorder.graph)
     recorder.graph.lint()

@@ -65,10 +65,6 @@ class TorchScriptTracer(Tracer):
         self.set_jit_name(node, name)
         return node
 
-    def set_output(self, result):
-        _check_output(result)
-        super().set_output(result)
-
     def on_use(self, node, value, frame) -> None:
         if "jit_name" in node.meta or frame is None:
             return
@@ -113,18 +109,6 @@ class TorchScriptTracer(Tracer):
             del self.jit_names[previous]
         self.jit_names[name] = node
         node.meta["jit_name"] = name
-
-
-def _check_output(value) -> None:
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            _check_output(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _check_output(v)
-    elif value is not None and not isinstance(value, Tensor):
-        raise RuntimeError("Only tensors, lists, tuples of tensors, or dictionary of tensors can be "
-                           "output from traced functions")
 
 
 # ---------------------------------------------------------------------------------------

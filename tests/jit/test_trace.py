@@ -308,6 +308,30 @@ def test_strict_rejects_dict_outputs_like_torch():
     assert str(ours.value) == str(theirs.value)
 
 
+# (body, PyTorch's message is ember's too); where it is not, PyTorch's names the value in its own words
+NON_TENSOR_OUTPUTS = [("return x.sum().item()", True), ("return (x, 2)", True), ("return None", True),
+                      ("return (x, None)", True), ("return [x, None]", False), ("return {'a': (x, 'k')}", False),
+                      ("return {'a': x}", True)]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("body,same_message", NON_TENSOR_OUTPUTS)
+def test_outputs_that_are_not_tensors_raise_like_torch(body, same_message, strict):
+    src = f"def f(x):\n    {body}\n"
+    errors = []
+    for lib in (real_torch, ember):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                lib.jit.trace(load(src, lib)["f"], lib.ones(3), strict=strict, check_trace=False)
+                errors.append(None)
+            except RuntimeError as e:
+                errors.append(str(e))
+    assert (errors[0] is None) == (errors[1] is None)
+    if same_message or (strict and "{" in body):     # a dict at the top in strict mode: the strict message
+        assert errors[1] == errors[0]
+
+
 def test_bad_example_inputs():
     with pytest.raises(TypeError, match="example_inputs"):
         ember.jit.trace(lambda x: x, 3)
