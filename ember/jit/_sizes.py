@@ -96,28 +96,6 @@ class TracedInt(int):
     def __reduce__(self):      # copies and pickles are plain ints
         return (int, (int.__int__(self),))
 
-    def _arith(op, swap=False):
-        def method(self, other):
-            if not isinstance(other, int) or isinstance(other, bool):
-                if isinstance(other, float) and _live_recorder(self) is not None and _from_user_code():
-                    warn_at_user_frame(_FLOAT_MSG)
-                return getattr(int, f"__{'r' if swap else ''}{op.__name__.strip('_')}__")(self, other)
-            return _binary(op, other, self) if swap else _binary(op, self, other)
-        return method
-
-    __add__, __radd__ = _arith(operator.add), _arith(operator.add, True)
-    __sub__, __rsub__ = _arith(operator.sub), _arith(operator.sub, True)
-    __mul__, __rmul__ = _arith(operator.mul), _arith(operator.mul, True)
-    __floordiv__, __rfloordiv__ = _arith(operator.floordiv), _arith(operator.floordiv, True)
-    __mod__, __rmod__ = _arith(operator.mod), _arith(operator.mod, True)
-    __pow__, __rpow__ = _arith(operator.pow), _arith(operator.pow, True)
-    __and__, __rand__ = _arith(operator.and_), _arith(operator.and_, True)
-    __or__, __ror__ = _arith(operator.or_), _arith(operator.or_, True)
-    __xor__, __rxor__ = _arith(operator.xor), _arith(operator.xor, True)
-    __lshift__, __rlshift__ = _arith(operator.lshift), _arith(operator.lshift, True)
-    __rshift__, __rrshift__ = _arith(operator.rshift), _arith(operator.rshift, True)
-    del _arith
-
     def __divmod__(self, other):
         return self // other, self % other
 
@@ -139,34 +117,47 @@ class TracedInt(int):
         method.__name__ = base.__name__
         return method
 
-    def _compare(op, base):
-        # PyTorch records the comparison (a dead node, but it uses up value numbers) and
-        # warns when its result becomes a Python bool
-        def method(self, other):
-            result = base(self, other)
-            recorder = _live_recorder(self)
-            if recorder is not None and _from_user_code() and result is not NotImplemented:
-                warn_at_user_frame(_BOOL_MSG)
-                if isinstance(other, int) and not isinstance(other, bool):
-                    record_int(recorder, op, (self, other), int(result), sys._getframe(1))
-            return result
-        method.__name__ = base.__name__
-        return method
-
-    __lt__ = _compare(operator.lt, int.__lt__)
-    __le__ = _compare(operator.le, int.__le__)
-    __gt__ = _compare(operator.gt, int.__gt__)
-    __ge__ = _compare(operator.ge, int.__ge__)
-    __eq__ = _compare(operator.eq, int.__eq__)
-    __ne__ = _compare(operator.ne, int.__ne__)
-    del _compare
-
     __int__ = _frozen(_INT_MSG, int.__int__)
     __float__ = _frozen(_FLOAT_MSG, int.__float__)
     __truediv__ = _frozen(_FLOAT_MSG, int.__truediv__)
     __rtruediv__ = _frozen(_FLOAT_MSG, int.__rtruediv__)
     __bool__ = _frozen(_BOOL_MSG, int.__bool__)
     del _frozen
+
+
+def _arith(op, swap=False):
+    def method(self, other):
+        if not isinstance(other, int) or isinstance(other, bool):
+            if isinstance(other, float) and _live_recorder(self) is not None and _from_user_code():
+                warn_at_user_frame(_FLOAT_MSG)
+            return getattr(int, f"__{'r' if swap else ''}{op.__name__.strip('_')}__")(self, other)
+        return _binary(op, other, self) if swap else _binary(op, self, other)
+    return method
+
+
+def _compare(op):
+    # PyTorch records the comparison (a dead node, but it uses up value numbers) and
+    # warns when its result becomes a Python bool
+    base = getattr(int, f"__{op.__name__}__")
+
+    def method(self, other):
+        result = base(self, other)
+        recorder = _live_recorder(self)
+        if recorder is not None and _from_user_code() and result is not NotImplemented:
+            warn_at_user_frame(_BOOL_MSG)
+            if isinstance(other, int) and not isinstance(other, bool):
+                record_int(recorder, op, (self, other), int(result), sys._getframe(1))
+        return result
+    method.__name__ = base.__name__
+    return method
+
+
+for _op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod, operator.pow,
+            operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift):
+    setattr(TracedInt, f"__{_op.__name__.strip('_')}__", _arith(_op))
+    setattr(TracedInt, f"__r{_op.__name__.strip('_')}__", _arith(_op, True))
+for _op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+    setattr(TracedInt, f"__{_op.__name__}__", _compare(_op))
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,15 +184,9 @@ def record_shape(tracer, t: Tensor, method: str, args: tuple, value: int, frame)
 
 def record_int(tracer, op, operands: tuple, value: int, frame):
     """``op(*operands)`` on traced ints (an ``operator`` call node) and its TracedInt."""
-    args = []
-    for v in operands:
-        entry = tracer.values.get(id(v))
-        if entry is not None and entry[0] is v:
-            tracer.on_use(entry[1], v, frame)
-            args.append(entry[1])
-        else:
-            args.append(int.__int__(v))
-    return _traced(tracer, tracer.graph.call_function(op, tuple(args)), value, frame)
+    args = [tracer.graph_arg(v, frame) for v in operands]     # a traced int's node, else the int
+    args = tuple(int.__int__(a) if isinstance(a, int) else a for a in args)
+    return _traced(tracer, tracer.graph.call_function(op, args), value, frame)
 
 
 # ---------------------------------------------------------------------------------------

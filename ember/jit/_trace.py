@@ -135,14 +135,24 @@ def _input_names(fn, count: int, skip_self: bool) -> list:
     return names
 
 
-def _check_outputs_strict(result, strict: bool) -> None:
-    # PyTorch accepts a list at the output in strict mode and rejects only a dict
+def _check_output(result, strict: bool, top: bool = True) -> None:
+    """A trace returns tensors, in lists, tuples and dicts (not None); in strict mode PyTorch rejects
+    a dict at the top (a list is accepted)."""
+    if top and result is None:
+        raise RuntimeError("The traced function didn't return any values! Side-effects are not captured in "
+                           "traces, so it would be a no-op.")
     if strict and isinstance(result, dict):
         raise RuntimeError(
             "Encountering a dict at the output of the tracer might cause the trace to be incorrect, this is only "
             "valid if the container structure does not change based on the module's inputs. Consider using a constant "
             "container instead (e.g. for `list`, use a `tuple` instead. for `dict`, use a `NamedTuple` instead). If "
             "you absolutely need this and know the side effects, pass strict=False to trace() to allow this behavior.")
+    if isinstance(result, (list, tuple, dict)):
+        for value in result.values() if isinstance(result, dict) else result:
+            _check_output(value, False, top=False)
+    elif not isinstance(result, Tensor):
+        raise RuntimeError("Only tensors, lists, tuples of tensors, or dictionary of tensors can be "
+                           "output from traced functions")
 
 
 def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
@@ -158,7 +168,7 @@ def _record(fn, module, inputs: tuple, strict: bool) -> TorchScriptTracer:
         recorder.add_input(name, t)
     with tracing(recorder), _PATCHES.installed():
         result = fn(*inputs)
-    _check_outputs_strict(result, strict)
+    _check_output(result, strict)
     recorder.set_output(result)
     drop_dead_int_nodes(recorder.graph)
     recorder.graph.lint()
@@ -182,11 +192,6 @@ def _distinct_inputs(inputs: tuple) -> tuple:
         seen.add(id(t))
         out.append(t)
     return tuple(out)
-
-
-def _graph_module(recorder):
-    from ..fx import GraphModule
-    return GraphModule(dict(recorder.attrs), recorder.graph)
 
 
 def _clone_inputs(inputs: tuple) -> tuple:
@@ -220,7 +225,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     if module is None and not callable(func):
         raise TypeError(f"ember.jit.trace: expected a function or an nn.Module, got {type(func).__name__}")
     recorder = _record(func, module, inputs, strict)
-    gm = _graph_module(recorder)
+    gm = recorder.graph_module()
     if module is not None:
         traced = TopLevelTracedModule(module, gm)
     else:
@@ -350,10 +355,6 @@ def _mismatch_message(actual, expected, tol: float) -> str | None:
             f"(up to {tol} allowed)")
 
 
-def _nondeterministic_nodes(graph) -> list:
-    return [n for n in graph.nodes if n.op == "call_function" and getattr(n.target, "nondeterministic", False)]
-
-
 def _check_trace(func, module, traced, recorder, check_list, tolerance, strict) -> None:
     from .. import no_grad
     expected_text = format_graph(recorder.graph, traced=True, with_shapes=False, with_locations=False)
@@ -373,17 +374,12 @@ def _check_trace(func, module, traced, recorder, check_list, tolerance, strict) 
                 continue
             if not warned_nondeterministic:
                 warned_nondeterministic = True
-                nodes = _nondeterministic_nodes(recorder.graph)
+                nodes = [n for n in recorder.graph.nodes if getattr(n.target, "nondeterministic", False)]
                 if nodes:
-                    listing = "\n".join("\t" + line for line in _node_lines(recorder.graph, nodes))
+                    lines = node_lines(recorder.graph)
+                    listing = "\n".join("\t" + lines[n] for n in nodes if n in lines)
                     warnings.warn("Trace had nondeterministic nodes. Did you forget call .eval() on your model? "
                                   f"Nodes:\n{listing}\nThis may cause errors in trace checking. To disable trace "
                                   "checking, pass check_trace=False to torch.jit.trace()", TracerWarning, stacklevel=4)
             warnings.warn(f"Output nr {i + 1}. of the traced function does not match the corresponding output of "
                           f"the Python function. Detailed error:\n{error}", TracerWarning, stacklevel=4)
-
-
-def _node_lines(graph, nodes) -> list:
-    """The printed lines of the given nodes, as they appear in the graph's text."""
-    lines = node_lines(graph)
-    return [lines[n] for n in nodes if n in lines]

@@ -24,6 +24,7 @@ import warnings
 from .._core.dispatch import DispatchKey, _ExcludeDispatchKeyGuard
 from .._core.tensor import Tensor
 from .._functorch.make_fx import Tracer, current_tracer, is_tracing, user_frame
+from ..ops.table import creation
 
 
 class TracerWarning(Warning):
@@ -63,10 +64,6 @@ class TorchScriptTracer(Tracer):
         node = super().add_input(name, value)
         self.set_jit_name(node, name)
         return node
-
-    def set_output(self, result):
-        _check_output(result)
-        super().set_output(result)
 
     def on_use(self, node, value, frame) -> None:
         if "jit_name" in node.meta or frame is None:
@@ -114,18 +111,6 @@ class TorchScriptTracer(Tracer):
         node.meta["jit_name"] = name
 
 
-def _check_output(value) -> None:
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            _check_output(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _check_output(v)
-    elif value is not None and not isinstance(value, Tensor):
-        raise RuntimeError("Only tensors, lists, tuples of tensors, or dictionary of tensors can be "
-                           "output from traced functions")
-
-
 # ---------------------------------------------------------------------------------------
 # TracerWarnings for Tensor -> Python conversions
 # ---------------------------------------------------------------------------------------
@@ -163,13 +148,8 @@ def _warn_tensor_constant() -> None:
         warn_at_user_frame(_TENSOR_CONSTANT)
 
 
-def _register_tensor_constant_hook() -> None:
-    from ..ops.table import creation
-    if _warn_tensor_constant not in creation.TENSOR_CONSTANT_HOOKS:
-        creation.TENSOR_CONSTANT_HOOKS.append(_warn_tensor_constant)
+creation.TENSOR_CONSTANT_HOOKS.append(_warn_tensor_constant)
 
-
-_register_tensor_constant_hook()
 
 def _wrap(original, message, untraced):
     @functools.wraps(original)

@@ -196,6 +196,14 @@ def test_graph_text_matches_torch(name):
     assert str(ours.graph) == str(theirs.graph)
 
 
+def test_graph_text_zero_dim_tensor_constants():
+    # a tensor constant prints its value ({1} for True) with the location of the op reading it
+    src = ("B, F, L = torch.tensor(True), torch.tensor(2.5), torch.tensor(-2)\n"
+           "def f(x):\n    return torch.logical_and(x > 0, B), x * F, x + L, F - x\n")
+    ours, theirs = trace_both(src, [(3,)], strict=False, check_trace=False)
+    assert str(ours.graph) == str(theirs.graph)
+
+
 def test_graph_text_dict_and_list_outputs():
     src = "def f(x):\n    y = x.relu()\n    return {'a': y, 'b': x}, [x, y]\n"
     ours, theirs = trace_both(src, [(3,)], strict=False)
@@ -298,6 +306,30 @@ def test_strict_rejects_dict_outputs_like_torch():
     with pytest.raises(RuntimeError) as ours:
         ember.jit.trace(load(src, ember)["f"], ember.from_numpy(x))
     assert str(ours.value) == str(theirs.value)
+
+
+# (body, PyTorch's message is ember's too); where it is not, PyTorch's names the value in its own words
+NON_TENSOR_OUTPUTS = [("return x.sum().item()", True), ("return (x, 2)", True), ("return None", True),
+                      ("return (x, None)", True), ("return [x, None]", False), ("return {'a': (x, 'k')}", False),
+                      ("return {'a': x}", True)]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("body,same_message", NON_TENSOR_OUTPUTS)
+def test_outputs_that_are_not_tensors_raise_like_torch(body, same_message, strict):
+    src = f"def f(x):\n    {body}\n"
+    errors = []
+    for lib in (real_torch, ember):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                lib.jit.trace(load(src, lib)["f"], lib.ones(3), strict=strict, check_trace=False)
+                errors.append(None)
+            except RuntimeError as e:
+                errors.append(str(e))
+    assert (errors[0] is None) == (errors[1] is None)
+    if same_message or (strict and "{" in body):     # a dict at the top in strict mode: the strict message
+        assert errors[1] == errors[0]
 
 
 def test_bad_example_inputs():

@@ -1,14 +1,8 @@
 """The graph executor for scripted functions (seed 001: GraphExecutor, ProfilingGraphExecutorImpl,
-InterpreterStateImpl).
-
-- ``codegen.generate(graph)``: the graph as one Python function, written by ember.fx's code
-  generator (``if``/``for``/``while`` from the If/Loop blocks) with direct operator calls in
-  optimised plans: the fast path;
-- ``instructions.compile_graph(graph) -> Plan`` and ``interpreter.run_plan(plan, inputs)``: the
-  graph as a flat instruction list over a register file and its run loop, seed 001's reference
-  state machine (shown by ``get_debug_state``; runs with ``config.use_codegen = False``);
-- ``GraphExecutor(graph)``: profiling runs, optimised plans specialised per input signature,
-  bailout to the generic plan, the fusion hook.
+InterpreterStateImpl): ``graph_executor`` (profiling runs, plans per input signature, bailouts),
+``codegen`` (a plan as Python written by ember.fx's code generator: the fast path), and
+``instructions`` + ``interpreter`` (a flat instruction list and its run loop: seed 001's reference
+state machine, run with ``config.use_codegen = False`` and shown by ``get_debug_state``).
 
     run_graph(graph, [x, y])                # one unoptimised run
     ex = GraphExecutor(graph); ex.run(x, y)

@@ -117,14 +117,9 @@ def _direct(ns: str, name: str, args):
         found = _match(schema, handle.row, args)
         if found is not None:
             return DirectOp(handle, *found)
-        if _match_types_loosely(schema, args):
+        if len(args) <= sum(1 for a in schema.arguments if not a.kwarg_only):
             return None   # the binding's resolver would pick this overload: do not guess
     return None
-
-
-def _match_types_loosely(schema, args) -> bool:
-    positional = [a for a in schema.arguments if not a.kwarg_only]
-    return len(args) <= len(positional)
 
 
 def fast_resolve(node):
@@ -152,10 +147,8 @@ def fast_resolve(node):
 
 
 def _is_binding(fn) -> bool:
-    """True for ember's generated bindings, their overload resolvers and div's rounding-mode
-    switch: functions that parse arguments by the schema and call the operator, and nothing
-    else (``registry.ops_of``). Hand-written Python functions (``F.relu(x, inplace=False)``, ...)
-    are called as they are."""
+    """True for the functions that only parse arguments by a schema and call the operator
+    (``registry.ops_of``); hand-written Python functions (``F.relu``) are called as they are."""
     from ember.ops import registry
     return bool(registry.ops_of(fn))
 

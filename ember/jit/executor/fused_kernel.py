@@ -199,10 +199,7 @@ def graph_module(subgraph):
     from ember.fx import Graph, GraphModule
     from ember.fx.node import map_arg
     g, env = Graph(), {}
-
-    def value(a):
-        return env[a]
-
+    value = env.__getitem__
     for node in subgraph.nodes:
         if node.op == "placeholder":
             env[node] = g.placeholder(node.name)

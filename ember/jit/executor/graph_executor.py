@@ -4,24 +4,17 @@ Seed 001's ProfilingGraphExecutorImpl, in ember:
 
 1. At construction the graph is copied and ``passes.inline`` replaces prim.CallFunction /
    prim.CallMethod by the callees' graphs (the caller's graph is left as it was).
-2. A call whose input *signature* (per tensor input: dtype, shape, strides, requires_grad, device; the
-   Python type of every other input; and ``ember.is_grad_enabled()``) has no optimised plan yet
-   runs a *profiling* copy of the graph (``passes.insert_profile_nodes``): the interpreter
-   records every profiled tensor's observed type in ``node.meta["profiled_type"]``. A value seen
-   with two different types is recorded as the plain ``Tensor``.
+2. A call whose input *signature* (`input_signature`) has no optimised plan yet runs a
+   *profiling* copy of the graph (``passes.insert_profile_nodes``), which records what every
+   profiled tensor looked like in ``node.meta["val"]``.
 3. After ``config.num_profiled_runs`` such runs for a signature, the optimised graph is built:
-   the profiled types are written onto the values (inputs get their observed types) and kept
-   where the signature guarantees them (``profiling.keep_guaranteed_types``: the guard only
-   checks inputs, and passes fold ``x.size(0)`` from these types), profile nodes are removed
-   (first, not last as in the spec's list: they would only hold the passes back), and
-   ``ember.jit.passes.PIPELINE`` runs: ConstantPropagation, PeepholeOptimize, LowerSimpleTuples,
-   unroll small loops, EliminateCommonSubexpression, ConstantPooling, EliminateDeadCode (the
-   shared ones from ``ember.fx.passes``), then ``passes.fuse_groups`` (fusible regions become
-   prim::FusionGroup nodes compiled by ember._inductor; ``config.fusion_enabled``) and every
-   registered fusion pass.
+   the observations become the values' types (``passes.specialize_types``), kept only where the
+   signature guarantees them (``passes.keep_guaranteed_types``: the guard only checks inputs,
+   and passes fold ``x.size(0)`` from these types), profile nodes are removed (first, not last
+   as in the spec's list: they would only hold the passes back), ``passes.PIPELINE`` runs, then
+   ``passes.fuse_groups`` (``config.fusion_enabled``) and every registered fusion pass.
 4. Optimised plans are cached per signature. The guard (TorchScript's prim::TypeCheck at the
-   top of the optimised graph) is the signature lookup itself: the inputs' signature is computed
-   once per call and a plan is used only for exactly that signature; any other signature is a
+   top of the optimised graph) is the signature lookup itself: any other signature is a
    *bailout* to the generic (profiling) path, which in turn builds a plan for it. Once
    ``config.max_plans`` signatures have plans, further ones share a single plan optimised
    without profiled types (shapes that keep changing stop being specialised).
@@ -48,7 +41,7 @@ from ember._core.tensor_spec import spec_of as _spec_of
 
 from . import config
 from .. import passes
-from ..ir import prim
+from ..ir import callee_graph, clone, prim, walk
 from .instructions import compile_graph
 from .interpreter import run_plan
 
@@ -78,16 +71,11 @@ def _log(graph: Graph | None = None, message: str | None = None) -> None:
 
 
 def _fx_graph(graph) -> Graph:
-    """Accept an fx Graph, a printable wrapper with ``.fx_graph``, or a function with ``._graph``."""
-    if isinstance(graph, Graph):
-        return graph
-    for attr in ("fx_graph", "_graph", "graph"):
-        g = getattr(graph, attr, None)
-        if isinstance(g, Graph):
-            return g
-        if g is not None and isinstance(getattr(g, "fx_graph", None), Graph):
-            return g.fx_graph
-    raise TypeError(f"GraphExecutor: expected an ember.fx Graph, got {type(graph).__name__}")
+    """An fx Graph, a printable wrapper with ``.fx_graph``, or a function with ``._graph``."""
+    g = callee_graph(graph)
+    if g is None:
+        raise TypeError(f"GraphExecutor: expected an ember.fx Graph, got {type(graph).__name__}")
+    return g
 
 
 def run_graph(graph, inputs) -> object:
@@ -162,7 +150,6 @@ class _Runner:
 
 def sets_grad_mode(graph) -> bool:
     """True if `graph` (or a block of it) changes the grad mode (``with no_grad():`` in script)."""
-    from ..ir import walk
     return any(n.op == "call_function" and n.target is prim.SetGradEnabled for n in walk(graph))
 
 
@@ -186,7 +173,6 @@ class GraphExecutor:
     plan (no profiling, no passes besides inlining)."""
 
     def __init__(self, graph, *, optimize: bool = True):
-        from ..ir import clone
         source = _fx_graph(graph)
         self.source_graph = source
         g = clone(source)
@@ -243,10 +229,10 @@ class GraphExecutor:
     def _profile_run(self, sig, inputs):
         entry = self._profiling.get(sig)
         if entry is None:
-            entry = self._profiling[sig] = [self._profiling_graph(), 0, None]
+            graph = clone(self.graph)
+            passes.insert_profile_nodes(graph)
+            entry = self._profiling[sig] = [graph, 0, _Runner(graph, optimized=False)]
         graph, _, runner = entry
-        if runner is None:
-            runner = entry[2] = _Runner(graph, optimized=False)
         self.stats["profiling_runs"] += 1
         result = runner.call(*inputs)
         entry[1] += 1
@@ -254,12 +240,6 @@ class GraphExecutor:
             self._install(sig, self._optimize_or_generic(graph, inputs), graph, describe_signature(inputs))
             del self._profiling[sig]
         return result
-
-    def _profiling_graph(self) -> Graph:
-        from ..ir import clone
-        g = clone(self.graph)
-        passes.insert_profile_nodes(g)
-        return g
 
     def _install(self, sig, graph: Graph, profiled: Graph | None = None, description=None) -> None:
         runner = self._plans[sig] = _Runner(graph, optimized=True)
@@ -278,13 +258,11 @@ class GraphExecutor:
             return self.graph
 
     def _optimize(self, profiled: Graph, inputs) -> Graph:
-        from ..ir import clone
-        from .profiling import keep_guaranteed_types
         g = clone(profiled)   # the profiling graph keeps its meta for debug_state
         if inputs is not None:   # None: the unspecialised plan (profiled types are not used)
             passes.specialize_types(g, inputs)
         passes.remove_profile_nodes(g)
-        keep_guaranteed_types(g, inputs if inputs is not None else [])
+        passes.keep_guaranteed_types(g, inputs if inputs is not None else [])
         for run in passes.PIPELINE:
             run(g)
         if inputs is not None and config.fusion_enabled:   # needs the profiled looks: specialised plans only
@@ -307,6 +285,7 @@ class GraphExecutor:
 
     def debug_state(self) -> dict:
         """Plans by signature, the generic plan, profiling in progress and run counters."""
+        from ..passes.fuse_groups import fusion_groups
         return {
             "graph": self.graph,
             "generic_plan": self._generic.plan if self._generic is not None else None,
@@ -316,11 +295,6 @@ class GraphExecutor:
             "profiling": {sig: {"graph": e[0], "runs": e[1]} for sig, e in self._profiling.items()},
             "unspecialized_plan": self._unspecialized.plan if self._unspecialized is not None else None,
             "stats": dict(self.stats),
-            "fusion_groups": {r.description: [n.meta["kernel"].describe() for n in _fusion_groups(r.graph)
+            "fusion_groups": {r.description: [n.meta["kernel"].describe() for n in fusion_groups(r.graph)
                                               if "kernel" in n.meta] for r in self._plans.values()},
         }
-
-
-def _fusion_groups(graph) -> list:
-    from ..passes.fuse_groups import fusion_groups
-    return fusion_groups(graph)

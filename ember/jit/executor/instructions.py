@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ember.fx.graph import Graph
 from ember.fx.node import Node
@@ -44,46 +44,21 @@ CALL, METHOD, MOVE, JUMP, JUMP_IF_FALSE, LOOP_TEST, INC, RET = range(8)
 OP_NAMES = ["CALL", "METHOD", "MOVE", "JUMP", "JUMP_IF_FALSE", "LOOP_TEST", "INC", "RET"]
 
 
-class Reg:
+class Reg(NamedTuple):
     """An operand read from register `index` at run time."""
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
+    index: int
 
     def __repr__(self):
         return f"r{self.index}"
 
 
-class Const:
+class Const(NamedTuple):
     """An operand known when the plan is compiled (a prim::Constant or a literal argument)."""
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
+    value: Any
 
     def __repr__(self):
-        return _short_repr(self.value)
-
-
-class Nested:
-    """A list/tuple/dict/slice argument some of whose items are registers (``ember.cat([a, b])``)."""
-    __slots__ = ("kind", "items")
-
-    def __init__(self, kind: type, items):
-        self.kind = kind          # list, tuple, dict or slice
-        self.items = items        # operands (for dict: tuple of (key operand, value operand))
-
-    def __repr__(self):
-        if self.kind is dict:
-            return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items) + "}"
-        inner = ", ".join(repr(i) for i in self.items)
-        return {list: f"[{inner}]", tuple: f"({inner},)", slice: f"slice({inner})"}[self.kind]
-
-
-def _short_repr(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
+        text = repr(self.value)
+        return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass
@@ -91,7 +66,7 @@ class Instr:
     """One instruction; which fields mean something depends on `op` (see the module docstring)."""
     op: int
     fn: Any = None                  # CALL: the callable; METHOD: the method name
-    args: tuple = ()                # operands (Reg / Const / Nested)
+    args: tuple = ()                # operands (Reg / Const)
     kwargs: dict = field(default_factory=dict)
     out: int | None = None          # destination register
     target: int | None = None       # JUMP*, LOOP_TEST: instruction index
@@ -109,18 +84,14 @@ class Instr:
             return f"{name:<14}r{self.out} = {what}({_args_text(self.args, self.kwargs)})"
         if self.op == METHOD:
             return f"{name:<14}r{self.out} = {self.args[0]!r}.{self.fn}({_args_text(self.args[1:], self.kwargs)})"
-        if self.op == MOVE:
-            return f"{name:<14}{', '.join(f'r{d}' for d in self.dsts)} <- {', '.join(repr(s) for s in self.srcs)}"
-        if self.op == JUMP:
-            return f"{name:<14}-> {self.target}"
-        if self.op == JUMP_IF_FALSE:
-            return f"{name:<14}{self.args[0]!r} -> {self.target}"
-        if self.op == LOOP_TEST:
-            trip, max_trips, cond = self.args
-            return f"{name:<14}{trip!r} < {max_trips!r} and {cond!r} else -> {self.target}"
-        if self.op == INC:
-            return f"{name:<14}{self.args[0]!r} += 1"
-        return f"{name:<14}{self.args[0]!r}"
+        dsts, srcs = ", ".join(f"r{d}" for d in self.dsts), ", ".join(repr(s) for s in self.srcs)
+        return f"{name:<14}" + _LISTING[self.op].format(a=self.args, target=self.target, dsts=dsts, srcs=srcs)
+
+
+# how the other opcodes list their operands (`a`: args)
+_LISTING = {MOVE: "{dsts} <- {srcs}", JUMP: "-> {target}", JUMP_IF_FALSE: "{a[0]!r} -> {target}",
+            LOOP_TEST: "{a[0]!r} < {a[1]!r} and {a[2]!r} else -> {target}", INC: "{a[0]!r} += 1",
+            RET: "{a[0]!r}"}
 
 
 def _fn_name(fn) -> str:
@@ -196,22 +167,19 @@ class _Compiler:
                 raise RuntimeError(f"executor: value %{a.name} is used before it is defined "
                                    f"(or comes from a block that does not enclose its use)")
             return Reg(self.regs[a])
-        if isinstance(a, (list, tuple)):
-            items = [self.operand(x) for x in a]
-            if all(isinstance(x, Const) for x in items):
-                return Const(type(a)(x.value for x in items) if type(a) in (list, tuple) else a)
-            return Nested(list if isinstance(a, list) else tuple, tuple(items))
-        if isinstance(a, dict):
-            items = tuple((self.operand(k), self.operand(v)) for k, v in a.items())
-            if all(isinstance(k, Const) and isinstance(v, Const) for k, v in items):
-                return Const(a)
-            return Nested(dict, items)
-        if isinstance(a, slice):
-            items = (self.operand(a.start), self.operand(a.stop), self.operand(a.step))
-            if all(isinstance(x, Const) for x in items):
-                return Const(a)
-            return Nested(slice, items)
-        return Const(a)
+        kind = next((k for k in _BUILDERS if isinstance(a, k)), None)
+        if kind is None:
+            return Const(a)
+        flat = (a.start, a.stop, a.step) if kind is slice else [x for kv in a.items() for x in kv] \
+            if kind is dict else a
+        items = tuple(self.operand(x) for x in flat)
+        if all(type(x) is Const for x in items):
+            return Const(type(a)(x.value for x in items) if type(a) in (list, tuple) else a)
+        # some items are registers: build the container into a register of its own right before
+        # the instruction reading it
+        out = self.new_reg()
+        self.emit(Instr(CALL, _BUILDERS[kind], items, out=out))
+        return Reg(out)
 
     def emit(self, ins: Instr) -> int:
         self.code.append(ins)
@@ -242,7 +210,7 @@ class _Compiler:
                 return self.if_node(node)
             if t is prim.Loop:
                 return self.loop_node(node)
-            if t is operator.getitem and node.args and node.args[0] in self._multi \
+            if t is operator.getitem and isinstance(node.args[0], Node) and node.args[0] in self._multi \
                     and isinstance(node.args[1], int):
                 return  # register already assigned by the If/Loop
             fn = self.resolve(node)
@@ -319,6 +287,18 @@ class _Compiler:
 
 def _make_tuple(*xs):
     return xs
+
+
+def _make_list(*xs):
+    return list(xs)
+
+
+def _make_dict(*keys_and_values):
+    return dict(zip(keys_and_values[::2], keys_and_values[1::2]))
+
+
+# a list/tuple/dict/slice argument holding registers (``ember.cat([a, b])``) runs as a call of these
+_BUILDERS = {list: _make_list, tuple: _make_tuple, dict: _make_dict, slice: slice}
 
 
 def compile_graph(graph: Graph, resolve=None) -> Plan:

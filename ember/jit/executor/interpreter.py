@@ -10,20 +10,12 @@ tested against ``ember.jit.ir.evaluate.evaluate``.
 """
 from __future__ import annotations
 
-from .instructions import CALL, INC, JUMP, JUMP_IF_FALSE, LOOP_TEST, METHOD, MOVE, Const, Reg
+from .instructions import CALL, INC, JUMP, JUMP_IF_FALSE, LOOP_TEST, METHOD, MOVE, Reg
 
 
 def _value(op, regs):
-    """An operand's value (a register, a constant, or a Nested container of those)."""
-    if type(op) is Reg:
-        return regs[op.index]
-    if type(op) is Const:
-        return op.value
-    if op.kind is dict:
-        return {_value(k, regs): _value(v, regs) for k, v in op.items}
-    if op.kind is slice:
-        return slice(*(_value(x, regs) for x in op.items))
-    return op.kind(_value(x, regs) for x in op.items)
+    """An operand's value (a register or a constant)."""
+    return regs[op.index] if type(op) is Reg else op.value
 
 
 def run_plan(plan, inputs) -> object:

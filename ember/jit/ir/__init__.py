@@ -109,16 +109,22 @@ def add_loop(graph: Graph, max_trip_count: Node, start_cond: Node, carried: list
 
 
 def callee_graph(callee) -> Graph | None:
-    """The fx Graph of a callee object (``._graph`` first: it may still hold calls, which are
-    inlined in turn; else ``.graph.fx_graph`` / ``.graph``)."""
+    """The fx Graph of a callee object: a Graph, or ``._graph`` first (it may still hold calls,
+    which are inlined in turn), else ``.graph.fx_graph`` / ``.graph`` / ``.fx_graph``."""
     if isinstance(callee, Graph):
         return callee
-    for attr in ("_graph", "graph"):
+    for attr in ("_graph", "graph", "fx_graph"):
         g = getattr(callee, attr, None)
         g = getattr(g, "fx_graph", g)
         if isinstance(g, Graph):
             return g
     return None
+
+
+def callee_name(node: Node) -> str | None:
+    """The name of a call node's scripted callee (``meta["callee"]``), None when it has none."""
+    callee = node.meta.get("callee")
+    return getattr(callee, "name", None) or getattr(callee, "__name__", None)
 
 
 def _print_graph(graph) -> str:

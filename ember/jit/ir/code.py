@@ -18,30 +18,21 @@ from __future__ import annotations
 
 from ember.fx.node import Node
 
-from . import prim
+from . import callee_name, prim
 from .types import ModuleType, py_type_str
-
-
-def _callee(node: Node) -> str:
-    callee = node.meta.get("callee")
-    return getattr(callee, "name", None) or getattr(callee, "__name__", None) or "function"
-
-
-def _tuple(items: list) -> str:
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 # prim op -> its text from (node, argument texts): expressions, then statements (no value)
 _PRIM_TEXT = {
     prim.ListConstruct: lambda n, a: "[" + ", ".join(a) + "]",
-    prim.TupleConstruct: lambda n, a: _tuple(a),
+    prim.TupleConstruct: lambda n, a: "(" + ", ".join(a) + ("," if len(a) == 1 else "") + ")",
     prim.DictConstruct: lambda n, a: "{" + ", ".join(f"{k}: {v}" for k, v in zip(a[0::2], a[1::2])) + "}",
     prim.TupleIndex: lambda n, a: f"{a[0]}[{a[1]}]",
     prim.TupleUnpack: lambda n, a: a[0],
     prim.ListUnpack: lambda n, a: a[0],
     prim.GetAttr: lambda n, a: f"{a[0]}.{n.args[1]}" if n.args[1].isidentifier() else f'getattr({a[0]}, "{n.args[1]}")',
     prim.CallMethod: lambda n, a: f"{a[0]}.{n.args[1]}({', '.join(a[2:])})",
-    prim.CallFunction: lambda n, a: f"{_callee(n)}({', '.join(a)})",
+    prim.CallFunction: lambda n, a: f"{callee_name(n) or 'function'}({', '.join(a)})",
     prim.Uninitialized: lambda n, a: f"uninitialized({py_type_str(n.type)})",
     prim.unchecked_cast: lambda n, a: f"unchecked_cast({a[0]})",
     prim.IsGradEnabled: lambda n, a: "ember.is_grad_enabled()",   # `with no_grad():` lowered: save, set, restore

@@ -8,7 +8,7 @@ from __future__ import annotations
 import builtins
 import math
 
-from ember.fx.node import Node
+from ember.fx.node import Node, _is_operator_handle
 
 from . import prim
 
@@ -37,15 +37,8 @@ _ATTR_NAMES = {"dtype": "prim::dtype", "device": "prim::device", "ndim": "aten::
                "data": "prim::data", "T": "aten::numpy_T", "layout": "prim::layout"}
 
 
-def _is_operator_handle(target) -> bool:
-    return hasattr(target, "schema") and hasattr(target, "redispatch")
-
-
 def op_name(node: Node) -> str:
-    """The TorchScript name of a node's target: ``aten::add``, ``prim::If``, ``aten::relu``.
-
-        op_name(graph.call_function(ember.tanh, (x,)))   # 'aten::tanh'
-    """
+    """The TorchScript name of a node's target (see the module docstring)."""
     target = node.target
     if node.op == "call_method":
         return f"aten::{target}"

@@ -48,16 +48,15 @@ import operator
 from ember._core import dtype as _dt
 from ember._core.device import device as _device_cls
 from ember._core.tensor import Tensor
-from ember.fx.node import Node
+from ember.fx.node import Node, _collect_nodes, _is_operator_handle
 
-from . import block_params, block_returns, prim
-from .op_names import _is_operator_handle, op_name
+from . import block_params, block_returns, callee_name, prim
+from .op_names import _OPERATOR_NAMES, op_name
 from .types import ModuleType, TensorType
 
 # ---------------------------------------------------------------------------------------------
 # values as text
 # ---------------------------------------------------------------------------------------------
-_DTYPE_NAMES = {d: d.c10_name for d in _dt.ALL_DTYPES}
 # Ops whose Python binding in PyTorch turns a number into a 0-dim "wrapped number" tensor (their
 # Scalar overloads are not exposed to Python); elsewhere a number passed for a Tensor argument
 # selects the Scalar overload and prints as a plain constant (``aten::gt(%x, %2)``, %2 : int).
@@ -84,18 +83,24 @@ def tensor_type(t, with_shapes: bool = True) -> str:
     parts.append(f"requires_grad={int(bool(t.requires_grad))}")
     device = t.device.type
     parts.append(f"device={'cpu' if device == 'meta' else device}")
-    return f"{_DTYPE_NAMES.get(t.dtype, 'Tensor')}({', '.join(parts)})"
+    return f"{t.dtype.c10_name}({', '.join(parts)})"
+
+
+def _scalar_literal(v) -> str:
+    """A 0-dim tensor's value (a traced constant, a wrapped number): ``{1}`` (True), ``{2}``, ``{2.5}``."""
+    text = str(int(v)) if isinstance(v, bool) else format_float(v).rstrip(".") if isinstance(v, float) else str(v)
+    return "{" + text + "}"
 
 
 def _tensor_literal(t: Tensor) -> str:
-    """A tensor constant's value: ``{2.5}`` for a 0-dim tensor, else the values and
+    """A tensor constant's value: `_scalar_literal` for a 0-dim tensor, else the values and
     ``[ CPUFloatType{3} ]`` (PyTorch's C++ tensor printing, approximately)."""
     values = t.detach().tolist() if not t.device.type == "meta" else []
     if t.dim() == 0:
-        return "{" + (format_float(values).rstrip(".") if isinstance(values, float) else str(values)) + "}"
+        return _scalar_literal(values)
     flat = t.detach().reshape(-1).tolist()
     return " ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in flat) + \
-        f" [ CPU{_DTYPE_NAMES.get(t.dtype, 'Float')}Type{{{','.join(str(s) for s in t.shape)}}} ]"
+        f" [ CPU{t.dtype.c10_name}Type{{{','.join(str(s) for s in t.shape)}}} ]"
 
 
 def format_constant_value(value) -> str | None:
@@ -142,32 +147,23 @@ def _literal_type(value) -> str:
         return type(value).__name__
 
 
-def _flat(value):
-    for v in value:
-        if isinstance(v, (list, tuple)):
-            yield from _flat(v)
-        else:
-            yield v
-
-
 # ---------------------------------------------------------------------------------------------
 # traced sizes (see _sizes.py): ``x.size(d)`` is a ``call_method size`` node, arithmetic on sizes
 # an ``operator`` call. PyTorch's tracer holds sizes as 0-dim Long tensors, so they print as
 # ``aten::size`` + ``prim::NumToTensor``, arithmetic as tensor ops with 0-dim constants, and each
 # use as an int argument as an ``aten::Int`` (placed right after the value's producer).
 # ---------------------------------------------------------------------------------------------
-_INT_OPS = ((operator.add, "aten::add"), (operator.sub, "aten::sub"), (operator.mul, "aten::mul"),
-            (operator.floordiv, "aten::floor_divide"), (operator.mod, "aten::remainder"),
-            (operator.neg, "aten::neg"), (operator.lt, "aten::lt"), (operator.le, "aten::le"),
-            (operator.gt, "aten::gt"), (operator.ge, "aten::ge"), (operator.eq, "aten::eq"),
-            (operator.ne, "aten::ne"), (operator.pow, "aten::pow"), (operator.abs, "aten::abs"),
-            (operator.and_, "aten::__and__"), (operator.or_, "aten::__or__"), (operator.xor, "aten::__xor__"),
-            (operator.lshift, "aten::__lshift__"), (operator.rshift, "aten::__rshift__"),
-            (operator.invert, "aten::bitwise_not"))
+# the operator functions recorded on traced sizes, printed under op_names' names (but floordiv:
+# on a tensor it is aten::floor_divide)
+_INT_OPS = {"add", "sub", "mul", "floordiv", "mod", "neg", "lt", "le", "gt", "ge", "eq", "ne", "pow", "abs",
+            "and_", "or_", "xor", "lshift", "rshift", "invert"}
 
 
 def _int_op_name(target):
-    return next((name for fn, name in _INT_OPS if target is fn), None)
+    name = getattr(target, "__name__", None)
+    if name not in _INT_OPS or getattr(operator, name) is not target:
+        return None
+    return "aten::floor_divide" if name == "floordiv" else _OPERATOR_NAMES[name]
 
 
 def is_int_node(node) -> bool:
@@ -280,8 +276,7 @@ class _Printer:
             if value not in self.names:  # a value from outside the printed graph
                 self.names[value] = value.meta.get("jit_name") or value.name
             return self.names[value]
-        if isinstance(value, (list, tuple)) and (self.traced or as_list or any(isinstance(v, Node)
-                                                                               for v in _flat(value))):
+        if isinstance(value, (list, tuple)) and (self.traced or as_list or _collect_nodes(value)):
             return self.construct(value, indent, at, as_list, wrap)
         return self.constant(value, indent, at, wrap)
 
@@ -309,9 +304,8 @@ class _Printer:
         loc = self.loc(at) if self.traced and value is not None else ""
         if wrap and isinstance(value, (bool, int, float)):
             kind = "Bool" if isinstance(value, bool) else "Long" if isinstance(value, int) else "Double"
-            text = "{" + (str(int(value)) if isinstance(value, bool) else
-                          format_float(value).rstrip(".") if isinstance(value, float) else str(value)) + "}"
-            self.emit(indent, f"%{name} : {kind}(requires_grad=0, device=cpu) = prim::Constant[value={text}](){loc}")
+            self.emit(indent, f"%{name} : {kind}(requires_grad=0, device=cpu) = "
+                              f"prim::Constant[value={_scalar_literal(value)}](){loc}")
             return name
         text = format_constant_value(value)
         attr = "" if text is None else f"[value={text}]"
@@ -339,8 +333,9 @@ class _Printer:
         value = node.meta.get("jit_constant")
         name = self.fresh(node)
         if str(node.target).startswith("_tensor_constant") and isinstance(value, Tensor):
+            at = next(iter(node.users), node) if self.traced else node   # a trace's: where it is read
             self.emit(indent, f"%{name} : {self.type_text(node)} = prim::Constant[value={_tensor_literal(value)}]()"
-                              f"{self.loc(node)}")
+                              f"{self.loc(at)}")
         else:
             self.emit(indent, f'%{name} : {self.type_text(node)} = prim::GetAttr[name="{node.target}"](%self)'
                               f"{self.loc(node)}")
@@ -354,8 +349,7 @@ class _Printer:
             elif target in (prim.GetAttr, prim.SetAttr, prim.CallMethod) and len(args) >= 2:
                 attr, args = f'[name="{args[1]}"]', [args[0]] + args[2:]
             elif target is prim.CallFunction:
-                callee = node.meta.get("callee")
-                cname = getattr(callee, "name", None) or getattr(callee, "__name__", None)
+                cname = callee_name(node)
                 attr = f'[name="{cname}"]' if cname else ""
             elif target is prim.ListUnpack:
                 args = args[:1]

@@ -58,15 +58,10 @@ class TensorType(ScriptType):
     def __str__(self):
         if self.dtype is None and self.sizes is None:
             return "Tensor"
-        from .printer import _DTYPE_NAMES
         parts = [str(s) for s in self.sizes or ()]
         if self.requires_grad is not None:
             parts.append(f"requires_grad={int(self.requires_grad)}")
-        return f"{_DTYPE_NAMES.get(self.dtype, 'Tensor')}({', '.join(parts)})"
-
-    def unshaped(self) -> "TensorType":
-        """The plain ``Tensor`` type (what the generic plan uses)."""
-        return TensorType()
+        return f"{self.dtype.c10_name}({', '.join(parts)})"
 
 
 def _script_type(name: str, kind: str, fields: str, text, doc: str | None = None) -> type:

@@ -12,7 +12,7 @@ and logs the graph after it when ``EMBER_JIT_LOG_LEVEL`` names it (the file's st
     passes.peephole_optimize(g)
 
 The executor's pipeline: inline -> insert_profile_nodes -> (profiling runs) -> specialize_types ->
-remove_profile_nodes -> PIPELINE (below) -> registered fusion passes.
+remove_profile_nodes -> keep_guaranteed_types -> PIPELINE (below) -> registered fusion passes.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from .inline import inline
 from .loop_unrolling import unroll_loops
 from .lower_tuples import lower_simple_tuples
 from .peephole import peephole_optimize
-from .profiling import (insert_profile_nodes, merge_observed, record_profile, remove_profile_nodes,
-                        specialize_types)
+from .profiling import (insert_profile_nodes, keep_guaranteed_types, merge_observed, record_profile,
+                        remove_profile_nodes, specialize_types)
 
 
 def unroll_small_loops(graph):
@@ -41,4 +41,4 @@ PIPELINE = (fold_constants, peephole_optimize, lower_simple_tuples, unroll_small
 
 __all__ = ["inline", "constant_pooling", "peephole_optimize", "lower_simple_tuples", "unroll_loops",
            "unroll_small_loops", "insert_profile_nodes", "remove_profile_nodes", "specialize_types",
-           "record_profile", "merge_observed", "PIPELINE"]
+           "keep_guaranteed_types", "record_profile", "merge_observed", "PIPELINE"]

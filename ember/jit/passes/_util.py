@@ -28,7 +28,6 @@ def make_constant_before(before: Node, value: Any, type_=None, meta_from: Node |
 def add_outputs(node: Node, types: list, block_values: list) -> list:
     """Append outputs to an If node: block_values[b] lists the new returns of block b. Returns the
     new getitem nodes (placed after the node's existing getitems)."""
-    count = num_outputs(node)
     for block, values in zip(node.blocks, block_values):
         set_block_returns(block, block_returns(block) + list(values))
     return unpack_outputs(node, types)

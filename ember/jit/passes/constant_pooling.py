@@ -26,11 +26,9 @@ def constant_pooling(graph: Graph) -> PassResult:
         constant_pooling(g)
     """
     root = root_graph(graph)
-    order = [n for n in walk(root)]
-    anchor = None
-    for n in root.nodes:
-        if n.op == "placeholder":
-            anchor = n
+    order = list(walk(root))
+    inputs = [n for n in root.nodes if n.op == "placeholder"]
+    anchor = inputs[-1] if inputs else None     # constants go right after the inputs
     pooled: dict = {}
     for node in list(walk(root)):
         if node._erased or not is_constant(node):
@@ -47,7 +45,7 @@ def constant_pooling(graph: Graph) -> PassResult:
         log_update("constant_pooling", f"merged {node.name} into {keeper.name}")
         node.replace_all_uses_with(keeper)
         node.graph.erase_node(node)
-    return finish("constant_pooling", graph, [n for n in walk(root)] != order)
+    return finish("constant_pooling", graph, list(walk(root)) != order)
 
 
 def _constant_key(node: Node):

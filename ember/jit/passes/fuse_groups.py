@@ -36,6 +36,7 @@ script graph (printed by graph_for, run by the reference interpreter); ``meta["k
 """
 from __future__ import annotations
 
+from ember._core.tensor import Tensor
 from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes import purity
@@ -60,7 +61,6 @@ def lowered_op_names() -> frozenset:
 def profiled_val(node):
     """What a profiling run saw `node` hold (a meta tensor), guaranteed by the signature or not;
     None when nothing or conflicting looks were seen."""
-    from ember._core.tensor import Tensor
     val = node.meta.get("val")
     if not isinstance(val, Tensor):
         val = node.meta.get("observed_val")
@@ -68,7 +68,6 @@ def profiled_val(node):
 
 
 def _guaranteed(node) -> bool:
-    from ember._core.tensor import Tensor
     return isinstance(node.meta.get("val"), Tensor)
 
 
@@ -79,7 +78,6 @@ def _is_constant_arg(a, fusible_users) -> bool:
     if not isinstance(a, Node):
         return not isinstance(a, slice) or all(_is_constant_arg(x, fusible_users) for x in (a.start, a.stop, a.step))
     if a.op == "call_function" and a.target is prim.Constant:
-        from ember._core.tensor import Tensor
         return not isinstance(a.args[0], Tensor)    # tensor constants are inputs of their own
     if a.op == "call_function" and a.target in (prim.ListConstruct, prim.TupleConstruct):
         return all(u in fusible_users for u in a.users) and _is_constant_arg(list(a.args), fusible_users)
@@ -202,12 +200,6 @@ def _subgraph(group: list, inputs: list, outputs: list) -> Graph:
     return sub
 
 
-def _replace_outside(old: Node, new: Node, members: set) -> None:
-    for user in list(old.users):
-        if user not in members:
-            user.replace_input_with(old, new)
-
-
 def _rewrite(group: list, names: list) -> None:
     """Replace `group` by the (checked) FusionGroup + fallback, at its last member's place."""
     from ember.jit.executor.fused_kernel import FusedKernel
@@ -247,7 +239,9 @@ def _rewrite(group: list, names: list) -> None:
         for key in ("val", "observed_val"):   # a later group may read `new`: it looks like `old`
             if key in old.meta:
                 new.meta[key] = old.meta[key]
-        _replace_outside(old, new, members)
+        for user in list(old.users):
+            if user not in members:
+                user.replace_input_with(old, new)
     lists = {a for m in group for a in m.all_input_nodes if a.target in (prim.ListConstruct, prim.TupleConstruct)}
     for m in reversed(group):
         block.erase_node(m)

@@ -15,7 +15,7 @@ from ember.fx.graph import Graph
 from ember.fx.node import Node
 from ember.fx.passes.jit_log import log_update
 from ember.fx.passes.pass_manager import PassResult, finish
-from ember.jit.ir import callee_graph, clone, inline_graph, prim, walk
+from ember.jit.ir import callee_graph, callee_name, clone, inline_graph, prim, walk
 
 from ._util import make_constant_before, replace_value
 
@@ -42,8 +42,8 @@ def _inline_all(graph: Graph, stack: list, done: dict) -> int:
     for call in calls:
         source = callee_graph(call.meta["callee"])
         if any(source is g for g in stack):
-            name = getattr(call.meta["callee"], "name", None) or getattr(call.meta["callee"], "__name__", "?")
-            raise RuntimeError(f"inline: {name} calls itself (recursive scripted functions are not supported)")
+            raise RuntimeError(f"inline: {callee_name(call) or '?'} calls itself (recursive scripted functions "
+                               f"are not supported)")
         flat = done.get(id(source))
         if flat is None:
             flat = clone(source)

@@ -25,8 +25,8 @@ from ember.fx.passes.pass_manager import PassResult, finish, until_unchanged
 from ember.jit.ir import block_returns, call, output_node, prim, walk
 from ember.jit.ir.types import TupleType
 
-from ._util import (add_loop_carried, add_outputs, constant_value, last_output_item, num_outputs,
-                    output_getitems, replace_outputs, replace_value)
+from ._util import (add_loop_carried, add_outputs, constant_value, last_output_item, make_constant_before,
+                    num_outputs, output_getitems, replace_outputs, replace_value)
 
 MAX_ROUNDS = 20
 
@@ -69,7 +69,7 @@ def _lower_index(node: Node) -> bool:
     if not -len(tup.args) <= index < len(tup.args):
         return False   # the out-of-range error stays for run time
     log_update("lower_tuples", f"{node.name} reads {tup.name}[{index}] directly")
-    _replace_with(node, tup.args[index])
+    replace_value(node, _materialise(tup.args[index], node))
     return True
 
 
@@ -88,14 +88,7 @@ def _lower_unpack(node: Node) -> bool:
 
 
 def _materialise(value, before: Node):
-    if isinstance(value, Node):
-        return value
-    from ._util import make_constant_before
-    return make_constant_before(before, value)
-
-
-def _replace_with(node: Node, value) -> None:
-    replace_value(node, _materialise(value, node))
+    return value if isinstance(value, Node) else make_constant_before(before, value)
 
 
 def _split_if_tuples(node: Node) -> bool:

@@ -39,6 +39,9 @@ from ._util import constant_value, make_constant_before, replace_value
 
 MAX_ROUNDS = 20
 _ADD, _SUB, _MUL, _DIV, _NEG = "add", "sub", "mul", "div", "neg"
+# the arithmetic families, by ember function / Tensor method name, and by dunder (methods, operator)
+_KINDS = {"add": _ADD, "sub": _SUB, "mul": _MUL, "div": _DIV, "true_divide": _DIV, "neg": _NEG, "negative": _NEG}
+_DUNDER_KINDS = {"__add__": _ADD, "__sub__": _SUB, "__mul__": _MUL, "__truediv__": _DIV, "__neg__": _NEG}
 _DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
                   "long": "int64", "int": "int32", "short": "int16", "char": "int8", "byte": "uint8",
                   "bool": "bool"}
@@ -78,20 +81,16 @@ def _keep_name(old: Node, new: Node) -> None:
 
 def _kind(node: Node) -> str | None:
     """The arithmetic family of a call: operator.add / ember.add / x.add -> "add"."""
+    import ember
     t = node.target
     if node.op == "call_method":
-        return {"add": _ADD, "sub": _SUB, "mul": _MUL, "div": _DIV, "true_divide": _DIV, "neg": _NEG,
-                "negative": _NEG, "__add__": _ADD, "__sub__": _SUB, "__mul__": _MUL, "__truediv__": _DIV,
-                "__neg__": _NEG}.get(t)
-    if t in (operator.add, operator.sub, operator.mul, operator.truediv, operator.neg):
-        return {operator.add: _ADD, operator.sub: _SUB, operator.mul: _MUL, operator.truediv: _DIV,
-                operator.neg: _NEG}[t]
-    import ember
-    for name, kind in (("add", _ADD), ("sub", _SUB), ("mul", _MUL), ("div", _DIV), ("true_divide", _DIV),
-                       ("neg", _NEG), ("negative", _NEG)):
-        if getattr(ember, name, None) is t:
-            return kind
-    return None
+        return _KINDS.get(t) or _DUNDER_KINDS.get(t)
+    name = getattr(t, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    if getattr(operator, name, None) is t:
+        return _DUNDER_KINDS.get(f"__{name}__")
+    return _KINDS.get(name) if getattr(ember, name, None) is t else None
 
 
 def _rewrite(node: Node, mutations: MutationInfo):

@@ -202,6 +202,29 @@ def test_list_ops_all_ways():
     assert n == 3 and tuple(cat.shape) == (6,)
 
 
+def container_args_graph():
+    """Literal containers holding values as call arguments (fx-style graphs): a slice bound, a tuple,
+    a dict and a list nested in a tuple, each reading values the graph computes."""
+    g = ir.new_graph()
+    x = g.placeholder("x", type_expr=T)
+    n = g.placeholder("n", type_expr=IntType())
+    y = ir.call(g, operator.mul, (x, 2.0), type_=T)
+    head = ir.call(g, operator.getitem, (x, slice(None, n, None)), type_=T)
+    stacked = ir.call(g, ember.stack, ((x, y),), type_=T)
+    picked = ir.call(g, operator.getitem, ({"a": y, "b": x}, "a"), type_=T)
+    pair = ir.call(g, operator.getitem, (([x, y], 0), 0), type_=ListType(T))
+    second = ir.call(g, operator.getitem, (pair, 1), type_=T)
+    g.output(ir.call(g, prim.TupleConstruct, (head, stacked, picked, second), type_=TupleType((T, T, T, T))))
+    return g
+
+
+@pytest.mark.parametrize("n", [0, 2, 3])
+def test_container_arguments_all_ways(n):
+    x = _t(np.random.default_rng(n), 3)
+    head, stacked, picked, second = _all_ways(container_args_graph(), (x, n))
+    _same((head, stacked, picked, second), (x[:n], ember.stack((x, x * 2.0)), x * 2.0, x * 2.0))
+
+
 def test_raise_exception_and_note():
     g = raise_graph()
     x = ember.ones(2)

@@ -62,7 +62,7 @@ def test_shape_after_data_dependent_branch_is_not_baked_in():
 
 
 def test_inplace_reshape_disables_intermediate_specialisation():
-    from ember.jit.executor.profiling import keep_guaranteed_types
+    from ember.jit.passes.profiling import keep_guaranteed_types
     g = ir.new_graph()
     x = g.placeholder("x", type_expr=T)
     y = ir.call(g, operator.mul, (x, 2), type_=T)
