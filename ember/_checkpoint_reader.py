@@ -38,7 +38,7 @@ def _float(s):
     _check(type(s) is str, "float value must be a hex string")
     try:
         return float.fromhex(s)
-    except ValueError:
+    except (ValueError, OverflowError):      # "0x1p99999" overflows
         raise _Corrupt(f"malformed manifest: bad float {s[:40]!r}") from None
 
 

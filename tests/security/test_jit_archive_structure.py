@@ -309,6 +309,7 @@ FILE_CASES = {
     "value_device_injection": (_manifest_value(ember.device("cpu"), "device", "cpu; rm -rf /"), "bad device"),
     "value_tensor_out_of_range": (_manifest_value(ember.ones(2), "tensor", 10 ** 6), "out of range"),
     "value_float_not_hex": (_manifest_value(1.5, "float", "one and a half"), "bad float"),
+    "value_float_overflows": (_manifest_value(1.5, "float", "0x1p99999"), "bad float"),
     "value_nested_too_deeply": (_deep_value, "nested too deeply"),
     # the tensors' manifest entries
     "tensor_dtype_object": (_manifest(lambda m: _weight_entry(m).update(dtype="object")), "unknown dtype"),
