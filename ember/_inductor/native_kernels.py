@@ -384,6 +384,21 @@ K(axpy) {
     #pragma omp simd
     for (int64_t i = 0; i < n; i++) x[i] = FMA(y[i], a, x[i]);
 }
+
+/* SGD with momentum, one parameter, in one pass: the for-loop's b.mul_(momentum).add_(g, alpha)
+   then p.add_(b, alpha=-lr), each rounding as that op does (add_ without alpha is a plain add,
+   with alpha ATen's fmadd; axpy's FMA for p), so the result is the three ops' to the bit. */
+K(sgd_momentum_step) {
+    T *p = bufs[0]; const T *g = bufs[1]; T *b = bufs[2]; int64_t n = ints[0], dampened = ints[1];
+    const T momentum = (T)floats[0], keep = (T)floats[1], neg_lr = (T)floats[2];
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        T bi = b[i] * momentum;
+        bi = dampened ? FMA(g[i], keep, bi) : bi + g[i];
+        b[i] = bi;
+        p[i] = FMA(bi, neg_lr, p[i]);
+    }
+}
 """
 
 
