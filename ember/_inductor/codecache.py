@@ -86,9 +86,12 @@ def link_flags() -> tuple:
     ~17 ms CPU here); what a kernel can need comes back explicitly: libgomp (OpenMP regions),
     libm/libmvec (math) and libgcc (the compiler's helpers, e.g. half-float conversions). libc
     is resolved when the library is loaded, from the process that loads it, as an extension
-    module's Python API is: every process that runs ember has it."""
+    module's Python API is: every process that runs ember has it. GCC only (its OpenMP runtime is
+    libgomp); another compiler links as it does by default."""
     facts = machine.probe()
     mvec = ("-lmvec",) if facts and facts["libmvec"] and config.use_libmvec else ()
+    if not facts or "Free Software Foundation" not in facts["cc_version"] or "clang" in facts["cc_version"]:
+        return (*config.ldflags, *mvec)
     gomp = ("-lgomp",) if "-fopenmp" in config.cflags else ()
     return ("-nostdlib", *gomp, *config.ldflags, *mvec, "-lgcc")
 

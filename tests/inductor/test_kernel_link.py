@@ -1,5 +1,5 @@
-"""The lean link of kernel libraries (codecache.link_flags: -nostdlib, then only libgomp, libm,
-libmvec and libgcc): what a kernel may call still resolves when the library is loaded, checked by
+"""The lean link of kernel libraries (codecache.link_flags, with GCC: -nostdlib, then only libgomp,
+libm, libmvec and libgcc): what a kernel may call still resolves when the library is loaded, checked by
 running it against NumPy: an OpenMP parallel loop on several threads (libgomp), vectorised math
 (libmvec), a 128-bit division (libgcc's __divti3), a loop GCC turns into memset/memcpy (libc, from
 the loading process); and a symbol that exists nowhere is still a compile error naming the kernel,
@@ -48,6 +48,14 @@ def test_link_flags_name_every_library_a_kernel_calls():
     flags = codecache.link_flags()
     assert flags[0] == "-nostdlib" and "-lgcc" in flags and "-lm" in flags
     assert "-lgomp" in flags            # config.cflags has -fopenmp
+
+
+def test_another_compiler_links_as_it_does_by_default(monkeypatch):
+    from ember._inductor import config, machine
+    facts = dict(machine.probe(), cc_version="clang version 17.0.6\nTarget: x86_64-pc-linux-gnu")
+    monkeypatch.setattr(machine, "probe", lambda: facts)
+    flags = codecache.link_flags()
+    assert "-nostdlib" not in flags and flags[:len(config.ldflags)] == tuple(config.ldflags)
 
 
 def test_openmp_math_libgcc_and_libc_calls_resolve_and_compute(private_cache):
