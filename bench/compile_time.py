@@ -1,12 +1,13 @@
 """What compiling costs: one new kernel, a training step's graphs from scratch in a fresh process,
 and the same program in a new process with the caches warm.
 
-    .venv/bin/python bench/compile_time.py [--runs 3] [--no-torch]
+    .venv/bin/python bench/compile_time.py [--runs 3] [--no-torch] [--breakdown-only]
 
 (a) new kernel: codecache.load_c of a pointwise kernel source never seen before (prelude included):
     the C compiler's run, the digest, the dlopen. Goal <= 100 ms. Every figure is given in wall time
     and in CPU time (the process and its compiler children, user + system: on a shared machine the
-    wall time mostly measures the wait for a core).
+    wall time mostly measures the wait for a core). Then where it goes: the compiler command alone
+    and the CPU of each process the driver starts (its -time report), and ember's own CPU.
 (b) cold: a new Python process, $EMBER_CACHE_DIR an empty folder (so the machine probe runs too),
     the MLP 784-512-512-10 (batch 64, cross entropy): from ember.compile's first call to the first
     loss.backward() done, i.e. capture, AOT autograd, lowering and the C compiler for the forward
@@ -85,16 +86,9 @@ def _cpu_s() -> float:
 def new_kernel_ms(runs: int):
     """(wall ms, CPU ms: this process and the compiler processes), medians."""
     from ember._inductor import codecache
-    from ember._inductor.codegen_c import prelude
     samples, cpu = [], []
     for i in range(runs):
-        src = prelude() + f"""/* {time.time_ns()} {i} */
-void k(void *const *bufs, const int64_t *ints, const double *floats) {{
-    float *out = (float *)bufs[0]; const float *x = (const float *)bufs[1];
-    #pragma omp simd
-    for (int64_t i = 0; i < ints[0]; i++) out[i] = tanhf(x[i] * 2.0f + 1.0f);
-}}
-"""
+        src = _kernel_source(i)
         t0, c0 = time.perf_counter(), _cpu_s()
         codecache.load_c(src)
         samples.append((time.perf_counter() - t0) * 1e3)
@@ -102,14 +96,66 @@ void k(void *const *bufs, const int64_t *ints, const double *floats) {{
     return statistics.median(samples), statistics.median(cpu)
 
 
+def _kernel_source(tag) -> str:
+    from ember._inductor.codegen_c import prelude
+    return prelude() + f"""/* {time.time_ns()} {tag} */
+void k(void *const *bufs, const int64_t *ints, const double *floats) {{
+    float *out = (float *)bufs[0]; const float *x = (const float *)bufs[1];
+    #pragma omp simd
+    for (int64_t i = 0; i < ints[0]; i++) out[i] = tanhf(x[i] * 2.0f + 1.0f);
+}}
+"""
+
+
+def new_kernel_breakdown(runs: int) -> None:
+    """Where a new kernel's time goes: the compiler driver's own report (`-time`: CPU of each
+    process it starts: cc1, as, collect2 and ld), the same command's wall and CPU, and ember's
+    own CPU in load_c (source write, digest, dlopen, Python: load_c's CPU minus its children's)."""
+    import resource
+    from ember._inductor import codecache, config
+    cc = codecache._toolchain()["cc_path"]
+    stages, wall, kids = {}, [], []
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(runs):
+            src = os.path.join(d, f"k{i}.c")
+            with open(src, "w") as f:
+                f.write(_kernel_source(f"breakdown {i}"))
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            proc = subprocess.run([cc, *config.cflags, src, "-o", os.path.join(d, f"k{i}.so"),
+                                   *codecache.link_flags(), "-time"], capture_output=True, text=True, check=True)
+            wall.append((time.perf_counter() - t0) * 1e3)
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            kids.append((c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) * 1e3)
+            for line in proc.stderr.splitlines():       # "# cc1 0.02 0.01": user and system seconds
+                parts = line.split()
+                if len(parts) == 4 and parts[0] == "#":
+                    stages.setdefault(parts[1], []).append((float(parts[2]) + float(parts[3])) * 1e3)
+    own = []
+    for i in range(runs):
+        src = _kernel_source(f"own {i}")
+        c0, k0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        codecache.load_c(src)
+        c1, k1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        own.append((c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) * 1e3)
+    print(f"    the compiler command: {statistics.median(wall):.0f} ms wall, {statistics.median(kids):.0f} ms CPU; "
+          "per process (CPU, 10 ms clock): "
+          + ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in stages.items())
+          + f"; ember's own CPU in load_c {statistics.median(own):.1f} ms")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--breakdown-only", action="store_true", help="(a) and where its time goes, nothing else")
     args = ap.parse_args()
     header("compile time")
     wall, cpu = new_kernel_ms(args.runs)
     print(f"(a) a new kernel: {wall:.0f} ms wall, {cpu:.0f} ms CPU (goal <= 100 ms)")
+    new_kernel_breakdown(max(args.runs, 5))
+    if args.breakdown_only:
+        return
     cold, warm, torch_cold = [], [], []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:

@@ -8,13 +8,15 @@ Why: a composite op written in NumPy makes one temporary array per step (GELU's 
 passes over memory), and a recurrent cell is ~11 ember ops per time step, each ~20 us of Python.
 One C loop per op does the same arithmetic in one pass.
 
-How: every kernel of one dtype lives in one C translation unit (`source(dtype)`), written by hand
-as plain loops (the bodies below), prefixed with the libmvec prototypes the code generator uses
-(machine.vector_math_prelude(), so expf/tanh/erf vectorise), compiled and cached on disk by
-codecache.load_c (same key, lock, digest and trust rules as generated kernels) and called through
-launch.launcher() (pointers read from the arrays, GIL released). Compilation happens at the first
-call of a kernel of that dtype, never at import; `import ember` does not import this module
-(ember/ops/native.py imports it lazily).
+How: every kernel of one dtype is written by hand in one C text (`source(dtype)`) as plain loops
+(the bodies below), prefixed with the libmvec prototypes the code generator uses
+(machine.vector_math_prelude(), so expf/tanh/erf vectorise). Each kernel is compiled on its own
+(`kernel_source(name, dtype)`: that text without the other kernels' bodies, so macros and helpers
+stay where they are), and cached on disk by codecache.load_c (same key, lock, digest and trust rules
+as generated kernels): the whole text is ~1.2 s of compiler CPU, a program's first cross_entropy
+needs two kernels of ~0.1 s. Kernels are called through launch.launcher() (pointers read from the
+arrays, GIL released). Compilation happens at a kernel's first call, never at import; `import
+ember` does not import this module (ember/ops/native.py imports it lazily).
 
 Every kernel takes C-contiguous arrays of one dtype (the caller copies other layouts) and follows
 the signature `void k(void *const *bufs, const int64_t *ints, const double *floats)`. Float32
@@ -23,6 +25,7 @@ do; results agree with the NumPy kernels (erf in double there) within a few ulps
 """
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -384,6 +387,21 @@ K(axpy) {
     #pragma omp simd
     for (int64_t i = 0; i < n; i++) x[i] = FMA(y[i], a, x[i]);
 }
+
+/* SGD with momentum, one parameter, in one pass: the for-loop's b.mul_(momentum).add_(g, alpha)
+   then p.add_(b, alpha=-lr), each rounding as that op does (add_ without alpha is a plain add,
+   with alpha ATen's fmadd; axpy's FMA for p), so the result is the three ops' to the bit. */
+K(sgd_momentum_step) {
+    T *p = bufs[0]; const T *g = bufs[1]; T *b = bufs[2]; int64_t n = ints[0], dampened = ints[1];
+    const T momentum = (T)floats[0], keep = (T)floats[1], neg_lr = (T)floats[2];
+    #pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        T bi = b[i] * momentum;
+        bi = dampened ? FMA(g[i], keep, bi) : bi + g[i];
+        b[i] = bi;
+        p[i] = FMA(bi, neg_lr, p[i]);
+    }
+}
 """
 
 
@@ -397,23 +415,49 @@ def source(dtype) -> str:
     return _HEADER % fill + _BODIES % fill + conv_bodies % fill + seq_bodies % fill
 
 
+# a kernel's body: from its `K(name) {` line to the first `}` in column 0 (bodies indent the rest)
+_KERNEL_BODY = re.compile(r"^K\((\w+)\) \{\n.*?^\}\n", re.M | re.S)
+
+
+def kernel_names(dtype) -> list:
+    """Every native kernel's name, in source order."""
+    return _KERNEL_BODY.findall(source(dtype))
+
+
+def kernel_source(name: str, dtype) -> str:
+    """`name`'s translation unit: the whole source without the other kernels' bodies (everything
+    else, macros and static helpers included, stays in place). ValueError for an unknown name."""
+    found = []
+
+    def keep_only_name(m):
+        if m.group(1) != name:
+            return ""
+        found.append(name)
+        return m.group(0)
+    text = _KERNEL_BODY.sub(keep_only_name, source(dtype))
+    if not found:
+        raise ValueError(f"native_kernels: no kernel named {name!r}")
+    return text
+
+
 _kernels: dict = {}          # (name, dtype) -> launch partial, or None when unavailable
-_libs: dict = {}             # dtype -> loaded library, or None when it cannot be built
+_libs: dict = {}             # (name, dtype) -> loaded library, or None when it cannot be built
 _lock = threading.Lock()
 
 
-def _library(dtype):
+def _library(name, dtype):
     from . import codecache
-    if dtype not in _libs:
+    key = (name, dtype)
+    if key not in _libs:
+        _libs[key] = None
         try:
-            _libs[dtype] = codecache.load_c(source(dtype), name=f"ember_native_{DTYPES[dtype][1]}")
+            _libs[key] = codecache.load_c(kernel_source(name, dtype), name=f"{name}_{DTYPES[dtype][1]}")
         except codecache.CompilerUnavailable as e:
             log.info("native kernels off: %s", e)
-            _libs[dtype] = None
         except codecache.CCompileError as e:     # a bug here, not the user's: keep eager working
-            log.warning("native kernels for %s did not compile (%s); using the NumPy kernels", dtype, e.source_path)
-            _libs[dtype] = None
-    return _libs[dtype]
+            log.warning("native kernel %s for %s did not compile (%s); using the NumPy kernel", name, dtype,
+                        e.source_path)
+    return _libs[key]
 
 
 def kernel(name: str, dtype):
@@ -428,7 +472,7 @@ def kernel(name: str, dtype):
         if key not in _kernels:
             fn = None
             if dtype in DTYPES:
-                lib = _library(dtype)
+                lib = _library(name, dtype)
                 if lib is not None:
                     from functools import partial
 

@@ -142,6 +142,18 @@ def _nll(op, logp, target, w, reduction, ignore_index):
     """nll on compute arrays: logp [C] or [N, C, ...], target [] or [N, ...]. Returns ndarray."""
     axis = 0 if logp.ndim == 1 else 1
     n_classes = logp.shape[axis]
+    if w is None and logp.ndim == 2 and target.ndim == 1 and target.size and target.dtype.kind in "iu" \
+            and not 0 <= ignore_index < n_classes:
+        # a classifier's usual call: every target a valid class, none ignored, no class weights;
+        # the general code below in 3 NumPy calls instead of ~15 (the same values to the bit: the
+        # weights it would multiply by are ones, its divisor their float sum, the row count)
+        lo, hi = target.min(), target.max()
+        if 0 <= lo and hi < n_classes:
+            losses = -logp[np.arange(target.size), target]
+            if reduction == 0:
+                return losses
+            total = np.sum(losses)
+            return total / logp.dtype.type(target.size) if reduction == 1 else total
     t = target.astype(np.int64)
     ignored = t == ignore_index
     bad = ~ignored & ((t < 0) | (t >= n_classes))
