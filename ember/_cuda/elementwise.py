@@ -5,20 +5,26 @@ A CuPy ufunc call on a tiny array is mostly host work: argument and dtype resolu
 the kernel-cache key, the CArray/CIndexer packing of every operand (`cupy.add` alone was 8.7 us on
 the lent H100, PyTorch's whole ``add`` 10 us). Where the operands need none of that -- same shape,
 same dtype, C-contiguous, on the current device -- a kernel compiled once per (op, dtype) from
-`_SOURCE` is launched with the raw pointers and the element count. Anything else (broadcasting,
-mixed dtypes, strided views, halves, Python numbers, other keyword arguments) returns None and
-the caller runs CuPy's ufunc: the result is the same array either way, since each kernel's
-expression is the one CuPy's ufunc evaluates for that dtype (``out0 = in0 + in1``, ``exp(in0)``).
+`_source()` is launched through cuLaunchKernel with the raw pointers and the element count.
+Anything else (broadcasting, mixed dtypes, strided views, halves, Python numbers, other keyword
+arguments) returns None and the caller runs CuPy's ufunc: the result is the same array either
+way, since each kernel's expression is the one CuPy's ufunc evaluates for that dtype
+(``out0 = in0 + in1``, ``exp(in0)``). relu is PyTorch CUDA's (see `UNARY`).
 """
 from __future__ import annotations
 
+import ctypes
+import struct
+import threading
+
 import cupy
 import numpy
-from cupy.cuda import runtime
+from cupy.cuda import driver, runtime
 
 _ndarray = cupy.ndarray
-_int64 = numpy.int64
 _get_device = runtime.getDevice
+_launch_kernel = driver.launchKernel
+_current_stream = cupy.cuda.get_current_stream
 
 _C_TYPES = {numpy.dtype(numpy.float32): "float", numpy.dtype(numpy.float64): "double",
             numpy.dtype(numpy.int32): "int", numpy.dtype(numpy.int64): "long long"}
@@ -30,8 +36,8 @@ BINARY = {"add": ("a + b", tuple(_C_TYPES.values())), "subtract": ("a - b", tupl
           "divide": ("a / b", _FLOATS)}
 UNARY = {"exp": ("exp(a)", _FLOATS), "log": ("log(a)", _FLOATS), "sqrt": ("sqrt(a)", _FLOATS),
          "tanh": ("tanh(a)", _FLOATS), "negative": ("-a", tuple(_C_TYPES.values())),
-         # relu as ember's CPU kernel computes it: x < 0 ? 0 : x keeps NaN and -0.0 (PyTorch's relu)
-         "relu": ("a < (T)0 ? (T)0 : a", tuple(_C_TYPES.values()))}
+         # PyTorch CUDA's relu (clamp_min(x, 0): NaN stays NaN, -0.0 becomes 0.0; its CPU relu keeps -0.0)
+         "relu": ("(a > (T)0 || a != a) ? a : (T)0", tuple(_C_TYPES.values()))}
 
 # the sum of all elements of a small contiguous float array in one block (no CUB/reduction-kernel
 # set-up on the host): each thread strides over the input, then a tree in shared memory. Sums
@@ -69,29 +75,58 @@ def _source() -> str:
 
 
 _module: list = []          # the RawModule, compiled on first use (CuPy caches it on disk)
-_functions: dict = {}       # (name, dtype) -> kernel, or None where `name` has no kernel for `dtype`
+_functions: dict = {}       # (name, dtype, device) -> CUfunction address, or None: no kernel for dtype
+_alive: list = []           # the Function objects behind those addresses (their module stays loaded)
 
 
-def function(name, dtype):
-    """The kernel of ufunc `name` for `dtype`, or None."""
-    key = (name, dtype)
-    fn = _functions.get(key, False)
-    if fn is not False:
-        return fn
+def function(name, dtype, device):
+    """The CUfunction of ufunc `name` for `dtype` on `device`, or None."""
+    key = (name, dtype, device)
+    ptr = _functions.get(key, False)
+    if ptr is not False:
+        return ptr
     ctype = _C_TYPES.get(dtype)
     spec = BINARY.get(name) or UNARY.get(name) or {"sum_all": ("", _FLOATS)}.get(name)
     if ctype is None or spec is None or ctype not in spec[1]:
-        fn = None
+        ptr = None
     else:
         if not _module:
             _module.append(cupy.RawModule(code=_source()))
-        fn = _module[0].get_function(f"{name}_{ctype.replace(' ', '_')}")
-    _functions[key] = fn
-    return fn
+        kernel = _module[0].get_function(f"{name}_{ctype.replace(' ', '_')}")
+        kernel = getattr(kernel, "kernel", kernel)     # (a RawKernel's Function for the current device)
+        _alive.append(kernel)
+        ptr = kernel.ptr
+    _functions[key] = ptr
+    return ptr
 
 
-def _launch(fn, n, args):
-    fn((min((n + 255) >> 8, 8192),), (256,), args)
+class _Parameters(threading.local):
+    """This thread's kernel-parameter block for cuLaunchKernel: four 8-byte slots (pointers, the
+    element count) and the array of their addresses. The driver copies the values at the launch,
+    so the block is refilled for the next one. CuPy's own RawKernel call packs a Python object
+    per argument instead: ~6 us of the 12 us of a tiny ``ember.add`` under cProfile on the card."""
+
+    def __init__(self):
+        self.slots = ctypes.create_string_buffer(32)
+        base = ctypes.addressof(self.slots)
+        self.pointers = (ctypes.c_void_p * 4)(*(base + 8 * i for i in range(4)))
+        self.address = ctypes.addressof(self.pointers)
+
+
+_parameters = _Parameters()
+_pack3, _pack4 = struct.Struct("3q").pack_into, struct.Struct("4q").pack_into
+
+
+def _launch3(ptr, blocks, a, b, c):
+    p = _parameters
+    _pack3(p.slots, 0, a, b, c)
+    _launch_kernel(ptr, blocks, 1, 1, 256, 1, 1, 0, _current_stream().ptr, p.address, 0)
+
+
+def _launch4(ptr, blocks, a, b, c, d):
+    p = _parameters
+    _pack4(p.slots, 0, a, b, c, d)
+    _launch_kernel(ptr, blocks, 1, 1, 256, 1, 1, 0, _current_stream().ptr, p.address, 0)
 
 
 def _fits(out, x):
@@ -117,10 +152,11 @@ def binary(name):
         dtype = x.dtype
         if y.dtype is not dtype or not x._c_contiguous or not y._c_contiguous or x.shape != y.shape:
             return None
-        fn = _functions.get((name, dtype), False)
-        if fn is False:
-            fn = function(name, dtype)
-        if fn is None or x.data.device_id != _get_device():
+        device = x.data.device_id
+        ptr = _functions.get((name, dtype, device), False)
+        if ptr is False:
+            ptr = function(name, dtype, device)
+        if ptr is None or device != _get_device():
             return None
         if kwargs:
             out = kwargs.get("out")
@@ -130,7 +166,7 @@ def binary(name):
             out = _ndarray(x.shape, dtype)
         n = x.size
         if n:
-            _launch(fn, n, (x, y, out, _int64(n)))
+            _launch4(ptr, min((n + 255) >> 8, 8192), x.data.ptr, y.data.ptr, out.data.ptr, n)
         return out
     return run
 
@@ -144,10 +180,11 @@ def unary(name):
         if x.__class__ is not _ndarray or not x._c_contiguous:
             return None
         dtype = x.dtype
-        fn = _functions.get((name, dtype), False)
-        if fn is False:
-            fn = function(name, dtype)
-        if fn is None or x.data.device_id != _get_device():
+        device = x.data.device_id
+        ptr = _functions.get((name, dtype, device), False)
+        if ptr is False:
+            ptr = function(name, dtype, device)
+        if ptr is None or device != _get_device():
             return None
         if kwargs:
             out = kwargs.get("out")
@@ -157,7 +194,7 @@ def unary(name):
             out = _ndarray(x.shape, dtype)
         n = x.size
         if n:
-            _launch(fn, n, (x, out, _int64(n)))
+            _launch3(ptr, min((n + 255) >> 8, 8192), x.data.ptr, out.data.ptr, n)
         return out
     return run
 
@@ -167,14 +204,14 @@ def sum_all(a):
     contiguous float32/float64 array on the current device."""
     if a.__class__ is not _ndarray or not a._c_contiguous or a.size > SUM_ALL_LIMIT:
         return None
-    dtype = a.dtype
-    fn = _functions.get(("sum_all", dtype), False)
-    if fn is False:
-        fn = function("sum_all", dtype)
-    if fn is None or a.data.device_id != _get_device():
+    dtype, device = a.dtype, a.data.device_id
+    ptr = _functions.get(("sum_all", dtype, device), False)
+    if ptr is False:
+        ptr = function("sum_all", dtype, device)
+    if ptr is None or device != _get_device():
         return None
     out = _ndarray((), dtype)
-    fn((1,), (256,), (a, out, _int64(a.size)))
+    _launch3(ptr, 1, a.data.ptr, out.data.ptr, a.size)
     return out
 
 

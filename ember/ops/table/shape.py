@@ -163,6 +163,8 @@ def _ints(args, op):
 
 def view(self, *args, **kwargs):
     """``t.view(*shape)``, ``t.view(shape)`` or ``t.view(dtype)``."""
+    if not kwargs and args and args[0].__class__ is int:   # t.view(16), t.view(4, -1): sizes, straight to the binding
+        return aten.view.default.entry(self, args)
     if "dtype" in kwargs or (len(args) == 1 and (isinstance(args[0], _dt.dtype) or isinstance(args[0], type))):
         dtype = kwargs.pop("dtype", None) if "dtype" in kwargs else args[0]
         return aten.view.dtype(self, dtype)  # the binding turns float / int ... into dtypes
