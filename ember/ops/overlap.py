@@ -56,22 +56,15 @@ def overlap_status(a, b) -> str:
     """How the memory of arrays `a` and `b` overlaps (ATen's get_overlap_status)."""
     if a is b:
         return FULL
-    if not a.size or not b.size:
-        return NO
-    if a.__class__ is _ndarray:
-        if b.__class__ is not _ndarray or a.base is None and b.base is None:
-            return NO  # a host and a device array, or two arrays that own their memory
-    elif a.__class__ is MetaArray or b.__class__ is not a.__class__:
-        return NO  # meta arrays have no memory
-    # (CuPy: views built on a MemoryPointer have no base, so only their addresses tell)
+    if not a.size or not b.size or a.__class__ is not _ndarray or b.__class__ is not _ndarray:
+        return NO  # meta arrays have no memory; CUDA arrays are not checked here
+    if a.base is None and b.base is None:
+        return NO  # two arrays that own their memory
     if not _dense(a) or not _dense(b):
         return TOO_HARD
     # (memory addresses, not storage identity: NumPy arrays wrapped by from_numpy share
-    # memory without sharing a base array; a CuPy array's first element is at data.ptr)
-    if a.__class__ is _ndarray:
-        a0, b0 = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
-    else:
-        a0, b0 = a.data.ptr, b.data.ptr
+    # memory without sharing a base array)
+    a0, b0 = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
     a1, b1 = a0 + a.nbytes, b0 + b.nbytes
     if a0 == b0 and a1 == b1:
         return FULL if a.strides == b.strides and a.itemsize == b.itemsize else PARTIAL
@@ -201,7 +194,7 @@ def checker(schema, derived: bool, late=False):
             raise RuntimeError(f"{op}(): {INTERNAL_MESSAGE}")
 
     def _check(data, d, allow_full):
-        if d is not data and (d.__class__ is MetaArray or data.__class__ is MetaArray):
+        if d is not data and (d.__class__ is not _ndarray or data.__class__ is not _ndarray):
             return
         status = overlap_status(data, d)
         if status == PARTIAL or (status == FULL and not allow_full):
