@@ -19,7 +19,7 @@ _scalars: dict = {}     # (alpha, beta) -> float32 host array cuBLAS reads them 
 # (alpha, beta) = (1, 0) as cuBLAS reads them: in the compute type (float64 products: double)
 _ONE_ZERO_F32, _ONE_ZERO_F64 = numpy.array((1.0, 0.0), numpy.float32), numpy.array((1.0, 0.0), numpy.float64)
 _ONE_ZERO_PTRS = {False: (_ONE_ZERO_F32.ctypes.data, _ONE_ZERO_F32.ctypes.data + 4),
-                  True: (_ONE_ZERO_F64.ctypes.data, _ONE_ZERO_F64.ctypes.data + 8)}   # (a .ctypes read costs ~1 us)
+                  True: (_ONE_ZERO_F64.ctypes.data, _ONE_ZERO_F64.ctypes.data + 8)}   # (read once: .ctypes builds an object per read)
 _get_device = cupy.cuda.runtime.getDevice
 _MM2D_TYPES = {**_CUDA_TYPES, numpy.dtype(numpy.float64): 1}
 _libs: list = []        # (cublas, get_cublas_handle, the matmul flags), loaded on the first product
