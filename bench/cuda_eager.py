@@ -1,12 +1,14 @@
 """ember vs PyTorch eager on the same GPU, in one process, interleaved rounds, medians.
 
-    python3 bench/cuda_eager.py [--rounds 7] [--number 500]
+    python3 bench/cuda_eager.py [--rounds 7] [--number 500] [--profile 2000] [--no-matmul]
 
 1. per-op launch overhead: the time of one call on tiny CUDA tensors (shape (4,)), which is
    host work (argument parsing, dispatch, the CuPy / ATen launch); the GPU keeps up. Each batch
    of calls ends with a device synchronize, inside the timing.
 2. matmul throughput: C = A @ B at 4096² and 8192² in bfloat16, and at 4096² in float32 with and
    without TF32, timed with CUDA events around `iters` products; TFLOP/s = 2 n³ / time.
+3. --profile N: where each ember tiny op's host time goes (cProfile over N calls, the functions
+   with the most own time).
 """
 from __future__ import annotations
 
@@ -58,6 +60,26 @@ def launch_overhead(torch, rounds, number):
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
+def profile_ops(torch, number, top=6):
+    import cProfile
+    import pstats
+    for (name, lib), fn in tiny_cases(torch).items():
+        if lib != "ember":
+            continue
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(number):
+            fn()
+        prof.disable()
+        torch.cuda.synchronize()
+        print(f"\n### {name}: cProfile, {number} calls, top {top} by own time")
+        stats = pstats.Stats(prof)
+        rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:top]
+        for (file, line, func), (_, ncalls, tottime, cumtime, _) in rows:
+            print(f"  {tottime / number * 1e6:7.2f} us own {cumtime / number * 1e6:7.2f} us cum "
+                  f"{ncalls / number:5.1f}/call  {os.path.basename(file)}:{line}({func})")
+
+
 def matmul_tflops(torch, n, dtype, tf32, rounds, iters=20):
     results = {}
     for lib_name, lib in (("ember", ember), ("torch", torch)):
@@ -87,6 +109,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--number", type=int, default=500)
+    p.add_argument("--profile", type=int, default=0, help="cProfile each ember op over this many calls")
+    p.add_argument("--no-matmul", action="store_true", help="skip the TFLOP/s table")
     args = p.parse_args()
     header("ember vs PyTorch eager on CUDA")
     print(f"# card: {torch.cuda.get_device_name()} | ember.cuda: {ember.cuda.get_device_name()} | "
@@ -97,6 +121,10 @@ def main():
     print(table(rows, ["ember", "torch"], med, ratio=("ember", "torch")))
     ratios = [med[(r, "ember")] / med[(r, "torch")] for r in rows]
     print(f"geometric-mean ratio ember/torch: {statistics.geometric_mean(ratios):.2f}x")
+    if args.profile:
+        profile_ops(torch, args.profile)
+    if args.no_matmul:
+        return
     print("\n## matmul TFLOP/s (median of rounds; CUDA events)")
     print(f"{'case':<28}{'ember':>10}{'torch':>10}{'ember/torch':>14}")
     for n, dtype, tf32 in ((4096, "bfloat16", False), (8192, "bfloat16", False), (4096, "float32", False),

@@ -63,6 +63,7 @@ FAKE_BIT = 1 << DispatchKey.Fake
 INFERENCE_BIT = 1 << DispatchKey.Inference
 _CPU_AUTOGRAD = CPU_BIT | AUTOGRAD_BIT
 _AUTOGRAD_KEY = int(DispatchKey.Autograd)
+_CUDA_KEY = int(DispatchKey.CUDA)
 
 # The backend of factories called without a device (``ember.set_default_device``): [its bit, its device].
 default_factory_backend = [CPU_BIT, None]
@@ -238,7 +239,7 @@ class OperatorHandle:
         """Dispatch with the key set computed from the arguments (before TLS is applied).
 
         The common {CPU} set is answered here, in one Python frame (bench/dispatch_overhead.py
-        measures it); any other set goes through `redispatch`."""
+        measures it), and so are {CPU, Autograd} and {CUDA}; any other set goes through `redispatch`."""
         keys = (keys | tls.include) & ~tls.exclude
         if keys == CPU_BIT:
             kernel = self.table[0]
@@ -248,6 +249,10 @@ class OperatorHandle:
             kernel = self.table[_AUTOGRAD_KEY]
             if kernel is not None:
                 return kernel(self, CPU_BIT, *args)
+        elif keys == CUDA_BIT:         # likewise a CUDA op alone (tested after the CPU sets: they pay nothing)
+            kernel = self.table[_CUDA_KEY]
+            if kernel is not None:
+                return kernel(*args)
         return self.redispatch(keys, *args)
 
     def redispatch(self, keys: int, *args):

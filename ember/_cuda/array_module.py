@@ -14,7 +14,7 @@ import types
 import cupy
 import numpy
 
-from . import overrides
+from . import elementwise, overrides
 
 _HOST_TYPES = (list, tuple, int, float, bool, range, numpy.ndarray, numpy.generic)
 
@@ -63,9 +63,10 @@ _PY_SCALARS = frozenset((int, float, bool, complex))
 class _Ufunc:
     """A CuPy ufunc with the methods the CPU kernels call on NumPy's (``np.maximum.accumulate``,
     ``np.minimum.reduce``, ``np.add.at`` ...), where CuPy's own are missing. Called on Python
-    numbers only (``np.sqrt(head_dim)``), it is NumPy's: host math stays on the host."""
+    numbers only (``np.sqrt(head_dim)``), it is NumPy's: host math stays on the host. Called on
+    operands `elementwise` takes (same shape and dtype, contiguous), one direct kernel launch."""
 
-    __slots__ = ("fn", "name", "host")
+    __slots__ = ("fn", "name", "host", "direct")
     _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "fmax": "nanmax",
                "fmin": "nanmin", "logical_and": "all", "logical_or": "any"}
     _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
@@ -73,8 +74,14 @@ class _Ufunc:
 
     def __init__(self, name):
         self.fn, self.name, self.host = getattr(cupy, name), name, getattr(numpy, name, None)
+        self.direct = elementwise.direct(name)   # same-shape contiguous operands: one raw launch
 
     def __call__(self, *args, **kwargs):
+        direct = self.direct
+        if direct is not None:
+            out = direct(args, kwargs)
+            if out is not None:
+                return out
         if args[0].__class__ in _PY_SCALARS and (len(args) == 1 or args[1].__class__ in _PY_SCALARS) \
                 and self.host is not None and "out" not in kwargs:
             return self.host(*args, **kwargs)
@@ -84,6 +91,10 @@ class _Ufunc:
         return getattr(self.fn, name)
 
     def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False):
+        if self.name == "add" and axis is None and dtype is None and out is None and not keepdims:
+            total = elementwise.sum_all(a)    # small arrays: one launch, no CuPy reduction set-up
+            if total is not None:
+                return total
         return getattr(cupy, self._REDUCE[self.name])(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims) \
             if dtype is not None and self.name in ("add", "multiply") else \
             getattr(cupy, self._REDUCE[self.name])(a, axis=axis, out=out, keepdims=keepdims)

@@ -14,8 +14,49 @@ import numpy
 from .._core import dtype as _dt
 
 _CUDA_TYPES = {numpy.dtype(numpy.float16): 2, _dt.bfloat16.np: 14, numpy.dtype(numpy.float32): 0}   # cudaDataType
-_COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _DEFAULT_ALGO = 68, 77, -1
+_COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F, _DEFAULT_ALGO = 68, 77, 70, -1
 _scalars: dict = {}     # (alpha, beta) -> float32 host array cuBLAS reads them from
+# (alpha, beta) = (1, 0) as cuBLAS reads them: in the compute type (float64 products: double)
+_ONE_ZERO_F32, _ONE_ZERO_F64 = numpy.array((1.0, 0.0), numpy.float32), numpy.array((1.0, 0.0), numpy.float64)
+_ONE_ZERO_PTRS = {False: (_ONE_ZERO_F32.ctypes.data, _ONE_ZERO_F32.ctypes.data + 4),
+                  True: (_ONE_ZERO_F64.ctypes.data, _ONE_ZERO_F64.ctypes.data + 8)}   # (read once: .ctypes builds an object per read)
+_get_device = cupy.cuda.runtime.getDevice
+_MM2D_TYPES = {**_CUDA_TYPES, numpy.dtype(numpy.float64): 1}
+_libs: list = []        # (cublas, get_cublas_handle, the matmul flags), loaded on the first product
+
+
+def _loaded():
+    if not _libs:
+        from cupy.cuda import cublas, device     # (here: loading cuBLAS needs the CUDA libraries)
+        from ..backends.cuda import matmul as flags
+        _libs.extend((cublas, device.get_cublas_handle, flags))
+    return _libs
+
+
+def _compute_type(dtype, flags):
+    """cuBLAS's compute type for operands of `dtype`: float32 accumulation (TF32 tensor cores for
+    float32 operands exactly when ``allow_tf32``), float64 for float64."""
+    if dtype == numpy.float64:
+        return _COMPUTE_64F
+    return _COMPUTE_32F_FAST_TF32 if dtype == numpy.float32 and flags.allow_tf32 else _COMPUTE_32F
+
+
+def mm2d(x, y):
+    """x @ y for C-contiguous 2-D `x` (M, K) and `y` (K, N) of one dtype in one cublasGemmEx
+    call, or None (another dtype, an empty dim: the general paths take those)."""
+    cuda_type = _MM2D_TYPES.get(x.dtype)
+    (M, K), (K2, N) = x.shape, y.shape
+    if cuda_type is None or K != K2 or not (M and N and K):
+        return None
+    cublas, handle, flags = _libs or _loaded()
+    if x.data.device_id != _get_device():
+        return None
+    out = cupy.ndarray((M, N), x.dtype)
+    one, zero = _ONE_ZERO_PTRS[cuda_type == 1]
+    # row-major C = X @ Y is column-major C^T = Y^T @ X^T: cuBLAS gets (Y, X) and writes C^T
+    cublas.gemmEx(handle(), 0, 0, N, M, K, one, y.data.ptr, cuda_type, N, x.data.ptr, cuda_type, K,
+                  zero, out.data.ptr, cuda_type, N, _compute_type(x.dtype, flags), _DEFAULT_ALGO)
+    return out
 
 
 def _batch_stride(a, batch_ndim):
@@ -65,18 +106,15 @@ def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None):
     xa, xop, xld, xbs = _operand(cupy.broadcast_to(x, batch + (M, K)), nb)
     ya, yop, yld, ybs = _operand(cupy.broadcast_to(y, batch + (K, N)), nb)
     count = int(numpy.prod(batch)) if nb else 1
-    compute = _COMPUTE_32F
-    if x.dtype == numpy.float32:
-        from ..backends.cuda import matmul as flags
-        compute = _COMPUTE_32F_FAST_TF32 if flags.allow_tf32 else _COMPUTE_32F
+    cublas, handle, flags = _libs or _loaded()
+    compute = _compute_type(x.dtype, flags)
     key = (float(alpha), float(beta))
     scalars = _scalars.get(key)
     if scalars is None:
         scalars = _scalars[key] = numpy.array(key, numpy.float32)
-    from cupy.cuda import cublas, device     # (here: loading cuBLAS needs the CUDA libraries)
     # row-major C = X @ Y is column-major C^T = Y^T @ X^T: cuBLAS gets (Y, X) and writes C^T
     cublas.gemmStridedBatchedEx(
-        device.get_cublas_handle(), yop, xop, N, M, K, scalars.ctypes.data,
+        handle(), yop, xop, N, M, K, scalars.ctypes.data,
         ya.data.ptr, _CUDA_TYPES[ya.dtype], yld, ybs, xa.data.ptr, _CUDA_TYPES[xa.dtype], xld, xbs,
         scalars.ctypes.data + 4, out.data.ptr, _CUDA_TYPES[out_dtype], N, M * N, count, compute, _DEFAULT_ALGO)
     return out

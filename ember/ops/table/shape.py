@@ -32,9 +32,23 @@ def _inplace_view(schema, view_kernel):
     return _view_op(schema, kernel, variants="method")
 
 
+def _cuda_view():
+    """aten::view's CUDA kernel (ember/_cuda/views.py: contiguous tensors skip the geometry code),
+    imported on its first call: ``import ember`` imports nothing of ember._cuda."""
+    found = []
+
+    def view(self, size):
+        if not found:
+            from ..._cuda.views import view as cuda_view
+            found.append(cuda_view)
+        return found[0](self, size)
+    return view
+
+
 OPS = [
     # -- views ---------------------------------------------------------------------------
-    _view_op("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", v.view, variants="method", varargs=True),
+    Op("view(Tensor(a) self, SymInt[] size) -> Tensor(a)", cpu=v.view, cuda=_cuda_view(), meta=v.view,
+       variants="method", varargs=True),
     _view_op("view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)", v.view_dtype, variants="method"),
     _view_op("alias(Tensor(a) self) -> Tensor(a)", v.alias),
     _view_op("squeeze(Tensor(a) self) -> Tensor(a)", v.squeeze),
@@ -149,6 +163,8 @@ def _ints(args, op):
 
 def view(self, *args, **kwargs):
     """``t.view(*shape)``, ``t.view(shape)`` or ``t.view(dtype)``."""
+    if not kwargs and args and args[0].__class__ is int:   # t.view(16), t.view(4, -1): sizes, straight to the binding
+        return aten.view.default.entry(self, args)
     if "dtype" in kwargs or (len(args) == 1 and (isinstance(args[0], _dt.dtype) or isinstance(args[0], type))):
         dtype = kwargs.pop("dtype", None) if "dtype" in kwargs else args[0]
         return aten.view.dtype(self, dtype)  # the binding turns float / int ... into dtypes
@@ -158,7 +174,7 @@ def view(self, *args, **kwargs):
                         " * (torch.dtype dtype)\n * (tuple of ints size)")
     if kwargs:
         raise TypeError(f"view() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    return aten.view.default(self, _ints(args, "view") if size is None else size)
+    return aten.view.default.entry(self, _ints(args, "view") if size is None else size)   # (the binding: a frame sooner)
 
 
 def squeeze(self, *args, **kwargs):
