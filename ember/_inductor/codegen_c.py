@@ -104,17 +104,14 @@ static inline float philox_uniform(int64_t seed, int64_t offset) {
 # inf come out right. x is clamped to [-104, 89] first (e^-104 rounds to 0, e^89 overflows; NaN
 # passes through). At most 1.05 ulp from the correctly rounded value over [-110, 90].
 _EXP_INLINE = """\
-static inline float expi_f(float x) {
-    x = sel_f(x < -104.0f, -104.0f, x); x = sel_f(x > 89.0f, 89.0f, x);
+static inline float expi_f(float x) { x = sel_f(x < -104.0f, -104.0f, x); x = sel_f(x > 89.0f, 89.0f, x);
     const float t = fmaf(x, 1.44269504088896341f, 12582912.0f), n = t - 12582912.0f;
     const float r = fmaf(n, -1.428606765330187045e-06f, fmaf(n, -0.693145751953125f, x));
-    float p = fmaf(0.001384609960950911f, r, 0.008374159224331379f);
-    p = fmaf(p, r, 0.041667964309453964f); p = fmaf(p, r, 0.16666431725025177f);
-    p = fmaf(p, r, 0.4999999403953552f); p = fmaf(p, r, 1.0f); p = fmaf(p, r, 1.0f);
-    union { float f; int32_t i; } bits = { t }, lo, hi;
-    const int32_t e = bits.i - 0x4B400000, half = e >> 1;
-    lo.i = (half + 127) << 23; hi.i = (e - half + 127) << 23;
-    return p * lo.f * hi.f; }
+    float p = fmaf(fmaf(fmaf(0.001384609960950911f, r, 0.008374159224331379f), r, 0.041667964309453964f), r,
+                   0.16666431725025177f);
+    p = fmaf(fmaf(fmaf(p, r, 0.4999999403953552f), r, 1.0f), r, 1.0f);
+    union { float f; int32_t i; } bits = { t }, lo, hi; const int32_t e = bits.i - 0x4B400000, half = e >> 1;
+    lo.i = (half + 127) << 23; hi.i = (e - half + 127) << 23; return p * lo.f * hi.f; }
 """
 
 HELPERS = (_SELECT + "\n" + _RECIP_OK + "\n" + _EXP + "\n" + _EXP_INLINE + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS
