@@ -17,10 +17,20 @@ one); the gradients are the same either way. ``static_graph`` is an optimisation
 from __future__ import annotations
 
 import contextlib
+import threading
 
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
+
+_running = threading.local()      # .ddp: the DDP module whose wrapped module runs now (this thread)
+
+
+def active_ddp_module():
+    """The DistributedDataParallel module whose wrapped module is running on this thread, or None:
+    dynamo cuts what it captures then at the module's gradient buckets
+    (ember/_dynamo/backends/distributed.py), as torch's DDPOptimizer does."""
+    return getattr(_running, "ddp", None)
 
 
 class DistributedDataParallel(Module):
@@ -75,6 +85,16 @@ class DistributedDataParallel(Module):
                 broadcast(t, src=self.process_group.ranks[group_rank], group=self.process_group)
 
     def forward(self, *inputs, **kwargs):
+        return self._forward_through(self.module, inputs, kwargs)
+
+    def _ember_compile_inner(self, compile_module):
+        """``ember.compile(ddp)``: DDP's own forward (buffer broadcasts, the reducer) runs eagerly
+        around the compiled wrapped module, as torch's dynamo skips DDP's forward and compiles the
+        module's; `compile_module(module)` compiles it with the options of that call."""
+        compiled = compile_module(self.module)
+        return lambda *inputs, **kwargs: self._forward_through(compiled, inputs, kwargs)
+
+    def _forward_through(self, module, inputs, kwargs):
         from ...autograd import is_grad_enabled
         self.reducer.check_finished()
         source = 0
@@ -83,7 +103,11 @@ class DistributedDataParallel(Module):
             source = training_ranks(self, True)[-1]
         if self.broadcast_buffers:
             self._broadcast_from(list(self.module.buffers()), source)
-        outputs = self.module(*inputs, **kwargs)
+        previous, _running.ddp = getattr(_running, "ddp", None), self
+        try:
+            outputs = module(*inputs, **kwargs)
+        finally:
+            _running.ddp = previous
         if is_grad_enabled() and self.require_backward_grad_sync:
             self.reducer.prepare(outputs)
         else:
