@@ -28,7 +28,7 @@ PyTorch.
 from __future__ import annotations
 
 from .. import cat, zeros, no_grad, tensor, int32
-from .c10d import ReduceOp
+from .c10d import ReduceOp, Work
 from . import collectives
 from .._core.tensor import Tensor
 from .algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
@@ -127,6 +127,10 @@ class Reducer:
         self.comm_hook, self.custom_hook = (group, allreduce_hook), False   # (state, hook(state, bucket))
         from .c10d import _group
         self._needs_progress = _group(group).backend != "nccl"
+        # NCCL: the averaged buckets are used in stream order, the host does not wait for them
+        # (torch's Work.wait on CUDA); their completion and timeout are checked at the next forward
+        self._stream_ordered = not self._needs_progress
+        self.owed = []                 # works whose host-side completion is checked by settle()
         self.handles = [p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(params)]
 
     def _hook(self, index: int):
@@ -196,6 +200,10 @@ class Reducer:
                 pieces.append(g.reshape(-1))
             flat = cat(pieces) if len(pieces) > 1 else pieces[0].clone()
         self.flats[b] = flat
+        if self._stream_ordered and not self.custom_hook:    # allreduce_hook, keeping the Work itself
+            flat.div_(self.group.size())
+            self.works[b] = collectives.all_reduce(flat, group=self.group, async_op=True)
+            return
         bucket = GradBucket(b, b == len(self.buckets) - 1, flat, [self.params[i] for i in self.buckets[b]])
         state, hook = self.comm_hook
         self.works[b] = hook(state, bucket)
@@ -205,8 +213,25 @@ class Reducer:
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
         self.comm_hook, self.custom_hook = (state, hook), True
 
+    def settle(self) -> None:
+        """Complete on the host what was left to the stream (raises the collective's timeout error
+        when a peer never joined): at the start of the next forward."""
+        owed, self.owed = self.owed, []
+        for work in owed:
+            work.wait()
+
+    def defer(self, work) -> None:
+        """Stream-order `work` where the backend can (NCCL), else wait for it now."""
+        if work.wait_stream():
+            self.owed.append(work)
+        else:
+            work.wait()
+
     def _reduced(self, b: int):
         """The bucket's averaged gradients: the value of the future its hook returned."""
+        if isinstance(self.works[b], Work):           # the built-in NCCL path (_launch)
+            self.defer(self.works[b])
+            return self.flats[b]
         value = self.works[b].wait()
         flat = self.flats[b]
         if not isinstance(value, Tensor) or value.numel() != flat.numel():

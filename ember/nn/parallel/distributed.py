@@ -81,8 +81,11 @@ class DistributedDataParallel(Module):
         from ... import no_grad
         from ...distributed import broadcast
         with no_grad():
-            for t in tensors:
-                broadcast(t, src=self.process_group.ranks[group_rank], group=self.process_group)
+            works = [broadcast(t, src=self.process_group.ranks[group_rank], group=self.process_group, async_op=True)
+                     for t in tensors]
+        reducer = self.__dict__.get("reducer")      # none yet at construction: wait there
+        for work in works:            # NCCL: in stream order, checked at the next forward
+            reducer.defer(work) if reducer is not None else work.wait()
 
     def forward(self, *inputs, **kwargs):
         return self._forward_through(self.module, inputs, kwargs)
@@ -97,6 +100,7 @@ class DistributedDataParallel(Module):
     def _forward_through(self, module, inputs, kwargs):
         from ...autograd import is_grad_enabled
         self.reducer.check_finished()
+        self.reducer.settle()
         source = 0
         if self._join_enabled:          # tell ranks that ran out of data (join()) that this one trains on
             from ...distributed.algorithms.join import training_ranks
