@@ -149,9 +149,19 @@ def gpt(args) -> None:
     steady = times[5:] if len(times) > 5 else times
     if rank == 0:
         result(args, {"bench": "gpt", "world": world, "compile": args.compile, "batch_per_rank": B, "seq": T,
-                      "tiny": args.tiny, "losses": losses,
-                      "tokens_per_s_per_rank": B * T * len(steady) / sum(steady)})
+                      "tiny": args.tiny, "losses": losses, "step_seconds": [round(t, 4) for t in times],
+                      "ddp_pieces": ddp_pieces(), "tokens_per_s_per_rank": B * T * len(steady) / sum(steady)})
     dist.destroy_process_group()
+
+
+def ddp_pieces() -> list:
+    """How many pieces each graph captured inside DDP was cut into (ember/_dynamo/backends/distributed.py)."""
+    import gc
+    import sys
+    split = sys.modules.get("ember._dynamo.backends.distributed")
+    if split is None:
+        return []
+    return [len(g.pieces) for g in gc.get_objects() if isinstance(g, split.SplitGraph)]
 
 
 def main() -> None:
