@@ -24,14 +24,14 @@ BUDGET = {
     "_functorch": 4800,
     "_inductor": 5313,     # +8 native axpy (add_/sub_ with alpha as one fused multiply-add, ATen's rounding) and FMA in the fused SGD kernel; +24 the GPT-2 step on the GPU (issue 18: CPU 0-d constants as kernel literals, residual stream stored once, one kernel per identical layer); +48: the graph key from the nodes as text (compile_fx.graph_text: no codegen of the aten graph in a warm start), the wrapper's transpose view and byte-stride layout check; +28 the Triton generator for the GPT-2 step (issue 18); +33 wrapper.Alloc (reuse of a dead large output); +47 native_kernels_seq.py (index_add_rows, attn_softmax: issue 20's sequence models); +113 the CNN ops' native kernels in a file of their own (native_kernels_conv.py, issue 20 speed; the old im2col/col2im kernels moved there); +12 over the round 5000 after merging the Triton generator, native eager kernels, fused optimizers and BLAS lowerings in one round (and re-decorating the Triton helpers for the mode a process runs in)
     "_subclasses": 20,
-    "_dynamo": 7823,      # +4: a source's hash computed once; +85: graph inputs read through pinned modules kept while no module changed (module_guards.graph_call_through_cache: the 12-layer GPT's entry 620 -> 38 us); +175: backends/cudagraphs.py (mode="reduce-overhead": warm-up, record, replay per input signature; fallbacks)
+    "_dynamo": 7988,      # +165: backends/distributed.py (a graph captured inside DDP cut at its gradient buckets, each piece compiled alone: torch's DDPOptimizer), the backend choice for it, one no-aliasing id set per guard row; +4: a source's hash computed once; +85: graph inputs read through pinned modules kept while no module changed (module_guards.graph_call_through_cache: the 12-layer GPT's entry 620 -> 38 us); +175: backends/cudagraphs.py (mode="reduce-overhead": warm-up, record, replay per input signature; fallbacks)
                           # +350: module_guards.py (module-tree guards behind a state version), IMPORT_NAME
                           # +40: source._record (Source records without dataclass processing: a third of
                           # dynamo's import, paid by every process's first ember.compile)
                           # (+30: backends/common.py, aot_autograd, nop: torch._dynamo.backends.common)
                           # +30: EmberOperatorVariable (calls of ember.ops.<ns>.<op> objects: library / C++ ops)
     "fx": 3840,            # +2 ember.fx._lazy_exports (one lazy-name __getattr__ for fx, fx.passes, jit, _dynamo); +38: lazily recompiled GraphModules (lazy_recompile=True), one walk copying node arguments and collecting their nodes, codegen without prim/blocks for graphs with no prim ops
-    "nn": 5915,          # +30 clip_grad_norm_ on the gradients' arrays (one pass each, torch's foreach path); +105 _lstm_native.py (an LSTM layer as one native autograd node) and max_pool2d computing its indices once under autograd (issue 20 speed); +750 recurrent layers; +110 Transformer, DataParallel, PixelShuffle; +30 module state version (guards)
+    "nn": 5938,          # +23 DDP runs eagerly around its compiled module (ember.compile(ddp)) and marks its forward for the graph cut; +30 clip_grad_norm_ on the gradients' arrays (one pass each, torch's foreach path); +105 _lstm_native.py (an LSTM layer as one native autograd node) and max_pool2d computing its indices once under autograd (issue 20 speed); +750 recurrent layers; +110 Transformer, DataParallel, PixelShuffle; +30 module state version (guards)
                           # +80 DistributedDataParallel (the module; its reducer lives in distributed/)
                           # +1820 API breadth (issue 20): 52 module classes and 48 F functions, each a composition
                           # of existing ops in a lazily loaded family file (functional_pool/_margin_losses/_ctc/
@@ -52,7 +52,7 @@ BUDGET = {
                           # +60: data/distributed.py (DistributedSampler)
     "profiler": 645,      # +45 CUDA device times from events (ProfilerActivity.CUDA) and the table's CUDA columns
     "backends": 100,
-    "distributed": 1540,  # process groups, MPI and NCCL transports, collectives, object collectives, DDP's
+    "distributed": 1577,  # +37 Work.wait_stream (NCCL: the stream waits, the host does not; DDP settles at its next forward); process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
                           # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
     "<top>": 1613,        # +8: _logging.lazy_logger (the stdlib logging imported on the first message, not by a warm start); +18: serialization.write/read serve ember.jit.save/load too (JIT_MAGIC; jit's own zip reader, 294 lines, is gone)
