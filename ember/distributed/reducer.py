@@ -85,6 +85,11 @@ def reached_parameters(outputs) -> set:
     return found
 
 
+def _finished(work) -> bool:
+    """Poll a bucket's Work (the built-in NCCL path) or its hook's Future once."""
+    return work.is_completed() if isinstance(work, Work) else work.done()
+
+
 class GradBucket:
     """What a communication hook sees of one bucket: its flattened gradients (``buffer()``, not yet
     averaged), its position, and its parameters with their gradients as views of the buffer."""
@@ -182,7 +187,7 @@ class Reducer:
         self.missing[self.bucket_of[index]] -= 1
         # MPI progresses only inside MPI calls: poll the oldest unfinished bucket(s). NCCL needs no
         # polling, and a poll per gradient per bucket costs milliseconds a step on a GPT.
-        while self.polled < self.next_bucket and self._needs_progress and self.works[self.polled].done():
+        while self.polled < self.next_bucket and self._needs_progress and _finished(self.works[self.polled]):
             self.polled += 1
         while self.next_bucket < len(self.buckets) and self.missing[self.next_bucket] == 0:
             self._launch(self.next_bucket)

@@ -245,6 +245,63 @@ def checks(rank: int, world: int):
                 assert p.grad is None, name
             else:
                 close(p.grad.numpy(), q.grad.numpy(), f"grad of {name}")
+    @check
+    def nccl_path_of_the_reducer_on_mpi_equals_doubled_batch():
+        """The reducer's NCCL path (its own all-reduce Work per bucket, Work.wait_stream, settled at
+        the next forward) run on MPI, where wait_stream declines and the host waits: the same
+        training as one process with the doubled batch."""
+        from ddp_worker import train_against_reference
+        from ember.distributed.reducer import Reducer
+        original = Reducer.__init__
+
+        def stream_ordered(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            self._stream_ordered = True
+        Reducer.__init__ = stream_ordered
+        try:
+            train_against_reference("mlp", rank, world, bucket_cap_mb=0.0005)
+            train_against_reference("cnn", rank, world)
+        finally:
+            Reducer.__init__ = original
+
+    @check
+    def stream_ordered_work_is_settled_at_the_next_forward():
+        """A Work left to the stream is owed: the next forward completes it on the host, and one
+        that never completes raises the collective's timeout error there (no hang)."""
+        import datetime
+        import types
+        from ember.distributed.c10d import Work, DistBackendError
+
+        class StreamPending:
+            def __init__(self, finishes):
+                self.finishes, self.stream_waits = finishes, 0
+
+            def test(self):
+                return self.finishes
+
+            def stream_wait(self):
+                self.stream_waits += 1
+
+            def abandon(self):
+                return True
+        group = types.SimpleNamespace(timeout=datetime.timedelta(seconds=0.3), seq=1, name="test_pg",
+                                      backend="nccl", ranks=list(range(world)))
+        ddp = DDP(nn.Linear(2, 2).double())
+        done, stuck = StreamPending(True), StreamPending(False)
+        for pending in (done, stuck):
+            ddp.reducer.defer(Work(pending, None, group, lambda: "all_reduce(ReduceOp.SUM) on float32[8]"))
+        assert done.stream_waits == stuck.stream_waits == 1 and len(ddp.reducer.owed) == 2
+        try:
+            ddp(ember.ones(1, 2, dtype=ember.float64))
+        except DistBackendError as e:
+            assert f"[rank {rank}] all_reduce(ReduceOp.SUM) on float32[8] timed out" in str(e), e
+        else:
+            raise AssertionError("the owed work that never completes must time out at the next forward")
+        assert ddp.reducer.owed == []
+        ddp(ember.ones(1, 2, dtype=ember.float64)).sum().backward()     # the next iteration runs
+        mpi_work = dist.all_reduce(ember.ones(3, dtype=ember.float64), async_op=True)
+        assert not mpi_work.wait_stream()        # MPI: the host must wait
+        mpi_work.wait()
     return found
 
 
@@ -272,7 +329,8 @@ def main(out_dir: str) -> None:
 CHECK_NAMES = tuple(f"{kind}_compiled_{where}_split_equals_doubled_batch" for kind in ("mlp", "cnn", "block")
                     for where in ("inside", "outside")) + (
     "aot_eager_backend_split_equals_doubled_batch", "optimize_ddp_off_is_one_graph_and_equal",
-    "buckets_reduce_while_earlier_pieces_run_backward", "unused_parameters_with_the_cut")
+    "buckets_reduce_while_earlier_pieces_run_backward", "unused_parameters_with_the_cut",
+    "nccl_path_of_the_reducer_on_mpi_equals_doubled_batch", "stream_ordered_work_is_settled_at_the_next_forward")
 
 if __name__ == "__main__":
     main(sys.argv[1])
