@@ -52,7 +52,7 @@ BUDGET = {
                           # +60: data/distributed.py (DistributedSampler)
     "profiler": 645,      # +45 CUDA device times from events (ProfilerActivity.CUDA) and the table's CUDA columns
     "backends": 100,
-    "distributed": 1577,  # +37 Work.wait_stream (NCCL: the stream waits, the host does not; DDP settles at its next forward); process groups, MPI and NCCL transports, collectives, object collectives, DDP's
+    "distributed": 1580,  # +40 Work.wait_stream (NCCL: the stream waits, the host does not; DDP settles at its next forward); process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
                           # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
     "<top>": 1613,        # +8: _logging.lazy_logger (the stdlib logging imported on the first message, not by a warm start); +18: serialization.write/read serve ember.jit.save/load too (JIT_MAGIC; jit's own zip reader, 294 lines, is gone)
