@@ -12,7 +12,8 @@
 # then: run(command="bash scripts/device_distributed.sh", carry=[".whl"], kind="nvidia-h100-x2").
 # Usage: [ONLY_GPT=1] bash scripts/device_distributed.sh [NGPUS]   (default: every GPU); results in $OUT (or /tmp/dist).
 # Knobs for short device sessions: EQ_STEPS (section 3's steps, default 50; 0 skips it), WS_STEPS
-# (section 4's, default 20), WS_MODES (default "eager compile"; the order they run in), WS_SIZES
+# (section 4's, default 20), WS_MODES (default "eager compile"; the order they run in; also
+# compile-nosplit: DDP's graph not cut at its buckets), WS_SIZES
 # (default "1 2 4 8", those <= NGPUS).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
@@ -72,6 +73,7 @@ WS_STEPS=${WS_STEPS:-20}
 echo "== 4. weak scaling (batch 8 per GPU, $WS_STEPS steps): ${WS_MODES:-eager compile}"
 for mode in ${WS_MODES:-eager compile}; do
   c=""; [ "$mode" = compile ] && c="--compile"
+  [ "$mode" = compile-nosplit ] && c="--compile --no-optimize-ddp"    # one graph inside DDP
   for n in ${WS_SIZES:-1 2 4 8}; do
     [ "$n" -le "$N" ] || continue
     start=$(date +%s)
@@ -111,8 +113,9 @@ for compiled in (False, True):
         if base and r["batch_per_rank"] == 8 and r["compile"] == compiled and r["world"] > 1:
             eff = r["tokens_per_s_per_rank"] / base["tokens_per_s_per_rank"]
             print(f"   step seconds, 1 GPU: {base['step_seconds']}\n   {r['world']} GPUs: {r['step_seconds']} "
-                  f"(pieces per graph: {r.get('ddp_pieces')})")
-            print(f"weak scaling {'compiled' if compiled else 'eager'}: {r['world']} GPUs "
+                  f"(pieces per graph: {r.get('ddp_pieces')})\n   host seconds, 1 GPU: {base.get('host_seconds')}"
+                  f"\n   {r['world']} GPUs: {r.get('host_seconds')}")
+            print(f"weak scaling {'compiled' if compiled else 'eager'}{'' if r.get('optimize_ddp', True) else ' (no cut)'}: {r['world']} GPUs "
                   f"{r['tokens_per_s_per_rank']:.0f} tokens/s per GPU vs {base['tokens_per_s_per_rank']:.0f} on 1: "
                   f"efficiency {eff:.3f} (goal >= 0.9)")
 EOF

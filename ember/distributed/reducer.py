@@ -255,24 +255,27 @@ class Reducer:
                 mask = tensor([1 if u else 0 for u in self.used], dtype=int32, device=self.params[0].device)
                 collectives.all_reduce(mask, ReduceOp.MAX, self.group)
                 used_anywhere = mask.tolist()
+            own = [isinstance(w, Work) for w in self.works]      # the built-in path's fresh buffers
             reduced = [self._reduced(b) for b in range(len(self.buckets))]
         finally:
             self.works = self.flats = None
             self.active = self.expecting = False
         with no_grad():
             for b, members in enumerate(self.buckets):
-                offset = 0
-                for i in members:
-                    p = self.params[i]
-                    n = p.numel()
-                    piece = reduced[b][offset:offset + n].view(p.shape).to(p.dtype)
-                    offset += n
+                params = [self.params[i] for i in members]
+                pieces = reduced[b].to(params[0].dtype).split([p.numel() for p in params])
+                for i, p, piece in zip(members, params, pieces):
                     if used_anywhere is not None and not used_anywhere[i]:
                         continue
-                    if p.grad is None:
-                        p.grad = piece.clone()
+                    # the built-in path's buffer is this backward's own: .grad becomes a view of it (no
+                    # copy; ember's autograd makes a new .grad tensor every backward anyway); a hook's
+                    # value may be its own state, so it is copied
+                    if own[b]:
+                        p.grad = piece.view(p.shape)
+                    elif p.grad is None:
+                        p.grad = piece.view(p.shape).clone()
                     else:
-                        p.grad.copy_(piece)
+                        p.grad.copy_(piece.view(p.shape))
 
     def remove_hooks(self) -> None:
         for h in self.handles:
