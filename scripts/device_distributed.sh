@@ -76,6 +76,7 @@ for mode in ${WS_MODES:-eager compile}; do
   [ "$mode" = compile-nosplit ] && c="--compile --no-optimize-ddp"    # one graph inside DDP
   for n in ${WS_SIZES:-1 2 4 8}; do
     [ "$n" -le "$N" ] || continue
+    [ "$mode" = compile-nosplit ] && [ "$n" = 1 ] && continue    # no DDP on 1 GPU: the compile row
     start=$(date +%s)
     $RUN --nproc-per-node "$n" bench/distributed_gpu.py gpt --steps "$WS_STEPS" --batch-per-rank 8 $c --out "$LOG"
     echo "   ($mode, $n GPUs: $(( $(date +%s) - start )) s)"
