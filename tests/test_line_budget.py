@@ -31,7 +31,7 @@ BUDGET = {
                           # (+30: backends/common.py, aot_autograd, nop: torch._dynamo.backends.common)
                           # +30: EmberOperatorVariable (calls of ember.ops.<ns>.<op> objects: library / C++ ops)
     "fx": 3840,            # +2 ember.fx._lazy_exports (one lazy-name __getattr__ for fx, fx.passes, jit, _dynamo); +38: lazily recompiled GraphModules (lazy_recompile=True), one walk copying node arguments and collecting their nodes, codegen without prim/blocks for graphs with no prim ops
-    "nn": 5938,          # +23 DDP runs eagerly around its compiled module (ember.compile(ddp)) and marks its forward for the graph cut; +30 clip_grad_norm_ on the gradients' arrays (one pass each, torch's foreach path); +105 _lstm_native.py (an LSTM layer as one native autograd node) and max_pool2d computing its indices once under autograd (issue 20 speed); +750 recurrent layers; +110 Transformer, DataParallel, PixelShuffle; +30 module state version (guards)
+    "nn": 5939,          # +24 DDP runs eagerly around its compiled module (ember.compile(ddp)) and marks its forward for the graph cut; +30 clip_grad_norm_ on the gradients' arrays (one pass each, torch's foreach path); +105 _lstm_native.py (an LSTM layer as one native autograd node) and max_pool2d computing its indices once under autograd (issue 20 speed); +750 recurrent layers; +110 Transformer, DataParallel, PixelShuffle; +30 module state version (guards)
                           # +80 DistributedDataParallel (the module; its reducer lives in distributed/)
                           # +1820 API breadth (issue 20): 52 module classes and 48 F functions, each a composition
                           # of existing ops in a lazily loaded family file (functional_pool/_margin_losses/_ctc/
@@ -52,7 +52,7 @@ BUDGET = {
                           # +60: data/distributed.py (DistributedSampler)
     "profiler": 645,      # +45 CUDA device times from events (ProfilerActivity.CUDA) and the table's CUDA columns
     "backends": 100,
-    "distributed": 1580,  # +40 Work.wait_stream (NCCL: the stream waits, the host does not; DDP settles at its next forward); process groups, MPI and NCCL transports, collectives, object collectives, DDP's
+    "distributed": 1592,  # +52 Work.wait_stream (NCCL: the stream waits, the host does not; DDP settles at its next forward), the reducer packing buckets at the array level; process groups, MPI and NCCL transports, collectives, object collectives, DDP's
                           # reducer, the launcher; +140 DDP communication hooks (GradBucket, default_hooks:
                           # allreduce / fp16 / bf16 compress) and gradient_as_bucket_view
     "<top>": 1613,        # +8: _logging.lazy_logger (the stdlib logging imported on the first message, not by a warm start); +18: serialization.write/read serve ember.jit.save/load too (JIT_MAGIC; jit's own zip reader, 294 lines, is gone)
