@@ -209,8 +209,8 @@ class Reducer:
         with no_grad():
             flat = empty(sum(p.numel() for p in params), dtype=params[0].dtype, device=params[0].device)
         xp = np if isinstance(flat._data, np.ndarray) else importlib.import_module("cupy")
-        arrays = [p.grad._data.reshape(-1) if self.used[i] and p.grad is not None else xp.zeros(p.numel(), flat._data.dtype)
-                  for i, p in zip(self.buckets[b], params)]
+        arrays = [p.grad._data.reshape(-1) if self.used[i] and p.grad is not None
+                  else xp.zeros(p.numel(), flat._data.dtype) for i, p in zip(self.buckets[b], params)]
         xp.concatenate(arrays, out=flat._data)
         return flat
 

@@ -12,8 +12,8 @@ Checkpoint from rank 0: ``if dist.get_rank() == 0: ember.save(ddp.module.state_d
 ``gradient_as_bucket_view`` cannot save the copy here because ember's autograd accumulates
 ``.grad`` out of place (a new tensor each backward, so a grad that views a bucket would not stay
 one); the gradients are the same either way (on NCCL without a hook the averaged ``.grad`` is a view
-of this backward's bucket: no copy back, see reducer.finish). ``static_graph`` is an optimisation hint in PyTorch
-(plus support for reentrant checkpointing, which ember's reducer does not need to know about).
+of this backward's bucket: no copy back, see reducer.finish). ``static_graph`` is an optimisation
+hint in PyTorch (plus support for reentrant checkpointing, which ember's reducer does not need).
 """
 from __future__ import annotations
 
