@@ -123,13 +123,14 @@ def gpt(args) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     ember.manual_seed(0)
     device = f"cuda:{os.environ.get('LOCAL_RANK', 0)}" if args.device == "cuda" else "cpu"
+    ember._dynamo.config.optimize_ddp = not args.no_optimize_ddp
     model, vocab = gpt2(ember, args.tiny, device)
     trained = model if world == 1 else ember.nn.parallel.DistributedDataParallel(model)
     if args.compile:
         trained = ember.compile(trained)
     opt = ember.optim.AdamW(model.parameters(), lr=3e-4)
     rng = np.random.default_rng(1)
-    losses, times = [], []
+    losses, times, host = [], [], []
     B, T = args.batch_per_rank, args.seq
     for step in range(args.steps):
         tokens = rng.integers(0, vocab, size=(B * world, T + 1))
@@ -141,6 +142,7 @@ def gpt(args) -> None:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        host.append(time.perf_counter() - start)       # the host's share: how far it ran ahead of the GPU
         sync(ember, args.device)
         times.append(time.perf_counter() - start)
         mean = loss.detach().clone()
@@ -149,9 +151,20 @@ def gpt(args) -> None:
     steady = times[5:] if len(times) > 5 else times
     if rank == 0:
         result(args, {"bench": "gpt", "world": world, "compile": args.compile, "batch_per_rank": B, "seq": T,
-                      "tiny": args.tiny, "losses": losses,
-                      "tokens_per_s_per_rank": B * T * len(steady) / sum(steady)})
+                      "tiny": args.tiny, "losses": losses, "step_seconds": [round(t, 4) for t in times],
+                      "host_seconds": [round(t, 4) for t in host], "optimize_ddp": not args.no_optimize_ddp,
+                      "ddp_pieces": ddp_pieces(), "tokens_per_s_per_rank": B * T * len(steady) / sum(steady)})
     dist.destroy_process_group()
+
+
+def ddp_pieces() -> list:
+    """How many pieces each graph captured inside DDP was cut into (ember/_dynamo/backends/distributed.py)."""
+    import gc
+    import sys
+    split = sys.modules.get("ember._dynamo.backends.distributed")
+    if split is None:
+        return []
+    return [len(g.pieces) for g in gc.get_objects() if isinstance(g, split.SplitGraph)]
 
 
 def main() -> None:
@@ -167,6 +180,7 @@ def main() -> None:
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--tiny", action="store_true")
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--no-optimize-ddp", action="store_true", help="one graph inside DDP, not cut at the buckets")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     allreduce(args) if args.bench == "allreduce" else gpt(args)

@@ -11,6 +11,10 @@
 #     -d .whl mpi4py==4.1.2 mpich==5.0.2
 # then: run(command="bash scripts/device_distributed.sh", carry=[".whl"], kind="nvidia-h100-x2").
 # Usage: [ONLY_GPT=1] bash scripts/device_distributed.sh [NGPUS]   (default: every GPU); results in $OUT (or /tmp/dist).
+# Knobs for short device sessions: EQ_STEPS (section 3's steps, default 50; 0 skips it), WS_STEPS
+# (section 4's, default 20), WS_MODES (default "eager compile"; the order they run in; also
+# compile-nosplit: DDP's graph not cut at its buckets), WS_SIZES
+# (default "1 2 4 8", those <= NGPUS).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
 export PYTHONPATH=$PWD OMP_NUM_THREADS=4 PYTHONUNBUFFERED=1
@@ -64,17 +68,29 @@ done
 
 fi
 
-echo "== 3. GPT-2 small: DDP on $N GPUs (batch 4 each) vs 1 GPU with batch 4*$N, 50 steps"
-$RUN --nproc-per-node 1 bench/distributed_gpu.py gpt --steps 50 --batch-per-rank $((4 * N)) --out "$LOG"
-$RUN --nproc-per-node "$N" bench/distributed_gpu.py gpt --steps 50 --batch-per-rank 4 --out "$LOG"
-
-echo "== 4. weak scaling (batch 8 per GPU, 20 steps), eager and ember.compile"
-for c in "" "--compile"; do
-  for n in 1 2 4 8; do
+EQ_STEPS=${EQ_STEPS:-50}
+WS_STEPS=${WS_STEPS:-20}
+echo "== 4. weak scaling (batch 8 per GPU, $WS_STEPS steps): ${WS_MODES:-eager compile}"
+for mode in ${WS_MODES:-eager compile}; do
+  c=""; [ "$mode" = compile ] && c="--compile"
+  [ "$mode" = compile-nosplit ] && c="--compile --no-optimize-ddp"    # one graph inside DDP
+  for n in ${WS_SIZES:-1 2 4 8}; do
     [ "$n" -le "$N" ] || continue
-    $RUN --nproc-per-node "$n" bench/distributed_gpu.py gpt --steps 20 --batch-per-rank 8 $c --out "$LOG"
+    [ "$mode" = compile-nosplit ] && [ "$n" = 1 ] && continue    # no DDP on 1 GPU: the compile row
+    start=$(date +%s)
+    $RUN --nproc-per-node "$n" bench/distributed_gpu.py gpt --steps "$WS_STEPS" --batch-per-rank 8 $c --out "$LOG"
+    echo "   ($mode, $n GPUs: $(( $(date +%s) - start )) s)"
   done
 done
+
+if [ "$EQ_STEPS" -gt 0 ]; then
+echo "== 3. GPT-2 small: DDP on $N GPUs (batch 4 each) vs 1 GPU with batch 4*$N, $EQ_STEPS steps"
+# with 2 GPUs the reference is section 4's eager 1-GPU run (batch 8, the same tokens) when it ran as long
+if [ $((4 * N)) -ne 8 ] || [ "$EQ_STEPS" -gt "$WS_STEPS" ] || ! echo " ${WS_MODES:-eager compile} " | grep -q " eager "; then
+  $RUN --nproc-per-node 1 bench/distributed_gpu.py gpt --steps "$EQ_STEPS" --batch-per-rank $((4 * N)) --out "$LOG"
+fi
+$RUN --nproc-per-node "$N" bench/distributed_gpu.py gpt --steps "$EQ_STEPS" --batch-per-rank 4 --out "$LOG"
+fi
 
 echo "== summary"
 $PY - "$LOG" "$N" <<'EOF'
@@ -86,18 +102,21 @@ if bw["ember"] and bw["torch"]:
     e, t = statistics.median(bw["ember"]), statistics.median(bw["torch"])
     print(f"all_reduce 1 GiB, {n} GPUs: ember {e:.1f} GB/s, torch {t:.1f} GB/s, ratio {e / t:.3f} (goal >= 0.95)")
 gpt = [r for r in rows if r["bench"] == "gpt"]
-one = next((r for r in gpt if r["world"] == 1 and r["batch_per_rank"] == 4 * n and len(r["losses"]) == 50), None)
-ddp = next((r for r in gpt if r["world"] == n and r["batch_per_rank"] == 4 and len(r["losses"]) == 50), None)
+one = next((r for r in gpt if r["world"] == 1 and r["batch_per_rank"] == 4 * n and not r["compile"]), None)
+ddp = next((r for r in gpt if r["world"] == n and r["batch_per_rank"] == 4 and not r["compile"]), None)
 if one and ddp:
     diff = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(ddp["losses"], one["losses"]))
-    print(f"GPT-2 small DDP {n} GPUs vs 1 GPU doubled batch, 50 steps: max relative loss difference {diff:.2e}; "
+    print(f"GPT-2 small DDP {n} GPUs vs 1 GPU doubled batch, {len(one['losses'])} steps: max relative loss difference {diff:.2e}; "
           f"final losses {ddp['losses'][-1]:.5f} / {one['losses'][-1]:.5f}")
 for compiled in (False, True):
     base = next((r for r in gpt if r["world"] == 1 and r["batch_per_rank"] == 8 and r["compile"] == compiled), None)
     for r in gpt:
         if base and r["batch_per_rank"] == 8 and r["compile"] == compiled and r["world"] > 1:
             eff = r["tokens_per_s_per_rank"] / base["tokens_per_s_per_rank"]
-            print(f"weak scaling {'compiled' if compiled else 'eager'}: {r['world']} GPUs "
+            print(f"   step seconds, 1 GPU: {base['step_seconds']}\n   {r['world']} GPUs: {r['step_seconds']} "
+                  f"(pieces per graph: {r.get('ddp_pieces')})\n   host seconds, 1 GPU: {base.get('host_seconds')}"
+                  f"\n   {r['world']} GPUs: {r.get('host_seconds')}")
+            print(f"weak scaling {'compiled' if compiled else 'eager'}{'' if r.get('optimize_ddp', True) else ' (no cut)'}: {r['world']} GPUs "
                   f"{r['tokens_per_s_per_rank']:.0f} tokens/s per GPU vs {base['tokens_per_s_per_rank']:.0f} on 1: "
                   f"efficiency {eff:.3f} (goal >= 0.9)")
 EOF

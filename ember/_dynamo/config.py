@@ -25,6 +25,9 @@ verbose = False
 assume_static_by_default = True
 # Tensor.item() and similar create graph breaks (no symbolic scalars)
 capture_scalar_outputs = False
+# a graph captured inside DistributedDataParallel's forward is cut at its gradient buckets, each
+# piece compiled alone, so buckets all-reduce during backward (backends/distributed.py)
+optimize_ddp = True
 # ints read from the frame are specialised (CONSTANT_MATCH), as torch 2.13 does for ints by default
 specialize_int = True
 

@@ -26,6 +26,7 @@ import builtins
 import functools
 import inspect
 import itertools
+import sys
 import threading
 import traceback
 import types
@@ -351,7 +352,7 @@ def _capture(fn, opts, cache, args, kwargs):
     f_locals = dict(bound.arguments)
     _state.compiling += 1
     try:
-        result = convert_frame.compile_frame(code, fn.__globals__, f_locals, fn.__closure__, opts.backend,
+        result = convert_frame.compile_frame(code, fn.__globals__, f_locals, fn.__closure__, _backend_for(opts),
                                              fullgraph=opts.fullgraph, wrap_resume=opts.wrap_resume)
     except Exception as e:   # noqa: BLE001 - capture must never break the user's program
         _notify(code, None, e)
@@ -373,6 +374,17 @@ def _capture(fn, opts, cache, args, kwargs):
     cache.entries.insert(0, entry)
     _logging.trace_log("guards", lambda: format_guards(result.guards))
     return entry
+
+
+def _backend_for(opts):
+    """The options' backend, or, for a frame captured while a DistributedDataParallel module runs
+    its wrapped module, that backend cut at the module's gradient buckets (backends/distributed.py)."""
+    ddp_module = sys.modules.get("ember.nn.parallel.distributed")     # never imported here
+    ddp = ddp_module.active_ddp_module() if ddp_module is not None and config.optimize_ddp else None
+    if ddp is None:
+        return opts.backend
+    from .backends.distributed import DDPOptimizer
+    return DDPOptimizer(ddp.bucket_bytes_cap, opts.backend, ddp.reducer.params).compile_fn
 
 
 def _install_globals(f_globals: dict, result) -> None:
@@ -526,6 +538,9 @@ class OptimizedModule(Module):
             raise RuntimeError(f"ember.compile: {type(mod).__name__}.forward is not a Python function")
         object.__setattr__(self, "_ember_compile_options", opts)
         object.__setattr__(self, "_compiled_forward", _ClassMethodRoute(mod, "forward", opts))
+        if hasattr(type(mod), "_ember_compile_inner"):   # a wrapper (DDP) that runs eagerly around its
+            object.__setattr__(self, "_compiled_forward",  # compiled module, as torch's skipfiles do
+                               mod._ember_compile_inner(lambda inner: _compile_callable(inner, opts)))
         object.__setattr__(self, "_compiled_call", _ClassMethodRoute(mod, "__call__", opts))
         object.__setattr__(self, "training", mod.training)
 

@@ -226,13 +226,15 @@ class ModuleTreePlan(ModuleTree):
             return f"{self.fast_source(g.source).expr()} is {self.fast_source(g.expected).expr()}"
         if g.kind is kinds.NO_TENSOR_ALIASING:
             loose = [s for s in g.expected if not self.covered(s)]
-            self.aliasing_covered = [s for s in g.expected if self.covered(s)]
             if not loose:
                 return None   # distinct while the tree stands still
             if len(loose) == len(g.expected):
                 return guard_kinds[g.kind].expr("", g.expected, self.const)
+            # each row keeps the ids of ITS covered sources: one set shared by several rows made
+            # every row but the last fail its fast tier (a recompile whose reason reads "None")
+            self.aliasing_covered.append([s for s in g.expected if self.covered(s)])
             ids = ", ".join(f"id({s.expr()})" for s in loose)
-            return f"len(___lids.union(({ids},))) == {len(g.expected)}"
+            return f"len(___lids{len(self.aliasing_covered) - 1}.union(({ids},))) == {len(g.expected)}"
         source = self.fast_source(g.source)
         x = source.expr() if source is not None else ""
         return guard_kinds[g.kind].expr(x, g.expected, self.const)
@@ -246,12 +248,13 @@ class ModuleTreePlan(ModuleTree):
     def live_assignments(self) -> tuple:
         """(names, expressions) re-read on the slow tier: the live names, the covered tensors,
         the ids of covered tensors (for aliasing against loose ones)."""
-        names = list(self.live.values()) + ["___lt", "___ltmeta", "___ltdata", "___lids", "___lm"]
+        lids = [f"___lids{k}" for k in range(len(self.aliasing_covered))]
+        names = list(self.live.values()) + ["___lt", "___ltmeta", "___ltdata", *lids, "___lm"]
         exprs = [s.expr() for s in self.live]
         tensors = "(" + "".join(f"{s.expr()}, " for s, _ in self.tensor_sources) + ")"
-        distinct = "(" + "".join(f"{s.expr()}, " for s in self.aliasing_covered) + ")"
-        exprs += [tensors, f"tuple(map(___meta_of, {tensors}))", f"tuple(map(___data_of, {tensors}))",
-                  f"frozenset(map(id, {distinct}))"]
+        exprs += [tensors, f"tuple(map(___meta_of, {tensors}))", f"tuple(map(___data_of, {tensors}))"]
+        for covered in self.aliasing_covered:
+            exprs.append("frozenset(map(id, (" + "".join(f"{s.expr()}, " for s in covered) + ")))")
         members = ", ".join(f"({b.expr()}, {m!r}, {self.const(e)})" for b, m, e in self.members)
         exprs.append(f"___distinct_members(({members}{',' if self.members else ''}))")
         return names, exprs

@@ -62,6 +62,12 @@ class _Launched:
         self.event = self.keep = None
         return True
 
+    def stream_wait(self) -> None:
+        """The current stream waits for the operation's event; the host goes on (Work.wait_stream)."""
+        import cupy
+        if self.event is not None:
+            cupy.cuda.get_current_stream().wait_event(self.event)
+
     def abandon(self) -> bool:
         """ncclCommAbort: the stuck kernel ends, and the communicator with it."""
         self.transport.comm.abort()

@@ -327,6 +327,18 @@ class Work:
         self._complete()
         return True
 
+    def wait_stream(self) -> bool:
+        """NCCL: the current CUDA stream waits for the operation and the host does not (what
+        torch's ``Work.wait`` does for CUDA collectives); True when done so. The host-side
+        completion, with its timeout, is still owed: ``wait()`` later (DDP does at its next
+        forward). False (nothing done) for MPI, whose operations progress only inside host calls,
+        and for an operation that copies its result back on the host."""
+        stream_wait = getattr(self._pending, "stream_wait", None)
+        if self._done or self._finish is not None or stream_wait is None:
+            return False
+        stream_wait()
+        return True
+
     def _timed_out(self, deadline) -> None:
         cancelled = self._pending.abandon()     # only a receive can be withdrawn cleanly
         if not cancelled:

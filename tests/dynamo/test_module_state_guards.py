@@ -364,3 +364,48 @@ def test_tied_weights_and_a_parameter_passed_as_input():
     model.out.weight = nn.Parameter(ember.randn(3, 3))   # untied
     call(w)
     assert len(c.graphs) == n + 1
+
+
+class Holder:
+    """A plain object a module keeps (DDP's reducer): lists read through it are not module state."""
+
+    def __init__(self, params):
+        self.params, self.order, self.ready = params, [[1, 0]], None
+
+
+class WithHolder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(3, 3), nn.Linear(3, 3)
+        self.helper = Holder([self.a.weight, self.b.weight])
+
+    def forward(self, x, **kwargs):
+        h = self.helper
+        h.ready = [False] * len(h.params)
+        y = self.b(self.a(x))
+        for i in h.order[0]:
+            y = y + h.params[i].sum()
+        return y
+
+
+def test_two_aliasing_rows_with_module_and_loose_sources_keep_the_fast_tier():
+    """Two no-aliasing guards, each over module tensors and loose objects (the lists read through
+    the holder, the input): each keeps its own ids of the module side. One shared set made the
+    first row fail its fast tier on every call -- a recompile per call whose reason read "None"
+    (DDP's compiled forward: a new graph every few steps until the cache limit, then eager)."""
+    ember.manual_seed(0)
+    model = WithHolder()
+    c = Compiled(model)
+    x = ember.randn(2, 3)
+    for _ in range(4):
+        c.guards_agree_with(x)
+        got = c.fn(x)
+        np.testing.assert_allclose(got.detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    assert len(c.graphs) == 1 and c.is_fast()
+    model.helper.order = [[1, 0]]            # a new list with the same contents: no guard fails
+    c.fn(x)
+    assert len(c.graphs) == 1
+    model.helper.order[0].append(1)          # a longer list: recompiles
+    c.guards_agree_with(x)
+    np.testing.assert_allclose(c.fn(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    assert len(c.graphs) == 2

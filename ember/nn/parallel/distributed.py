@@ -11,16 +11,27 @@ Checkpoint from rank 0: ``if dist.get_rank() == 0: ember.save(ddp.module.state_d
 ``gradient_as_bucket_view`` and ``static_graph`` are accepted and have no effect:
 ``gradient_as_bucket_view`` cannot save the copy here because ember's autograd accumulates
 ``.grad`` out of place (a new tensor each backward, so a grad that views a bucket would not stay
-one); the gradients are the same either way. ``static_graph`` is an optimisation hint in PyTorch
-(plus support for reentrant checkpointing, which ember's reducer does not need to know about).
+one); the gradients are the same either way (on NCCL without a hook the averaged ``.grad`` is a view
+of this backward's bucket: no copy back, see reducer.finish). ``static_graph`` is an optimisation
+hint in PyTorch (plus support for reentrant checkpointing, which ember's reducer does not need).
 """
 from __future__ import annotations
 
 import contextlib
+import threading
 
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
+
+_running = threading.local()      # .ddp: the DDP module whose wrapped module runs now (this thread)
+
+
+def active_ddp_module():
+    """The DistributedDataParallel module whose wrapped module is running on this thread, or None:
+    dynamo cuts what it captures then at the module's gradient buckets
+    (ember/_dynamo/backends/distributed.py), as torch's DDPOptimizer does."""
+    return getattr(_running, "ddp", None)
 
 
 class DistributedDataParallel(Module):
@@ -71,19 +82,37 @@ class DistributedDataParallel(Module):
         from ... import no_grad
         from ...distributed import broadcast
         with no_grad():
-            for t in tensors:
-                broadcast(t, src=self.process_group.ranks[group_rank], group=self.process_group)
+            works = [broadcast(t, src=self.process_group.ranks[group_rank], group=self.process_group, async_op=True)
+                     for t in tensors]
+        reducer = self.__dict__.get("reducer")      # none yet at construction: wait there
+        for work in works:            # NCCL: in stream order, checked at the next forward
+            reducer.defer(work) if reducer is not None else work.wait()
 
     def forward(self, *inputs, **kwargs):
+        return self._forward_through(self.module, inputs, kwargs)
+
+    def _ember_compile_inner(self, compile_module):
+        """``ember.compile(ddp)``: DDP's own forward (buffer broadcasts, the reducer) runs eagerly
+        around the compiled wrapped module, as torch's dynamo skips DDP's forward and compiles the
+        module's; `compile_module(module)` compiles it with the options of that call."""
+        compiled = compile_module(self.module)
+        return lambda *inputs, **kwargs: self._forward_through(compiled, inputs, kwargs)
+
+    def _forward_through(self, module, inputs, kwargs):
         from ...autograd import is_grad_enabled
         self.reducer.check_finished()
+        self.reducer.settle()
         source = 0
         if self._join_enabled:          # tell ranks that ran out of data (join()) that this one trains on
             from ...distributed.algorithms.join import training_ranks
             source = training_ranks(self, True)[-1]
         if self.broadcast_buffers:
             self._broadcast_from(list(self.module.buffers()), source)
-        outputs = self.module(*inputs, **kwargs)
+        previous, _running.ddp = getattr(_running, "ddp", None), self
+        try:
+            outputs = module(*inputs, **kwargs)
+        finally:
+            _running.ddp = previous
         if is_grad_enabled() and self.require_backward_grad_sync:
             self.reducer.prepare(outputs)
         else:
