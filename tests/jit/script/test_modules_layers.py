@@ -90,21 +90,24 @@ def test_graph_for_and_modulelist_indexing():
     assert "prim::CallMethod" not in str(scripted.graph)  # .graph is inlined, like TorchScript's
 
 
+class _Acc(nn.Module):
+    """Counts its calls in a scripted attribute (state a deep copy must carry)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * float(self.calls)
+
+
 def test_deepcopy_rescripts_with_copied_state():
     import copy
     import pickle
 
-    class Acc(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.calls = 0
-            self.lin = nn.Linear(3, 3)
-
-        def forward(self, x):
-            self.calls += 1
-            return self.lin(x) * float(self.calls)
-
-    scripted = ember.jit.script(Acc())
+    scripted = ember.jit.script(_Acc())
     x = ember.randn(3)
     scripted(x)
     dup = copy.deepcopy(scripted)
@@ -119,16 +122,6 @@ def test_deepcopy_keeps_each_scripted_child_state_in_its_own_module():
     # a child that was scripted before its parent: its state goes to the copy's child, not to the root
     import copy
 
-    class Acc(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.calls = 0
-            self.lin = nn.Linear(3, 3)
-
-        def forward(self, x):
-            self.calls += 1
-            return self.lin(x) * float(self.calls)
-
     class Outer(nn.Module):
         def __init__(self, inner):
             super().__init__()
@@ -138,7 +131,7 @@ def test_deepcopy_keeps_each_scripted_child_state_in_its_own_module():
         def forward(self, x):
             return self.inner(x)
 
-    outer = ember.jit.script(Outer(ember.jit.script(Acc())))
+    outer = ember.jit.script(Outer(ember.jit.script(_Acc())))
     x = ember.randn(3)
     outer(x)
     outer(x)
