@@ -7,15 +7,13 @@ pieces' backward still runs. ``python ddp_compiled_worker.py OUT_DIR`` writes
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
-import traceback
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ddp_worker import close  # noqa: E402
+from ddp_worker import close, run_checks  # noqa: E402
 
 STEPS = 4
 CAP_MB = 0.002           # ~2 KB buckets: several pieces even for these small models
@@ -306,25 +304,7 @@ def checks(rank: int, world: int):
 
 
 def main(out_dir: str) -> None:
-    import datetime
-    import ember.distributed as dist
-    dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=60))
-    rank, world = dist.get_rank(), dist.get_world_size()
-    results = {}
-    only = os.environ.get("ONLY_CHECK")
-    for name, fn in checks(rank, world).items():
-        if only and name != only:
-            continue
-        try:
-            fn()
-            results[name] = "ok"
-        except Exception:
-            results[name] = traceback.format_exc()
-        dist.barrier()
-    dist.destroy_process_group()
-    with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-        json.dump(results, f)
-
+    run_checks(out_dir, checks)
 
 CHECK_NAMES = tuple(f"{kind}_compiled_{where}_split_equals_doubled_batch" for kind in ("mlp", "cnn", "block")
                     for where in ("inside", "outside")) + (
