@@ -141,6 +141,30 @@ def _partly_overlaps(a, out) -> bool:
     return ap != op and ap < op + nbytes and op < ap + nbytes
 
 
+def _kernel(name, x):
+    """The kernel `name` for `x`'s dtype and device, or None: none compiled for it, or `x` is not
+    on the current device."""
+    dtype, device = x.dtype, x.data.device_id
+    ptr = _functions.get((name, dtype, device), False)
+    if ptr is False:
+        ptr = function(name, dtype, device)
+    return None if ptr is None or device != _get_device() else ptr
+
+
+def _target(name, x, operands, kwargs):
+    """(kernel pointer, output array) for ufunc `name` on `x`, or None where CuPy's ufunc must
+    run: no kernel (`_kernel`), or an `out=` that does not fit or partly overlaps an operand."""
+    ptr = _kernel(name, x)
+    if ptr is None:
+        return None
+    if not kwargs:
+        return ptr, _ndarray(x.shape, x.dtype)
+    out = kwargs.get("out")
+    if len(kwargs) != 1 or not _fits(out, x) or any(_partly_overlaps(a, out) for a in operands):
+        return None
+    return ptr, out
+
+
 def binary(name):
     """``run(args, kwargs)`` for ufunc `name`: the result array, or None where CuPy's ufunc must run."""
     def run(args, kwargs):
@@ -149,21 +173,12 @@ def binary(name):
         x, y = args
         if x.__class__ is not _ndarray or y.__class__ is not _ndarray:
             return None
-        dtype = x.dtype
-        if y.dtype is not dtype or not x._c_contiguous or not y._c_contiguous or x.shape != y.shape:
+        if y.dtype is not x.dtype or not x._c_contiguous or not y._c_contiguous or x.shape != y.shape:
             return None
-        device = x.data.device_id
-        ptr = _functions.get((name, dtype, device), False)
-        if ptr is False:
-            ptr = function(name, dtype, device)
-        if ptr is None or device != _get_device():
+        target = _target(name, x, args, kwargs)
+        if target is None:
             return None
-        if kwargs:
-            out = kwargs.get("out")
-            if len(kwargs) != 1 or not _fits(out, x) or _partly_overlaps(x, out) or _partly_overlaps(y, out):
-                return None
-        else:
-            out = _ndarray(x.shape, dtype)
+        ptr, out = target
         n = x.size
         if n:
             _launch4(ptr, min((n + 255) >> 8, 8192), x.data.ptr, y.data.ptr, out.data.ptr, n)
@@ -179,19 +194,10 @@ def unary(name):
         x = args[0]
         if x.__class__ is not _ndarray or not x._c_contiguous:
             return None
-        dtype = x.dtype
-        device = x.data.device_id
-        ptr = _functions.get((name, dtype, device), False)
-        if ptr is False:
-            ptr = function(name, dtype, device)
-        if ptr is None or device != _get_device():
+        target = _target(name, x, args, kwargs)
+        if target is None:
             return None
-        if kwargs:
-            out = kwargs.get("out")
-            if len(kwargs) != 1 or not _fits(out, x) or _partly_overlaps(x, out):
-                return None
-        else:
-            out = _ndarray(x.shape, dtype)
+        ptr, out = target
         n = x.size
         if n:
             _launch3(ptr, min((n + 255) >> 8, 8192), x.data.ptr, out.data.ptr, n)
@@ -204,13 +210,10 @@ def sum_all(a):
     contiguous float32/float64 array on the current device."""
     if a.__class__ is not _ndarray or not a._c_contiguous or a.size > SUM_ALL_LIMIT:
         return None
-    dtype, device = a.dtype, a.data.device_id
-    ptr = _functions.get(("sum_all", dtype, device), False)
-    if ptr is False:
-        ptr = function("sum_all", dtype, device)
-    if ptr is None or device != _get_device():
+    ptr = _kernel("sum_all", a)
+    if ptr is None:
         return None
-    out = _ndarray((), dtype)
+    out = _ndarray((), a.dtype)
     _launch3(ptr, 1, a.data.ptr, out.data.ptr, a.size)
     return out
 
