@@ -67,14 +67,18 @@ print(json.dumps(out))
 """
 
 
-def child(lib: str, env_extra: dict) -> dict:
+def run_child(code: str, env_extra: dict) -> dict:
+    """The JSON line a fresh Python process running `code` prints last (bytecode caching on, 1 thread)."""
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", **env_extra)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    proc = subprocess.run([sys.executable, "-c", STEP.format(lib=lib)], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=600)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     if proc.returncode != 0:
-        raise RuntimeError(proc.stderr)
+        raise RuntimeError(proc.stderr[-4000:])
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def child(lib: str, env_extra: dict) -> dict:
+    return run_child(STEP.format(lib=lib), env_extra)
 
 
 def _cpu_s() -> float:

@@ -18,16 +18,17 @@ Wall clock, the stream synchronized after each step; medians over --runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from compile_time import run_child  # noqa: E402
 
 STEP = """
 import json, time
@@ -59,12 +60,7 @@ print(json.dumps({"first_s": first, "steady_s": steady, "start_to_first_s": t_fi
 
 
 def child(env_extra: dict) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1", **env_extra)
-    proc = subprocess.run([sys.executable, "-c", STEP], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-4000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(STEP, env_extra)
 
 
 def new_triton_kernel_ms(runs: int) -> list:
