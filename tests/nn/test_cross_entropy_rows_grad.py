@@ -1,5 +1,5 @@
 """cross_entropy's input gradient for class-index targets over [N, C] (the NumPy row formula in
-ops/derivatives/nn.py) against PyTorch, and against the general formula (weights, smoothing,
+ops/derivatives/losses.py) against PyTorch, and against the general formula (weights, smoothing,
 double backward) where the row formula does not apply."""
 import numpy as np
 import pytest

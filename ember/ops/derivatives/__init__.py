@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-FAMILIES = ("pointwise", "activation", "reduction", "shape", "indexing", "linalg", "conv", "nn", "misc",
+FAMILIES = ("pointwise", "activation", "reduction", "shape", "indexing", "linalg", "conv", "nn", "losses", "misc",
             "special_functions",
             "functionalization")
 
