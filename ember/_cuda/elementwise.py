@@ -151,18 +151,23 @@ def _kernel(name, x):
     return None if ptr is None or device != _get_device() else ptr
 
 
-def _target(name, x, operands, kwargs):
-    """(kernel pointer, output array) for ufunc `name` on `x`, or None where CuPy's ufunc must
-    run: no kernel (`_kernel`), or an `out=` that does not fit or partly overlaps an operand."""
+def _launch(name, x, operands, kwargs, launch):
+    """Ufunc `name` over `operands` (the first is `x`) by one launch of its kernel: the result
+    array, or None where CuPy's ufunc must run: no kernel (`_kernel`), or an `out=` that does not
+    fit or partly overlaps an operand."""
     ptr = _kernel(name, x)
     if ptr is None:
         return None
     if not kwargs:
-        return ptr, _ndarray(x.shape, x.dtype)
-    out = kwargs.get("out")
-    if len(kwargs) != 1 or not _fits(out, x) or any(_partly_overlaps(a, out) for a in operands):
-        return None
-    return ptr, out
+        out = _ndarray(x.shape, x.dtype)
+    else:
+        out = kwargs.get("out")
+        if len(kwargs) != 1 or not _fits(out, x) or any(_partly_overlaps(a, out) for a in operands):
+            return None
+    n = x.size
+    if n:
+        launch(ptr, min((n + 255) >> 8, 8192), *[a.data.ptr for a in operands], out.data.ptr, n)
+    return out
 
 
 def binary(name):
@@ -175,14 +180,7 @@ def binary(name):
             return None
         if y.dtype is not x.dtype or not x._c_contiguous or not y._c_contiguous or x.shape != y.shape:
             return None
-        target = _target(name, x, args, kwargs)
-        if target is None:
-            return None
-        ptr, out = target
-        n = x.size
-        if n:
-            _launch4(ptr, min((n + 255) >> 8, 8192), x.data.ptr, y.data.ptr, out.data.ptr, n)
-        return out
+        return _launch(name, x, args, kwargs, _launch4)
     return run
 
 
@@ -194,14 +192,7 @@ def unary(name):
         x = args[0]
         if x.__class__ is not _ndarray or not x._c_contiguous:
             return None
-        target = _target(name, x, args, kwargs)
-        if target is None:
-            return None
-        ptr, out = target
-        n = x.size
-        if n:
-            _launch3(ptr, min((n + 255) >> 8, 8192), x.data.ptr, out.data.ptr, n)
-        return out
+        return _launch(name, x, args, kwargs, _launch3)
     return run
 
 
