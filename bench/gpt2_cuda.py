@@ -92,7 +92,7 @@ def compiled_columns(torch, args, weights, tx, ty, ex, ey, with_torch):
     return out
 
 
-def profile_ember(torch, model, opt, x, y):
+def profile_ember(torch, model, opt, x, y, name="ember"):
     import cProfile
     import pstats
     prof = cProfile.Profile()
@@ -101,8 +101,11 @@ def profile_ember(torch, model, opt, x, y):
         step(ember, model, opt, x, y)
     torch.cuda.synchronize()
     prof.disable()
-    print("\n## cProfile of two ember steps (host time), top 35 by own time")
-    pstats.Stats(prof).sort_stats("tottime").print_stats(35)
+    if os.environ.get("OUT"):       # the device's $OUT comes back: read it with pstats for callers/callees
+        prof.dump_stats(os.path.join(os.environ["OUT"], f"{name.replace('.', '_')}.pstats"))
+    for order in ("tottime", "cumulative"):
+        print(f"\n## {name}: cProfile of two steps (host time), top 35 by {order}")
+        pstats.Stats(prof).sort_stats(order).print_stats(35)
     from ember.profiler import profile, ProfilerActivity
     activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
     with profile(activities=activities) as p:
@@ -213,9 +216,10 @@ def main():
             sys.exit(1)
     for column in args.kernel_profile:
         kernel_profile(torch, column, *libs[column])
-    if args.profile:      # the compiled column's step when there is one (host time: its wrapper's launches)
-        _, model, opt, x, y = libs.get("ember.compile", libs["ember"])
-        profile_ember(torch, model, opt, x, y)
+    if args.profile:      # ember eager's step, then the compiled column's (host time: its wrapper's launches)
+        for name in ("ember", "ember.compile"):
+            if name in libs:
+                profile_ember(torch, *libs[name][1:], name=name)
 
 
 if __name__ == "__main__":
