@@ -80,6 +80,41 @@ def loss_gap(want, got) -> float:
     return max(abs(a - b) / max(abs(a), 1e-6) for a, b in zip(want, got))
 
 
+def markov_batches(steps, batch, seq, vocab=50257, states=512, fanout=8, seed=0):
+    """`steps` (x, y) batches of a fixed random Markov chain over `states` tokens of the vocabulary,
+    `fanout` likely successors each: a stream with structure to learn (its entropy is ~ln(fanout)
+    nats), fresh tokens every step, the same stream for every column."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.choice(vocab, states, replace=False)
+    succ = rng.integers(0, states, (states, fanout))
+    for _ in range(steps):
+        s = np.empty((batch, seq + 1), np.int64)
+        s[:, 0] = rng.integers(0, states, batch)
+        picks = rng.integers(0, fanout, (batch, seq))
+        for t in range(seq):
+            s[:, t + 1] = succ[s[:, t], picks[:, t]]
+        s = tokens[s]
+        yield s[:, :-1], s[:, 1:]
+
+
+def loss_curve(torch, libs, args):
+    """Train every column `args.loss_curve` steps on the same Markov stream; write the losses as CSV
+    (`args.loss_csv`) and return {column: [loss per step]}."""
+    curves = {name: [] for name in libs}
+    for i, (xs, ys) in enumerate(markov_batches(args.loss_curve, args.batch, args.seq)):
+        for name, (lib, model, opt, _, _) in libs.items():
+            x, y = lib.from_numpy(xs).cuda(), lib.from_numpy(ys).cuda()
+            curves[name].append(float(step(lib, model, opt, x, y).item()))
+        if i % 50 == 0 or i == args.loss_curve - 1:
+            print(f"# step {i}: " + ", ".join(f"{n} {c[-1]:.4f}" for n, c in curves.items()))
+    if args.loss_csv:
+        with open(args.loss_csv, "w") as f:
+            f.write("step," + ",".join(curves) + "\n")
+            for i in range(args.loss_curve):
+                f.write(f"{i}," + ",".join(f"{c[i]:.6f}" for c in curves.values()) + "\n")
+    return curves
+
+
 def compiled_columns(torch, args, weights, tx, ty, ex, ey, with_torch):
     """{"ember.compile": ..., "torch.compile": ...}: models of their own on the same weights, compiled
     (the optimizer stays eager; ember.compile's backward graph is compiled at the first backward)."""
@@ -156,6 +191,9 @@ def main():
     p.add_argument("--check-loss", action="store_true", help="exit 1 if a compiled loss leaves eager's")
     p.add_argument("--kernel-profile", nargs="*", default=(), metavar="COLUMN",
                    help="after the timing, the GPU kernels of one step of these columns (torch.profiler / CUPTI)")
+    p.add_argument("--loss-curve", type=int, default=0, metavar="STEPS",
+                   help="instead of timing: train STEPS steps on a Markov token stream, compare the loss curves")
+    p.add_argument("--loss-csv", default=None, help="where --loss-curve writes the losses")
     args = p.parse_args()
     card = torch.cuda.get_device_name()
     peak = args.peak_tflops or next((v for k, v in PEAKS.items() if k in card), 989.0)
@@ -176,6 +214,15 @@ def main():
         libs["torch"] = (torch, tmodel, topt, tx, ty)
     if args.compiled:
         libs.update(compiled_columns(torch, args, weights, tx, ty, ex, ey, not args.only_ember))
+    if args.loss_curve:
+        curves = loss_curve(torch, libs, args)
+        if "ember.compile" in curves:
+            worst = loss_gap(curves["ember"], curves["ember.compile"])
+            print(f"ember.compile vs ember eager over {args.loss_curve} steps: largest relative loss difference "
+                  f"{worst:.2e} (bf16 tolerance {LOSS_TOL:.0e})")
+            if args.check_loss and worst > LOSS_TOL:
+                sys.exit(1)
+        return
     times = {k: [] for k in libs}
     queued = {k: [] for k in libs}
     losses = {k: [] for k in libs}

@@ -1,0 +1,41 @@
+"""Plot the loss curves `bench/gpt2_cuda.py --loss-curve N --loss-csv FILE` wrote (one column per
+library), with the compiled column's relative difference from ember eager's on a second axis:
+
+    python bench/loss_curve_png.py FILE.csv docs/gpt2_loss_curve.png [--title TEXT]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("csv")
+    p.add_argument("png")
+    p.add_argument("--title", default="GPT-2 small, bf16 autocast, AdamW: loss per step")
+    args = p.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    with open(args.csv) as f:
+        rows = list(csv.DictReader(f))
+    columns = [c for c in rows[0] if c != "step"]
+    steps = [int(r["step"]) for r in rows]
+    fig, (ax, gap) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    for c in columns:
+        ax.plot(steps, [float(r[c]) for r in rows], label=c, lw=1)
+    ax.set_ylabel("loss")
+    ax.set_title(args.title)
+    ax.legend()
+    if "ember" in columns and "ember.compile" in columns:
+        gap.plot(steps, [abs(float(r["ember.compile"]) - float(r["ember"])) / float(r["ember"]) for r in rows], lw=1)
+        gap.set_ylabel("|compiled - eager|\n/ eager")
+    gap.set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(args.png, dpi=110)
+    print(f"wrote {args.png}")
+
+
+if __name__ == "__main__":
+    main()
