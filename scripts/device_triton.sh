@@ -4,6 +4,8 @@
 #   bash scripts/device_triton.sh                      # tests only
 #   bash scripts/device_triton.sh --sizes 20,24,27 --png $OUT/fused_cuda.png
 #   COMPILE_TIME=1 SKIP_TESTS=1 bash scripts/device_triton.sh   # bench/compile_time_cuda.py only
+#   COMPILE_TIME=1 SKIP_TESTS=1 PROFILE_DIR=$OUT COMPILE_ARGS="--runs 2" bash scripts/device_triton.sh
+#       # + a cProfile and an importtime of the warm process's first compiled step, under $OUT, first
 set -u
 NEEDS="numpy pytest torch cupy triton" . "$(dirname "$0")/_device_python.sh"
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
@@ -13,7 +15,10 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   $PY -m pytest -p no:cacheprovider -o addopts="" -q -rf --tb=short tests/cuda/test_compile_cuda.py 2>&1 | tail -n 40
 fi
 if [ "${COMPILE_TIME:-0}" = 1 ]; then
-  $PY bench/compile_time_cuda.py
+  if [ -n "${PROFILE_DIR:-}" ]; then
+    $PY bench/compile_time_cuda.py --profile "$PROFILE_DIR"
+  fi
+  $PY bench/compile_time_cuda.py ${COMPILE_ARGS:-}
 fi
 if [ $# -gt 0 ]; then
   $PY bench/fused_cuda.py "$@"
