@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from . import config, ir
+from . import config
 from .wrapper import _Named, build_wrapper, plan_wrapper
 
 
@@ -42,6 +42,7 @@ def generate_module(groups, reads):
     from .codegen_triton import HEADER, Unsupported, generate_kernel
     from .compile_fx import _kind
     from .graph import NotLowerable
+    from . import ir
     functions, kernels, launch, emitted = [], {}, {}, {}
     for gr in groups:
         if isinstance(gr, ir.ExternCall):
@@ -88,12 +89,14 @@ class InterpretCall(_Named):
 
 def kernel_calls(load_module, launch, device, tune_path=None):
     """{name: call} for the kernels of the module `load_module()` returns: on "cuda" the module is
-    imported only when a kernel has no stored binary (triton_launch.KernelBinary)."""
+    imported only when a kernel has no stored binary (triton_launch.KernelBinary), and the module's
+    tuned block sizes are read once for all its kernels."""
     if device != "cuda":
         module = load_module()
         return {name: InterpretCall(getattr(module, name), name, meta) for name, meta in launch.items()}
-    from .triton_launch import KernelCall
-    return {name: KernelCall(lambda name=name: getattr(load_module(), name), name, meta, tune_path)
+    from .triton_launch import KernelCall, read_tuning
+    tuning = read_tuning(tune_path)
+    return {name: KernelCall(lambda name=name: getattr(load_module(), name), name, meta, tune_path, tuning)
             for name, meta in launch.items()}
 
 
@@ -135,6 +138,7 @@ def codegen_source(fn, specs):
     from .._functorch import make_fx
     from .._functorch.fake_tensor import FakeTensorMode
     from .compile_fx import lower_and_schedule
+    from . import ir
     devices = {str(d).split(":")[0] for d, _, _ in specs}
     if len(devices) != 1 or not devices <= {"cpu", "cuda"}:
         raise ValueError(f"codegen_source: expected specs on one device, 'cpu' or 'cuda', got {sorted(devices)}")

@@ -184,7 +184,9 @@ class KernelCall(_Named):
     `fn` is the @triton.jit function, or a no-argument function returning it (loaded on demand:
     a warm process with the kernel's binary stored never imports Triton)."""
 
-    def __init__(self, fn, name, meta, tune_path=None):
+    def __init__(self, fn, name, meta, tune_path=None, tuning=None):
+        """`tuning`: the winners stored at `tune_path` ({name: [XBLOCK, warps]}), when the caller
+        read them once for all of a module's kernels; None: read here."""
         self._fn, self.meta, self.tune_path = fn, meta, tune_path
         self.compiled = self.binary = None
         self.grid_x = meta["grid"]
@@ -193,7 +195,7 @@ class KernelCall(_Named):
         self.needs_tuning = bool(meta["flat"] and tune_path and meta["numel"] >= 1 << 16)
         if meta["flat"]:
             self.options["XBLOCK"] = meta.get("xblock", 1024)
-            tuned = _read_tuning(tune_path).get(name)
+            tuned = (read_tuning(tune_path) if tuning is None else tuning).get(name)
             if tuned:
                 self._set_block(*tuned)
                 self.needs_tuning = False
@@ -261,12 +263,13 @@ class KernelCall(_Named):
             if best is None or ms < best[0]:
                 best = (ms, xblock, warps)
         self._set_block(best[1], best[2])
-        tuning = _read_tuning(self.tune_path)
+        tuning = read_tuning(self.tune_path)
         tuning[self.__name__] = [best[1], best[2]]
         diskstore.write_json(self.tune_path, tuning)
 
 
-def _read_tuning(path) -> dict:
+def read_tuning(path) -> dict:
+    """The block sizes tuned for a module's kernels ({name: [XBLOCK, warps]}), {} when none are stored."""
     if not path or not os.path.lexists(path):
         return {}
     payload = diskstore.read_json(path)

@@ -1,0 +1,119 @@
+"""How a warm process builds the launchers of a cached Triton module (compile_triton.kernel_calls on
+"cuda"), checked without a GPU: the tuned block sizes stored next to the module are read once for
+all its kernels and applied (grid recomputed), a kernel with no stored winner is still tuned, a
+tampered or foreign tuning file is ignored, and Triton's module is never imported on the way."""
+import math
+
+import pytest
+
+import ember
+from ember._functorch import make_fx
+from ember._functorch.fake_tensor import FakeTensorMode
+from ember._inductor import compile_triton, diskstore, triton_launch
+from ember._inductor.compile_fx import lower_and_schedule
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    # no GPU here: the stored cubins' file names carry the compute capability; none are stored
+    monkeypatch.setattr(triton_launch, "_capability", lambda: "90")
+    diskstore.forget_roots()
+    yield tmp_path
+    diskstore.forget_roots()
+
+
+def _launch_facts(fn, *shapes):
+    """{kernel name: launch meta} the Triton generator gives `fn` over CUDA inputs of `shapes`."""
+    with FakeTensorMode():
+        fakes = [ember.empty(shape, dtype=ember.float32, device="cuda") for shape in shapes]
+    aten_gm = make_fx(fn, tracing_mode="fake")(*fakes)
+    g, groups, reads, kept = lower_and_schedule(aten_gm, fakes, "cuda")
+    return compile_triton.generate_module(groups, reads)[2]
+
+
+def _never_loaded():
+    raise AssertionError("the Triton module was imported while building the launchers")
+
+
+def _two_flat_kernels():
+    # two pointwise kernels (different sizes keep them apart) and a reduction
+    launch = _launch_facts(lambda x, y: ((x * 2 + 1).tanh(), (y - 1).exp(), x.sum()), (1 << 18,), (3 << 16,))
+    flat = sorted(name for name, meta in launch.items() if meta["flat"] and meta["numel"] >= 1 << 16)
+    assert len(flat) >= 2, launch
+    return launch, flat
+
+
+def _tune_path(cache):
+    return str(cache / "ember_triton_test.py.tune.json")
+
+
+def test_stored_winners_set_block_warps_and_grid(cache):
+    launch, flat = _two_flat_kernels()
+    tuned, untuned = flat[0], flat[1]
+    path = _tune_path(cache)
+    diskstore.write_json(path, {tuned: [4096, 8]})
+    calls = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)
+    assert set(calls) == set(launch)
+    numel = launch[tuned]["numel"]
+    assert calls[tuned].options == {"num_warps": 8, "XBLOCK": 4096}
+    assert calls[tuned].grid_x == math.ceil(numel / 4096)
+    assert not calls[tuned].needs_tuning
+    # no winner stored: the generator's block, tuned on the first call
+    assert calls[untuned].needs_tuning
+    assert calls[untuned].options == {"num_warps": launch[untuned]["num_warps"],
+                                      "XBLOCK": launch[untuned].get("xblock", 1024)}
+    assert calls[untuned].grid_x == launch[untuned]["grid"]
+
+
+def test_the_tuning_file_is_read_once_per_module(cache, monkeypatch):
+    launch, flat = _two_flat_kernels()
+    path = _tune_path(cache)
+    diskstore.write_json(path, {name: [2048, 8] for name in flat})
+    reads = []
+    real = triton_launch.read_tuning
+    monkeypatch.setattr(triton_launch, "read_tuning", lambda p: reads.append(p) or real(p))
+    calls = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)
+    assert reads == [path]
+    for name in flat:
+        assert calls[name].options == {"num_warps": 8, "XBLOCK": 2048}
+        assert calls[name].grid_x == math.ceil(launch[name]["numel"] / 2048)
+
+
+def test_a_launcher_built_alone_reads_the_same_winners(cache):
+    launch, flat = _two_flat_kernels()
+    path = _tune_path(cache)
+    diskstore.write_json(path, {flat[0]: [512, 4]})
+    alone = triton_launch.KernelCall(_never_loaded, flat[0], launch[flat[0]], path)
+    together = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)[flat[0]]
+    assert (alone.options, alone.grid_x, alone.needs_tuning) == \
+        (together.options, together.grid_x, together.needs_tuning) == ({"num_warps": 4, "XBLOCK": 512},
+                                                                       math.ceil(launch[flat[0]]["numel"] / 512),
+                                                                       False)
+
+
+@pytest.mark.parametrize("tamper", ["digest", "not_a_dict", "missing"])
+def test_a_bad_tuning_file_is_ignored_and_the_kernels_tune_again(cache, tamper):
+    launch, flat = _two_flat_kernels()
+    path = _tune_path(cache)
+    if tamper == "digest":
+        diskstore.write_json(path, {flat[0]: [4096, 8]})
+        with open(path, "r+b") as f:          # the body no longer matches the digest line
+            data = f.read()
+            f.seek(len(data) - 3)
+            f.write(b"16]")
+    elif tamper == "not_a_dict":
+        diskstore.write_json(path, [[4096, 8]])
+    assert triton_launch.read_tuning(path) == {}
+    calls = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)
+    for name in flat:
+        assert calls[name].needs_tuning
+        assert calls[name].grid_x == launch[name]["grid"]
+
+
+def test_no_tune_path_means_no_tuning(cache):
+    launch, flat = _two_flat_kernels()
+    calls = compile_triton.kernel_calls(_never_loaded, launch, "cuda", None)
+    for name in flat:
+        assert not calls[name].needs_tuning and calls[name].binary is None
+        assert calls[name].grid_x == launch[name]["grid"]
