@@ -15,6 +15,8 @@ default device inside `check`): the same tests are the CUDA op oracle suite
 on the GPU must raise the same type, and PyTorch's CUDA run is skipped, since its CUDA kernels
 report bad indices with a device-side assert, which leaves the process's CUDA context unusable.
 Where the CPU accepts, PyTorch on the GPU gives the values (or a CUDA-only refusal) to match.
+``cpu_first=False`` skips the CPU run, for programs that index nothing (no device-side assert),
+where an older PyTorch's CPU kernel refuses what its CUDA kernel and 2.13's CPU one compute.
 PyTorch's CUDA sort is not stable: ``ties_along=dim`` compares a sort's (or topk's, argsort's) result
 up to the order of ties there (`assert_same_up_to_ties`); everywhere else indices are compared exactly.
 
@@ -228,7 +230,7 @@ def assert_same_up_to_ties(e, t, ex, tx, dim):
 
 
 def check(fn, *args, dtype=None, noncontig=False, rtol=None, atol=None, check_dtype=True, check_stride=False,
-          ties_along=None, **kwargs):
+          ties_along=None, cpu_first=True, **kwargs):
     """Run fn(lib, *args) with lib=torch and lib=ember and compare (see module docstring).
 
     Returns the ember result. If torch raises, asserts ember raises the same type and that
@@ -239,17 +241,18 @@ def check(fn, *args, dtype=None, noncontig=False, rtol=None, atol=None, check_dt
     compare = dict(rtol=rtol, atol=atol, check_dtype=check_dtype, check_stride=check_stride,
                    ties_along=ties_along if DEVICE == "cuda" else None)
     if DEVICE != "cpu":
-        return _check_on_device(fn, args, dtype, noncontig, kwargs, **compare)
+        return _check_on_device(fn, args, dtype, noncontig, kwargs, cpu_first, **compare)
     targs = to_torch(args, dtype, noncontig)
     eargs = to_ember(args, dtype, noncontig)
     return _compare(fn, targs, eargs, kwargs, **compare)
 
 
-def _check_on_device(fn, args, dtype, noncontig, kwargs, **compare):
+def _check_on_device(fn, args, dtype, noncontig, kwargs, cpu_first, **compare):
+    cpu_refusal = None
     try:
-        with _default_device("cpu"):
-            fn(torch, *to_torch(args, dtype, noncontig, "cpu"), **kwargs)
-        cpu_refusal = None
+        if cpu_first:
+            with _default_device("cpu"):
+                fn(torch, *to_torch(args, dtype, noncontig, "cpu"), **kwargs)
     except Exception as texc:  # noqa: BLE001 - the type is what is compared
         cpu_refusal = texc
     with _default_device(DEVICE):

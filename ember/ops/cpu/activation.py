@@ -90,7 +90,8 @@ def threshold(x, threshold, value):
     R.check_threshold(x, threshold, value)
     arr = x._data
     dt = arr.dtype
-    return wrap(np.where(arr <= _scalar(threshold, dt), _scalar(value, dt), arr))
+    # (astype: CuPy's where gives float32 for two bfloat16 operands; a no-op elsewhere)
+    return wrap(np.where(arr <= _scalar(threshold, dt), _scalar(value, dt), arr).astype(dt, copy=False))
 
 
 # ---------------------------------------------------------------------------------------

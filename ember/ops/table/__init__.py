@@ -19,7 +19,8 @@ _NOT_IMPLEMENTED = "\"{kernel}\" not implemented for '{dtype}'"
 CUDA_REFUSALS = {
     "angle": {d: (NotImplementedError, _NOT_IMPLEMENTED.replace("{kernel}", "angle_cuda"))
               for d in ("float16", "bfloat16")},
-    "trace": {"float16": (NotImplementedError, _NOT_IMPLEMENTED.replace("{kernel}", "trace"))},
+    "histc": {"float16": (RuntimeError, "HalfTensor is not supported"),
+              "bfloat16": (NotImplementedError, _NOT_IMPLEMENTED.replace("{kernel}", "histc"))},
 }
 
 
