@@ -1,5 +1,7 @@
-"""The op oracle's tie-insensitive comparison (oracle.assert_same_up_to_ties), used where PyTorch's
-CUDA sort orders equal elements in no fixed way: it accepts any order of ties and nothing else."""
+"""The op oracle's own helpers for the GPU run: the tie-insensitive comparison
+(oracle.assert_same_up_to_ties), used where PyTorch's CUDA sort orders equal elements in no fixed
+way, accepts any order of ties and nothing else; `check_as_2_13` / `torch_raises` check ember
+against PyTorch 2.13's behaviour where the device's older PyTorch differs, and nothing looser."""
 import numpy as np
 import pytest
 import torch
@@ -47,3 +49,37 @@ def test_nan_and_topk():
     ex, tx = _pair(arr)
     assert_same_up_to_ties(ember.topk(ex, 3, 1), torch.topk(tx, 3, 1), ex, tx, 1)
     assert_same_up_to_ties(ember.argsort(ex, 0, True), torch.argsort(tx, 0, True), ex, tx, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# check_as_2_13 / torch_raises: ember against PyTorch 2.13's behaviour on an older oracle
+# ---------------------------------------------------------------------------------------
+def test_check_as_2_13_on_an_older_oracle_checks_ember_alone():
+    from oracle import check_as_2_13
+    x = make((3, 4))
+    err = check_as_2_13(lambda lib, x: x.rot90(1, (0, 4)), x, raises=IndexError, oracle_is_current=False)
+    assert isinstance(err, IndexError)
+    with pytest.raises(pytest.fail.Exception):          # ember does not raise
+        check_as_2_13(lambda lib, x: x.rot90(1, (0, 1)), x, raises=IndexError, oracle_is_current=False)
+    with pytest.raises(RuntimeError):                    # ember raises another type: not accepted
+        check_as_2_13(lambda lib, x: x.view(5), x, raises=IndexError, oracle_is_current=False)
+
+    def modifies_then_fails(lib, x):
+        x.add_(1)
+        raise IndexError("late")
+    with pytest.raises(AssertionError, match="input modified"):
+        check_as_2_13(modifies_then_fails, x, raises=IndexError, oracle_is_current=False)
+
+
+def test_check_as_2_13_on_a_current_oracle_is_check():
+    from oracle import check_as_2_13
+    with pytest.raises(AssertionError):                  # a real comparison with torch
+        check_as_2_13(lambda lib, x: x + (1 if lib is ember else 2), make((3,)), raises=IndexError,
+                      oracle_is_current=True)
+
+
+def test_torch_raises_probes_the_installed_torch():
+    from oracle import torch_raises
+    assert torch_raises(lambda: torch.zeros(2).view(3), RuntimeError)
+    assert not torch_raises(lambda: torch.zeros(2).view(2), RuntimeError)
+    assert not torch_raises(lambda: torch.zeros(2).view(3), IndexError)   # another type: not this behaviour
