@@ -15,6 +15,14 @@ default device inside `check`): the same tests are the CUDA op oracle suite
 on the GPU must raise the same type, and PyTorch's CUDA run is skipped, since its CUDA kernels
 report bad indices with a device-side assert, which leaves the process's CUDA context unusable.
 Where the CPU accepts, PyTorch on the GPU gives the values (or a CUDA-only refusal) to match.
+``cpu_first=False`` skips the CPU run, for programs that index nothing (no device-side assert),
+where an older PyTorch's CPU kernel refuses what its CUDA kernel and 2.13's CPU one compute.
+PyTorch's CUDA sort is not stable: ``ties_along=dim`` compares a sort's (or topk's, argsort's) result
+up to the order of ties there (`assert_same_up_to_ties`); everywhere else indices are compared exactly.
+
+The device machine's PyTorch may be older than the pinned 2.13: where a probe (`torch_raises`)
+shows that the installed one predates a change 2.13 made, `check_as_2_13` checks ember against
+2.13's behaviour, the exception it raises, instead of the older oracle's.
 """
 from __future__ import annotations
 
@@ -46,6 +54,37 @@ class _default_device:
     def __exit__(self, *exc):
         ember.set_default_device(self.saved[0])
         torch.set_default_device(self.saved[1])
+
+
+def torch_raises(probe, exc) -> bool:
+    """Whether the installed PyTorch raises `exc` running ``probe()`` (on the CPU): does it have
+    the behaviour of 2.13 that the probe exercises?"""
+    try:
+        with _default_device("cpu"):
+            probe()
+    except exc:
+        return True
+    except Exception:  # noqa: BLE001 - another type is an older behaviour too
+        return False
+    return False
+
+
+def check_as_2_13(fn, *args, raises, oracle_is_current, dtype=None, **kwargs):
+    """check(fn, *args) when `oracle_is_current` (a `torch_raises` probe); else ember alone must
+    raise `raises`, as PyTorch 2.13 does, with its inputs left as they were."""
+    if oracle_is_current:
+        return check(fn, *args, dtype=dtype, **kwargs)
+    import pytest
+    with device_scope():
+        eargs = to_ember(args, dtype)
+        before = [as_numpy(a) if isinstance(a, ember.Tensor) else None for a in eargs]
+        with pytest.raises(raises) as info:
+            fn(ember, *eargs)
+        for a, b in zip(eargs, before):
+            if b is not None:
+                np.testing.assert_array_equal(as_numpy(a), b, err_msg="input modified by a failing op")
+    return info.value
+
 
 DTYPES = {  # ember dtype name -> torch dtype
     "bool": torch.bool, "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
@@ -172,27 +211,48 @@ def assert_same(e, t, *, rtol=None, atol=None, check_dtype=True, check_stride=Fa
     assert e == t or (isinstance(t, float) and abs(e - t) <= 1e-6 * max(1, abs(t))), f"{e!r} != {t!r}"
 
 
+def assert_same_up_to_ties(e, t, ex, tx, dim):
+    """A sort-like result (values and indices, or argsort's indices alone) of input `ex` (ember) /
+    `tx` (torch) along `dim` equals torch's up to the order of equal elements: the values are equal,
+    each slice's indices are distinct, and ember's indices gather from ember's input the values
+    torch's indices gather from torch's."""
+    values = isinstance(t, tuple)
+    e_idx, t_idx = (e[1], t[1]) if values else (e, t)
+    if values:
+        assert isinstance(e, tuple) and len(e) == len(t), f"expected (values, indices), got {type(e).__name__}"
+        assert_same(e[0], t[0])
+    assert tuple(e_idx.shape) == tuple(t_idx.shape), f"shape {tuple(e_idx.shape)} != torch {tuple(t_idx.shape)}"
+    assert e_idx.dtype.name == str(t_idx.dtype).replace("torch.", ""), f"dtype {e_idx.dtype} != torch {t_idx.dtype}"
+    if e_idx.ndim:
+        ordered = np.sort(as_numpy(e_idx), axis=dim)
+        assert not (np.diff(ordered, axis=dim) == 0).any(), "an index repeats within a slice"
+    np.testing.assert_array_equal(as_numpy(ex.gather(dim, e_idx)), as_numpy(tx.gather(dim, t_idx)))
+
+
 def check(fn, *args, dtype=None, noncontig=False, rtol=None, atol=None, check_dtype=True, check_stride=False,
-          **kwargs):
+          ties_along=None, cpu_first=True, **kwargs):
     """Run fn(lib, *args) with lib=torch and lib=ember and compare (see module docstring).
 
     Returns the ember result. If torch raises, asserts ember raises the same type and that
-    ember's inputs were not modified.
+    ember's inputs were not modified. ``ties_along=dim``: fn sorts its first argument along dim
+    without asking for stability; on CUDA, where PyTorch's order of ties is unspecified, the
+    result is compared up to it.
     """
+    compare = dict(rtol=rtol, atol=atol, check_dtype=check_dtype, check_stride=check_stride,
+                   ties_along=ties_along if DEVICE == "cuda" else None)
     if DEVICE != "cpu":
-        return _check_on_device(fn, args, dtype, noncontig, kwargs, rtol=rtol, atol=atol, check_dtype=check_dtype,
-                                check_stride=check_stride)
+        return _check_on_device(fn, args, dtype, noncontig, kwargs, cpu_first, **compare)
     targs = to_torch(args, dtype, noncontig)
     eargs = to_ember(args, dtype, noncontig)
-    return _compare(fn, targs, eargs, kwargs, rtol=rtol, atol=atol, check_dtype=check_dtype,
-                    check_stride=check_stride)
+    return _compare(fn, targs, eargs, kwargs, **compare)
 
 
-def _check_on_device(fn, args, dtype, noncontig, kwargs, **compare):
+def _check_on_device(fn, args, dtype, noncontig, kwargs, cpu_first, **compare):
+    cpu_refusal = None
     try:
-        with _default_device("cpu"):
-            fn(torch, *to_torch(args, dtype, noncontig, "cpu"), **kwargs)
-        cpu_refusal = None
+        if cpu_first:
+            with _default_device("cpu"):
+                fn(torch, *to_torch(args, dtype, noncontig, "cpu"), **kwargs)
     except Exception as texc:  # noqa: BLE001 - the type is what is compared
         cpu_refusal = texc
     with _default_device(DEVICE):
@@ -201,7 +261,8 @@ def _check_on_device(fn, args, dtype, noncontig, kwargs, **compare):
                         refusal=cpu_refusal, **compare)
 
 
-def _compare(fn, targs, eargs, kwargs, *, refusal=None, rtol=None, atol=None, check_dtype=True, check_stride=False):
+def _compare(fn, targs, eargs, kwargs, *, refusal=None, rtol=None, atol=None, check_dtype=True, check_stride=False,
+             ties_along=None):
     before = [as_numpy(a).copy() if isinstance(a, ember.Tensor) else None for a in eargs]
     try:
         if refusal is not None:
@@ -220,6 +281,9 @@ def _compare(fn, targs, eargs, kwargs, *, refusal=None, rtol=None, atol=None, ch
                                  f"{type(other).__name__}: {other}") from other
         raise AssertionError(f"torch raised {type(texc).__name__}: {texc}; ember did not raise")
     got = fn(ember, *eargs, **kwargs)
+    if ties_along is not None:
+        assert_same_up_to_ties(got, expected, eargs[0], targs[0], ties_along)
+        return got
     assert_same(got, expected, rtol=rtol, atol=atol, check_dtype=check_dtype, check_stride=check_stride)
     return got
 

@@ -28,6 +28,7 @@ from .._core.dispatch import DispatchKey, OperatorHandle
 from .._core.schema import parse_schema, Argument, FunctionSchema
 from .._core.tensor import Tensor
 from . import codegen, out_dtype, overlap
+from .table import CUDA_REFUSALS
 
 
 @dataclasses.dataclass
@@ -213,6 +214,8 @@ def register(entry: Op) -> OperatorHandle:
     handle = _make_handle(schema)
     handle.nondeterministic = entry.nondeterministic
     cuda = entry.cuda if entry.cuda is not None or entry.cpu is None else _cuda_from_cpu(entry)
+    if schema.name in CUDA_REFUSALS and cuda is not None:
+        cuda = _refusing(cuda, CUDA_REFUSALS[schema.name])
     kernels = {DispatchKey.CPU: entry.cpu, DispatchKey.Meta: entry.meta, DispatchKey.CUDA: cuda}
     _install(handle, kernels, entry.composite)
     ENTRIES[handle.name] = entry
@@ -276,6 +279,20 @@ def _cuda_from_cpu(entry: Op):
         return found[0](*args)
     cuda_kernel.__name__ = "cuda_" + getattr(entry.cpu, "__name__", "kernel")
     cuda_kernel.cuda_from_cpu = True
+    return cuda_kernel
+
+
+def _refusing(kernel, refused):
+    """`kernel` (a CUDA kernel) raising PyTorch CUDA's error for the dtypes of `refused`
+    (table.CUDA_REFUSALS): only the few ops listed there pay for the look-up."""
+    def cuda_kernel(*args):
+        dtype = args[0].dtype
+        refusal = refused.get(dtype.name)
+        if refusal is not None:
+            raise refusal[0](refusal[1].format(dtype=dtype.c10_name))
+        return kernel(*args)
+    cuda_kernel.__name__ = getattr(kernel, "__name__", "cuda_kernel")
+    cuda_kernel.cuda_from_cpu = getattr(kernel, "cuda_from_cpu", False)
     return cuda_kernel
 
 

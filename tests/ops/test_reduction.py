@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import ember
-from oracle import check, check_raises, make, ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
+from oracle import DEVICE, check, check_as_2_13, check_raises, make, torch_raises, ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
 
 SHAPES = [(), (0,), (5,), (3, 4), (2, 3, 4), (2, 0, 3)]
 NONEMPTY = [(), (5,), (3, 4), (2, 3, 4)]
@@ -294,8 +294,17 @@ def test_scans(shape, dtype):
         check(lambda lib, x: x.cumprod(dim), x, dtype=dtype, **HALF_PROD_TOL.get(dtype, {}))
         check(lambda lib, x: lib.cummax(x, dim), x, dtype=dtype, noncontig=True)
         check(lambda lib, x: lib.cummin(x, dim), x, dtype=dtype)
-        check(lambda lib, x: lib.logcumsumexp(x, dim), x, dtype=dtype)
+        check(lambda lib, x: _log_branch_free(lib, lib.logcumsumexp(x, dim)), x, dtype=dtype)
     check(lambda lib, x: lib.cumsum(x, 0, dtype=lib.float64), x, dtype=dtype)
+
+
+def _log_branch_free(lib, y):
+    """A complex log on CUDA compared modulo 2*pi*i (its real part and the sine and cosine of its
+    imaginary part): PyTorch's parallel CUDA scan adds the imaginary parts in another order and
+    lands on another branch of the log; elsewhere `y` itself."""
+    if DEVICE != "cuda" or not y.is_complex():
+        return y
+    return y.real, lib.cos(y.imag), lib.sin(y.imag)
     check(lambda lib, x: lib.cumsum(x, 5), x, dtype=dtype)  # IndexError
 
 
@@ -341,11 +350,11 @@ def test_softmax_stable_and_functional():
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_sort(shape, dtype):
-    x = make(shape, dtype)  # ints: many ties; sort is stable in both
+    x = make(shape, dtype)  # ints: many ties; stable=True orders them in both (on the CPU, every sort does)
     for dim in (0, -1):
         for desc in (False, True):
-            check(lambda lib, x: lib.sort(x, dim, desc), x, dtype=dtype, noncontig=True)
-            check(lambda lib, x: x.argsort(dim=dim, descending=desc), x, dtype=dtype)
+            check(lambda lib, x: lib.sort(x, dim, desc), x, dtype=dtype, noncontig=True, ties_along=dim)
+            check(lambda lib, x: x.argsort(dim=dim, descending=desc), x, dtype=dtype, ties_along=dim)
             check(lambda lib, x: lib.sort(x, stable=True, dim=dim, descending=desc), x, dtype=dtype)
     check(lambda lib, x: lib.msort(x), x, dtype=dtype)
     check(lambda lib, x: lib.argsort(x, stable=True), x, dtype=dtype)
@@ -354,9 +363,10 @@ def test_sort(shape, dtype):
 def test_sort_nan():
     x = with_nans((4, 6), "float64")
     for desc in (False, True):
-        check(lambda lib, x: lib.sort(x, 1, desc), x)
-        check(lambda lib, x: lib.argsort(x, 0, desc), x)
-        check(lambda lib, x: lib.topk(x, 3, 1, largest=not desc), x)
+        check(lambda lib, x: lib.sort(x, 1, desc), x, ties_along=1)
+        check(lambda lib, x: lib.argsort(x, 0, desc), x, ties_along=0)
+        check(lambda lib, x: lib.topk(x, 3, 1, largest=not desc), x, ties_along=1)
+        check(lambda lib, x: lib.sort(x, stable=True, dim=1, descending=desc), x)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
@@ -545,7 +555,9 @@ def test_argument_forms():
     check(lambda lib, x: x.sum((0, 1), True), x)
     check(lambda lib, x: lib.std(x, unbiased=False), x)
     check(lambda lib, x: lib.all(x > 0, dim=None), x)
-    check(lambda lib, x: lib.sum(x, "a"), x)  # TypeError
+    # TypeError: PyTorch 2.13 has no named tensors (an older one looks the name up: RuntimeError)
+    check_as_2_13(lambda lib, x: lib.sum(x, "a"), x, raises=TypeError,
+                  oracle_is_current=torch_raises(lambda: torch.sum(torch.ones(2), "a"), TypeError))
     check(lambda lib, x: lib.topk(x, k=2, dim=0, sorted=True), x)
     check(lambda lib, x: lib.softmax(x, dim=0), x)
     check(lambda lib, x: lib.sum(x, 1, out=lib.empty(3)), x)

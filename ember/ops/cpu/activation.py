@@ -16,7 +16,7 @@ from ..._core import dtype as _dt
 from ..._core.tensor import wrap
 from .. import native
 from ..meta import activation as R
-from .pointwise import finish
+from .pointwise import ON_CUDA, finish
 from .special_math import erf_array
 
 _F32 = np.dtype(np.float32)
@@ -90,7 +90,8 @@ def threshold(x, threshold, value):
     R.check_threshold(x, threshold, value)
     arr = x._data
     dt = arr.dtype
-    return wrap(np.where(arr <= _scalar(threshold, dt), _scalar(value, dt), arr))
+    # (astype: CuPy's where gives float32 for two bfloat16 operands; a no-op elsewhere)
+    return wrap(np.where(arr <= _scalar(threshold, dt), _scalar(value, dt), arr).astype(dt, copy=False))
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,12 +147,18 @@ def _softplus(a, beta=1, threshold=20):
     return np.where(z > threshold, a, np.log1p(np.exp(z)) / beta)
 
 
+# PyTorch's CUDA kernels multiply by 1/6 as a float32 constant, in float64 too (its CPU ones divide by 6)
+_SIXTH_F32 = float(np.float32(1) / np.float32(6))
+
+
 def _hardsigmoid(a):
-    return np.minimum(np.maximum(a + 3, 0), 6) / 6
+    clamped = np.minimum(np.maximum(a + 3, 0), 6)
+    return clamped * _SIXTH_F32 if ON_CUDA else clamped / 6
 
 
 def _hardswish(a):
-    return a * np.minimum(np.maximum(a + 3, 0), 6) / 6
+    scaled = a * np.minimum(np.maximum(a + 3, 0), 6)
+    return scaled * _SIXTH_F32 if ON_CUDA else scaled / 6
 
 
 def _log_sigmoid(a):

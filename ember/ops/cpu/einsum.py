@@ -114,21 +114,39 @@ def _private_sum(terms, tensors, out) -> bool:
     return False
 
 
+def _broadcast(term, arr, sizes):
+    target = tuple(sizes[ch] for ch in term)
+    if arr.shape != target and len(set(term)) == len(term):
+        arr = np.broadcast_to(arr, target)  # size-1 labelled dims broadcast, as in PyTorch
+    return arr
+
+
+def _sum_private_labels(terms, arrays, out):
+    """PyTorch sums a label that no other operand has at a size above 1 out of its operand before
+    multiplying (the others' size-1 dims of it are dropped): no product contracts it, so integer
+    einsums like ``ij,j`` with a (1,) operand compute on CUDA, whose GEMMs refuse integers."""
+    terms, arrays = list(terms), list(arrays)
+    for k in range(len(terms)):
+        for ch in [c for c in terms[k] if c not in out and terms[k].count(c) == 1]:
+            others = [j for j, t in enumerate(terms) if j != k and ch in t]
+            if any(terms[j].count(ch) != 1 or arrays[j].shape[terms[j].index(ch)] != 1 for j in others):
+                continue
+            arrays[k] = arrays[k].sum(axis=terms[k].index(ch), dtype=arrays[k].dtype)
+            terms[k] = terms[k].replace(ch, "")
+            for j in others:
+                arrays[j] = np.take(arrays[j], 0, axis=terms[j].index(ch))
+                terms[j] = terms[j].replace(ch, "")
+    return terms, arrays
+
+
 def einsum(equation, tensors, path=None):
     """aten::einsum on NumPy; a single operand without summation gives a view like PyTorch."""
     shape, dtype, np_eq, sizes, summed = parse(equation, tensors)
     in_dt = tensors[0].dtype
     if dtype is _dt.bool_ and len(tensors) > 1 and summed and all(t.numel() for t in tensors):
         raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
-    arrays = []
-    for term, t in zip(np_eq.split("->")[0].split(","), tensors):
-        arr = t._data
-        target = tuple(sizes[ch] for ch in term)
-        if arr.shape != target and len(set(term)) == len(term):
-            arr = np.broadcast_to(arr, target)  # size-1 labelled dims broadcast, as in PyTorch
-        arrays.append(arr)
     if len(tensors) == 1 and not summed:
-        view = np.einsum(np_eq, arrays[0])
+        view = np.einsum(np_eq, _broadcast(np_eq.split("->")[0], tensors[0]._data, sizes))
         x = tensors[0]
         item = view.itemsize
         if view.size and np.shares_memory(view, x._data):
@@ -138,8 +156,13 @@ def einsum(equation, tensors, path=None):
             return out
         return wrap(np.array(view))
     cdt = np.dtype(np.float32) if in_dt in (_dt.float16, _dt.bfloat16) else in_dt.np
-    arrays = [a.astype(cdt) if a.dtype != cdt else a for a in arrays]
     if dtype is _dt.int64 and in_dt is not _dt.int64:
-        arrays = [a.astype(np.int64) for a in arrays]
-    res = np.einsum(np_eq, *arrays, optimize=len(arrays) > 1)
+        cdt = np.dtype(np.int64)
+    arrays = [t._data.astype(cdt) if t._data.dtype != cdt else t._data for t in tensors]
+    terms, out = np_eq.split("->")
+    terms = terms.split(",")
+    if len(arrays) > 1:
+        terms, arrays = _sum_private_labels(terms, arrays, out)
+    arrays = [_broadcast(term, a, sizes) for term, a in zip(terms, arrays)]
+    res = np.einsum(",".join(terms) + "->" + out, *arrays, optimize=len(arrays) > 1)
     return wrap(np.asarray(res).astype(dtype.np, copy=False).reshape(shape))

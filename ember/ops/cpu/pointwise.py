@@ -22,6 +22,10 @@ from ..._core.tensor import Tensor, wrap
 from .. import rules
 from .special_math import erf_array, erfc_array, erfinv_array
 
+# True in this file's CUDA variant (ember/_cuda/kernels.py compiles it with ``numpy`` bound to CuPy's
+# namespace): where PyTorch's CUDA kernels compute differently from its CPU ones, so do ember's
+ON_CUDA = np.__name__ != "numpy"
+
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
@@ -162,7 +166,12 @@ def round_decimals(x, decimals):
     dt = arr.dtype
     a = arr.astype(_F32) if dt in _HALF else arr
     scale = np.asarray(10.0 ** (decimals if decimals >= 0 else -decimals), a.dtype)
-    out = np.rint(a / scale) * scale if decimals < 0 else np.rint(a * scale) / scale
+    scaled = a / scale if decimals < 0 else a * scale
+    if ON_CUDA and dt in _HALF:
+        # PyTorch's CUDA kernel (not its CPU one) rounds x * 10^d (x / 10^-d) to the half dtype
+        # before nearbyint: 0.35 rounds to 0.4 in bfloat16, float16 overflows to inf past 65504
+        scaled = scaled.astype(dt).astype(_F32)
+    out = np.rint(scaled) * scale if decimals < 0 else np.rint(scaled) / scale
     return finish(out, dt)
 
 

@@ -18,6 +18,7 @@ from ..._core.tensor import wrap
 from ..meta import reduction as M
 from ..meta.histogram import plan_histc
 from .. import rules
+from .pointwise import ON_CUDA
 
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
@@ -210,6 +211,8 @@ amin = _amax_kernel("amin", np.min)
 
 def aminmax(self, dim=None, keepdim=False):
     d, shape = M.plan_aminmax(self, dim, keepdim)
+    if dim is None and ON_CUDA:
+        shape = ()   # PyTorch's CUDA kernel reduces everything to a 0-d result, keepdim or not
     arr = self._data
     a = acc(arr)
     ax = None if d is None or not arr.ndim else d

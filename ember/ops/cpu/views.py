@@ -354,15 +354,17 @@ def t(self):
 
 def adjoint(self):
     """aten::adjoint: transpose of the last two dims; conjugated for complex (a copy here,
-    since ember has no lazy-conjugate views)."""
+    since ember has no lazy-conjugate views; meta tensors have no values to conjugate). A
+    composite: it runs for every device, so the conjugation goes through the dispatcher."""
     if self.ndim == 0:  # deprecated in PyTorch, still allowed
-        return _call("alias", "default", self) if not self.is_complex() else wrap_like(np.conj(self._data), self)
-    if self.ndim < 2:
+        out = _call("alias", "default", self)
+    elif self.ndim < 2:
         raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                            f"{self.ndim}-D tensor.")
-    out = _call("transpose", "int", self, -2, -1)
-    if self.is_complex() and isinstance(out._data, np.ndarray):
-        return wrap_like(np.conj(out._data), self)
+    else:
+        out = _call("transpose", "int", self, -2, -1)
+    if self.is_complex() and not isinstance(out._data, MetaArray):
+        return _call("conj_physical", "default", out)
     return out
 
 

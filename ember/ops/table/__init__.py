@@ -12,6 +12,17 @@ from importlib import import_module
 FAMILIES = ("conversion", "pointwise", "activation", "comparison", "reduction", "shape", "indexing",
             "creation", "linalg", "conv", "nn", "functionalization", "special_functions", "composite_math", "tensor_methods", "counting")
 
+# Dtypes PyTorch's CUDA kernels refuse where its CPU kernels compute (their dispatch macros list
+# fewer types): ember's CUDA kernel of the op raises the same, before computing anything.
+# op (schema name, every overload) -> {refused dtype of the first tensor: (exception, message)}
+_NOT_IMPLEMENTED = "\"{kernel}\" not implemented for '{dtype}'"
+CUDA_REFUSALS = {
+    "angle": {d: (NotImplementedError, _NOT_IMPLEMENTED.replace("{kernel}", "angle_cuda"))
+              for d in ("float16", "bfloat16")},
+    "histc": {"float16": (RuntimeError, "HalfTensor is not supported"),
+              "bfloat16": (NotImplementedError, _NOT_IMPLEMENTED.replace("{kernel}", "histc"))},
+}
+
 
 def register_all() -> None:
     from ..._core.tensor import Tensor
