@@ -255,6 +255,15 @@ def generate_kernel(group, name, reads):
                for b in group.members)
     big = max([b.numel for b in group.members] + [buf.numel for b in group.members for buf, _ in reads[b.name]
                                                    if buf is not ir.INDEX_ONLY]) >= 2 ** 31
+    if not flat:
+        from .codegen_triton_columns import column_kernel
+        try:
+            column = column_kernel(group, name, reads, k, outer_loops, rename, big)
+        except Unsupported:             # (an indirect load): the row kernel below
+            column, k = None, Kernel(name)
+        if column is not None:
+            return _finish(k, name, column[0], {"grid": column[1], "flat": False, "num_warps": column[2],
+                                                "numel": rows})
     lines = []
     if flat:
         pid = "tl.program_id(0).to(tl.int64)" if big else "tl.program_id(0)"
@@ -319,14 +328,18 @@ def generate_kernel(group, name, reads):
             lines.extend("    " + ln for ln in body[1:])
     if not k.args and not k.written:
         raise Unsupported("a kernel that writes nothing")
+    warps = 4 if flat else min(16, max(2, _pow2(min(longest, PERSISTENT_LIMIT if persistent else LOOP_RBLOCK)) // 256))
+    return _finish(k, name, lines, {"grid": -(-rows // XBLOCK) if flat else rows, "flat": flat, "num_warps": warps,
+                                    "numel": rows})
+
+
+def _finish(k, name, lines, meta):
+    """(source, argument buffers, checks errors, launch meta) of kernel `k` whose body is `lines`."""
     args = list(k.args.values())
     params = [a.name for a in args] + (["err_flag"] if k.checks_errors else [])
-    if flat:
+    if meta["flat"]:
         params.append("XBLOCK: tl.constexpr")
     src = f"@triton.jit\ndef {name}({', '.join(params)}):\n" + "\n".join("    " + ln for ln in lines) + "\n"
-    warps = 4 if flat else min(16, max(2, _pow2(min(longest, PERSISTENT_LIMIT if persistent else LOOP_RBLOCK)) // 256))
-    meta = {"grid": -(-rows // XBLOCK) if flat else rows, "flat": flat, "num_warps": warps,
-            "numel": rows}
     return src, args, k.checks_errors, meta
 
 
