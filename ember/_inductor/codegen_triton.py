@@ -129,6 +129,13 @@ class TritonEmitter:
     def load(self, buf, index):
         if buf.name in self.locals:
             return self.locals[buf.name]
+        if buf.name in self.kernel.recompute:
+            member, rename = self.kernel.recompute[buf.name]
+            outer_rename, self.rename = self.rename, rename
+            try:
+                return member.body.run((member.canonical_vars()[0], []))
+            finally:
+                self.rename = outer_rename
         reg = self.kernel.registers.get(buf.name)
         if reg is not None and reg[0] == index.render(self.rename):
             return reg[1]
@@ -214,6 +221,7 @@ class Kernel:
     def __init__(self, name):
         self.name, self.args, self._temps, self.checks_errors = name, {}, 0, False
         self.registers = {}     # row-local buffer -> (fn(load Expr) -> bool: is it this lane's element, value)
+        self.recompute = {}     # row-local buffer of a looped row -> (its member, its index rename)
         self.written = set()
         self.lane = ("xindex", set())      # the current lane index and the variables derived from it
 
@@ -280,7 +288,7 @@ def generate_kernel(group, name, reads):
     persistent = longest <= PERSISTENT_LIMIT
     locals_, cse = {}, {}
     shared, outer_lane = TritonEmitter(k, lines, rename, locals_, mask, cse), k.lane
-    memory_reads = _rows_read_from_memory(group, reads, rename) if persistent else set()
+    memory_reads = _rows_read_from_memory(group, reads, rename)
     for n, b in enumerate(group.members):
         ovars, rvars = b.canonical_vars()
         inner = tuple(group.inner_ranges(b))
@@ -309,6 +317,11 @@ def generate_kernel(group, name, reads):
                 lines.append(f"tl.store({shared._address(b.name, store)}, {_to_memory(b.dtype, value)}"
                              + (f", mask={mask})" if mask else ")"))
                 shared.rename = rename
+            continue
+        if not persistent and b.name in group.row_local | group.read_here and b.name not in memory_reads:
+            # a looped row's member read only at its own element: recomputed in each reader's loop
+            # instead of stored and read back (GPT-2's one-hot loss gradient, a row of 50257 floats)
+            k.recompute[b.name] = (b, dict(rename, **_inner_names(inner_vars, inner)))
             continue
         body, rmask, sub, emitter_cse = _open_inner(k, inner, inner_vars, b, rename, lines, cse, persistent)
         em = TritonEmitter(k, body, sub, locals_, rmask, emitter_cse)
@@ -384,7 +397,7 @@ def _rows_read_from_memory(group, reads, rename):
         c_rename = dict(rename, **_inner_names(c_vars, c_inner))
         for producer, expr in reads[c.name]:
             p = by_name.get(producer.name)
-            if p is None or p.name not in group.row_local or math.prod(group.inner_ranges(p)) == 1:
+            if p is None or p.name not in group.row_local | group.read_here or math.prod(group.inner_ranges(p)) == 1:
                 continue
             p_inner, p_vars = _member_inner(group, p)
             p_rename = dict(rename, **_inner_names(p_vars, p_inner))

@@ -27,6 +27,7 @@ class FusedGroup:
         self.outer, self.members = tuple(outer), list(members)
         self.local = set()          # names of reductions kept in registers
         self.row_local = set()      # pointwise buffers read only here: a per-row array in the kernel
+        self.read_here = set()      # pointwise buffers read only here but too long for a row array
 
     def inner_ranges(self, buf):
         body = buf.body
@@ -174,6 +175,8 @@ def _mark_local(groups, reads, kept_names):
                     g.local.add(b.name)
                 elif isinstance(b.body, ir.PointwiseBody) and math.prod(b.shape[len(g.outer):]) <= ROW_LOCAL_LIMIT:
                     g.row_local.add(b.name)
+                elif isinstance(b.body, ir.PointwiseBody):
+                    g.read_here.add(b.name)     # the Triton generator may recompute it where read
 
 
 ROW_LOCAL_LIMIT = 16384      # elements of a per-row scratch array (on the kernel's stack)
