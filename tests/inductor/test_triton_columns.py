@@ -93,6 +93,13 @@ def test_layer_norm_weight_and_bias_gradients_share_one_loop():
                             [("cuda", ember.float32, (300, 32768)), ("cuda", ember.float32, (300, 32768))])
     (k,) = kernels(src)
     assert k.count("for ") == 1 and k.count("tl.load(") == 2
+    # GPT-2's shape is split: both first stages still share one pass (the scheduler puts the second
+    # one beside the first, past the first's final stage), both final stages one kernel
+    _, src = codegen_source(lambda g, x: ((g * x).sum(0), g.sum(0)),
+                            [("cuda", ember.float32, (8192, 768)), ("cuda", ember.float32, (8192, 768))])
+    first, second = kernels(src)
+    assert first.count("for ") == 1 and first.count("tl.load(") == 2 and first.count("tl.store(") == 2
+    assert second.count("tl.store(") == 2
 
 
 def test_row_reductions_stay_row_kernels():
