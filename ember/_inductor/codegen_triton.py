@@ -129,6 +129,13 @@ class TritonEmitter:
     def load(self, buf, index):
         if buf.name in self.locals:
             return self.locals[buf.name]
+        if buf.name in self.kernel.recompute:
+            member, rename = self.kernel.recompute[buf.name]
+            outer_rename, self.rename = self.rename, rename
+            try:
+                return member.body.run((member.canonical_vars()[0], []))
+            finally:
+                self.rename = outer_rename
         reg = self.kernel.registers.get(buf.name)
         if reg is not None and reg[0] == index.render(self.rename):
             return reg[1]
@@ -214,6 +221,7 @@ class Kernel:
     def __init__(self, name):
         self.name, self.args, self._temps, self.checks_errors = name, {}, 0, False
         self.registers = {}     # row-local buffer -> (fn(load Expr) -> bool: is it this lane's element, value)
+        self.recompute = {}     # row-local buffer of a looped row -> (its member, its index rename)
         self.written = set()
         self.lane = ("xindex", set())      # the current lane index and the variables derived from it
 
@@ -255,6 +263,15 @@ def generate_kernel(group, name, reads):
                for b in group.members)
     big = max([b.numel for b in group.members] + [buf.numel for b in group.members for buf, _ in reads[b.name]
                                                    if buf is not ir.INDEX_ONLY]) >= 2 ** 31
+    if not flat:
+        from .codegen_triton_columns import column_kernel
+        try:
+            column = column_kernel(group, name, reads, k, outer_loops, rename, big)
+        except Unsupported:             # (an indirect load): the row kernel below
+            column, k = None, Kernel(name)
+        if column is not None:
+            return _finish(k, name, column[0], {"grid": column[1], "flat": False, "num_warps": column[2],
+                                                "numel": rows})
     lines = []
     if flat:
         pid = "tl.program_id(0).to(tl.int64)" if big else "tl.program_id(0)"
@@ -271,7 +288,7 @@ def generate_kernel(group, name, reads):
     persistent = longest <= PERSISTENT_LIMIT
     locals_, cse = {}, {}
     shared, outer_lane = TritonEmitter(k, lines, rename, locals_, mask, cse), k.lane
-    memory_reads = _rows_read_from_memory(group, reads, rename) if persistent else set()
+    memory_reads = _rows_read_from_memory(group, reads, rename)
     for n, b in enumerate(group.members):
         ovars, rvars = b.canonical_vars()
         inner = tuple(group.inner_ranges(b))
@@ -301,6 +318,11 @@ def generate_kernel(group, name, reads):
                              + (f", mask={mask})" if mask else ")"))
                 shared.rename = rename
             continue
+        if not persistent and b.name in group.row_local | group.read_here and b.name not in memory_reads:
+            # a looped row's member read only at its own element: recomputed in each reader's loop
+            # instead of stored and read back (GPT-2's one-hot loss gradient, a row of 50257 floats)
+            k.recompute[b.name] = (b, dict(rename, **_inner_names(inner_vars, inner)))
+            continue
         body, rmask, sub, emitter_cse = _open_inner(k, inner, inner_vars, b, rename, lines, cse, persistent)
         em = TritonEmitter(k, body, sub, locals_, rmask, emitter_cse)
         with ir.set_handler(em):
@@ -319,14 +341,18 @@ def generate_kernel(group, name, reads):
             lines.extend("    " + ln for ln in body[1:])
     if not k.args and not k.written:
         raise Unsupported("a kernel that writes nothing")
+    warps = 4 if flat else min(16, max(2, _pow2(min(longest, PERSISTENT_LIMIT if persistent else LOOP_RBLOCK)) // 256))
+    return _finish(k, name, lines, {"grid": -(-rows // XBLOCK) if flat else rows, "flat": flat, "num_warps": warps,
+                                    "numel": rows})
+
+
+def _finish(k, name, lines, meta):
+    """(source, argument buffers, checks errors, launch meta) of kernel `k` whose body is `lines`."""
     args = list(k.args.values())
     params = [a.name for a in args] + (["err_flag"] if k.checks_errors else [])
-    if flat:
+    if meta["flat"]:
         params.append("XBLOCK: tl.constexpr")
     src = f"@triton.jit\ndef {name}({', '.join(params)}):\n" + "\n".join("    " + ln for ln in lines) + "\n"
-    warps = 4 if flat else min(16, max(2, _pow2(min(longest, PERSISTENT_LIMIT if persistent else LOOP_RBLOCK)) // 256))
-    meta = {"grid": -(-rows // XBLOCK) if flat else rows, "flat": flat, "num_warps": warps,
-            "numel": rows}
     return src, args, k.checks_errors, meta
 
 
@@ -371,7 +397,7 @@ def _rows_read_from_memory(group, reads, rename):
         c_rename = dict(rename, **_inner_names(c_vars, c_inner))
         for producer, expr in reads[c.name]:
             p = by_name.get(producer.name)
-            if p is None or p.name not in group.row_local or math.prod(group.inner_ranges(p)) == 1:
+            if p is None or p.name not in group.row_local | group.read_here or math.prod(group.inner_ranges(p)) == 1:
                 continue
             p_inner, p_vars = _member_inner(group, p)
             p_rename = dict(rename, **_inner_names(p_vars, p_inner))

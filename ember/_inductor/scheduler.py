@@ -11,7 +11,10 @@ buffer written by an earlier member only inside the current outer iteration ("ro
 reduction read only so, by members of its own group, never reaches memory (`local`).
 
 Only the latest group grows, and an extern call closes it, so program order (and the random
-generator's order of draws) is kept. EMBER_LOGS=fusion prints each decision with its reason,
+generator's order of draws) is kept; the one exception, a reduction that reads nothing of the
+latest group joining the group before it (`_joins_previous`: the two stages of split reductions
+interleave), moves no work across an extern, and in-kernel random numbers are counter-based (their
+values do not depend on the kernels' order). EMBER_LOGS=fusion prints each decision with its reason,
 EMBER_LOGS=schedule the loop IR and the final groups.
 """
 from __future__ import annotations
@@ -27,6 +30,7 @@ class FusedGroup:
         self.outer, self.members = tuple(outer), list(members)
         self.local = set()          # names of reductions kept in registers
         self.row_local = set()      # pointwise buffers read only here: a per-row array in the kernel
+        self.read_here = set()      # pointwise buffers read only here but too long for a row array
 
     def inner_ranges(self, buf):
         body = buf.body
@@ -110,12 +114,31 @@ def schedule(nodes, kept_names):
                       + ("yes" if decision is None else f"no ({decision})"))
             if decision is None:
                 continue
+            if _joins_previous(out, node, reads):
+                continue
         outer = node.body.ranges
         group = FusedGroup(outer, [node])
         out.append(group)
     _mark_local(out, reads, kept_names)
     trace_log("schedule", lambda: "SCHEDULE\n" + "\n".join(repr(g) for g in out))
     return out
+
+
+def _joins_previous(out, node, reads) -> bool:
+    """Fuse reduction `node` into the group before the latest one when it reads nothing of the
+    latest (which came before it, so cannot read it): a split reduction's second stage sits between
+    two first stages over the same rows (LayerNorm's weight and bias gradients on the GPU), which
+    then share one pass over the gradient."""
+    if len(out) < 2 or not isinstance(node.body, ir.ReductionBody) or \
+            not all(isinstance(g, FusedGroup) for g in out[-2:]):
+        return False
+    latest = {b.name for b in out[-1].members}
+    if any(p.name in latest for p, _ in reads[node.name]):
+        return False
+    decision = _try_fuse(out[-2], node, reads)
+    trace_log("fusion", lambda: f"fuse {node.name} into the group before: "
+              + ("yes" if decision is None else f"no ({decision})"))
+    return decision is None
 
 
 def _try_fuse(group, node, reads):
@@ -174,6 +197,8 @@ def _mark_local(groups, reads, kept_names):
                     g.local.add(b.name)
                 elif isinstance(b.body, ir.PointwiseBody) and math.prod(b.shape[len(g.outer):]) <= ROW_LOCAL_LIMIT:
                     g.row_local.add(b.name)
+                elif isinstance(b.body, ir.PointwiseBody):
+                    g.read_here.add(b.name)     # the Triton generator may recompute it where read
 
 
 ROW_LOCAL_LIMIT = 16384      # elements of a per-row scratch array (on the kernel's stack)

@@ -233,3 +233,20 @@ def test_differential_fuzzer_through_the_triton_generator(dtype):
     one-lane range written as `(0).to(...)`."""
     from fuzz_programs import fuzz
     assert fuzz(dtype, "cpu") == []
+
+
+def test_looped_row_recomputes_a_member_read_only_at_its_own_element():
+    # rows longer than PERSISTENT_LIMIT: y (realized: costly and read three times) is read by both
+    # reductions and the last member at its own element, so each loop recomputes it instead of
+    # storing the whole row and reading it back three times
+    rows, cols = 130, 9000
+    x = ember.from_numpy(np.random.default_rng(2).uniform(0.5, 2, (rows, cols)).astype(np.float32))
+    t = ember.from_numpy(np.random.default_rng(3).integers(0, cols, (rows,)))
+
+    def fn(a, idx):
+        y = (ember.arange(cols, device=a.device) == idx[:, None]).float() * 2 + (a * 0.5).exp().tanh().sin().cos() * a
+        return (y - y.amax(1, keepdim=True)).exp() / y.sum(1, keepdim=True)
+    run(fn, x, t)
+    _, src = codegen_source(fn, [("cuda", ember.float32, (rows, cols)), ("cuda", ember.int64, (rows,))])
+    (kernel,) = src.split("@triton.jit")[1:]
+    assert kernel.count("tl.store(") == 1 and kernel.count("for ") == 3 and "debug_barrier" not in kernel, kernel
