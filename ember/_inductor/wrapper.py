@@ -41,7 +41,7 @@ from .._core.tensor import AUTOGRAD_BIT, CPU_BIT, INFERENCE_BIT, Tensor, wrap as
 
 # extern ops of the fuser's own (not aten ops of the graph): plan name -> (module, attribute)
 FUSER_EXTERNS = {"draw_seed": (".lowering_random", "draw_seed"), "ember_linear": (".extern_blas", "linear"),
-                 "ember_matmul": (".extern_blas", "matmul")}
+                 "ember_matmul": (".extern_blas", "matmul"), "ember_cublas_matmul": (".extern_cublas", "matmul")}
 
 
 # the extern ops' bindings bound to a backend kernel: (OperatorHandle, backend key) -> function
