@@ -2,7 +2,7 @@
 and float32 operands of one dtype (linear without a bias; with one it stays eager's fused-bias GEMM).
 
 A half product large enough and with a dim not a multiple of 8 (GPT-2's tied LM head: vocab 50257)
-is multiplied padded, as blas.gemm pads in eager (PAD_ALIGN): each operand is zero-padded into a
+is multiplied padded, by the rule blas.gemm pads by in eager (_cuda/gemm_padding.py): each operand is zero-padded into a
 buffer of its own orientation by a generated kernel, which reads the operand's own expression (a
 loss gradient is written straight into the padded buffer, not copied there), and the result's margin
 is dropped by reading it through a window: a view inlined into the kernels that read the product,
@@ -15,12 +15,10 @@ import types
 
 from .._core import dtype as _dt
 from .._core.tensor import wrap_meta
+from .._cuda.gemm_padding import padded_size as _padded_size, pads_pay as _pays   # (no CuPy there)
 from . import extern_cublas, ir
 
 _CUBLAS = (_dt.float16, _dt.bfloat16, _dt.float32)
-
-
-from .._cuda.gemm_padding import padded_size as _padded_size, pads_pay as _pays   # (no CuPy there)
 
 
 def _pads_pay(dtype, M, N, K) -> bool:
