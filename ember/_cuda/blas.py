@@ -12,6 +12,7 @@ import cupy
 import numpy
 
 from .._core import dtype as _dt
+from .gemm_padding import pads_pay, padded_size
 
 _CUDA_TYPES = {numpy.dtype(numpy.float16): 2, _dt.bfloat16.np: 14, numpy.dtype(numpy.float32): 0}   # cudaDataType
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F, _DEFAULT_ALGO = 68, 77, 70, -1
@@ -48,6 +49,8 @@ def mm2d(x, y):
     (M, K), (K2, N) = x.shape, y.shape
     if cuda_type is None or K != K2 or not (M and N and K):
         return None
+    if pads_pay(x.dtype, M, N, K) and y.dtype == x.dtype:
+        return _padded_gemm(x, y, x.dtype, 1.0, None)
     cublas, handle, flags = _libs or _loaded()
     if x.data.device_id != _get_device():
         return None
@@ -89,12 +92,47 @@ def _operand(a, batch_ndim):
     return a, 0, max(1, c), (r * c if batch_ndim else 0)
 
 
+def zero_padded(a, rows, cols):
+    """2-D `a` (r, c) inside a fresh (rows, cols) array of zeros elsewhere, written in `a`'s own
+    orientation (a column-major operand, a gradient's transpose, stays one: no transposing copy)."""
+    r, c = a.shape
+    if a.strides[0] == a.itemsize and a.strides[1] != a.itemsize:
+        return zero_padded(a.T, cols, rows).T
+    p = cupy.empty((rows, cols), a.dtype)
+    p[:r, :c] = a
+    if cols > c:
+        p[:r, c:] = 0
+    if rows > r:
+        p[r:] = 0
+    return p
+
+
+def _padded_gemm(x, y, out_dtype, alpha, out):
+    (M, K), N = x.shape, y.shape[1]
+    Mp, Kp, Np = padded_size(M), padded_size(K), padded_size(N)
+    xp = x if (Mp, Kp) == (M, K) else zero_padded(x, Mp, Kp)
+    yp = y if (Kp, Np) == (K, N) else zero_padded(y, Kp, Np)
+    full = None
+    if xp._c_contiguous and yp._c_contiguous and alpha == 1.0 and out_dtype == xp.dtype:
+        full = mm2d(xp, yp)     # the call overrides.matmul makes for these (so the fuser's padded product matches)
+    if full is None:
+        full = gemm(xp, yp, out_dtype, alpha)
+    if out is None:
+        return full if (Mp, Np) == (M, N) else cupy.ascontiguousarray(full[:M, :N])
+    out[...] = full[:M, :N]
+    return out
+
+
 def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None):
     """alpha * x @ y (+ beta * out) for stacks of matrices with broadcast batch dims, computed in
-    float32 (TF32 for float32 operands under ``allow_tf32``), returned in `out_dtype` (x's dtype)."""
+    float32 (TF32 for float32 operands under ``allow_tf32``), returned in `out_dtype` (x's dtype).
+    `out` may be a view with rows apart (its last dim contiguous): cuBLAS writes it in place.
+    A large 2-D half product with odd dims is computed zero-padded (gemm_padding.py)."""
     out_dtype = numpy.dtype(out_dtype or x.dtype)
     batch = numpy.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     (M, K), N = x.shape[-2:], y.shape[-1]
+    if not batch and beta == 0 and x.dtype == y.dtype == out_dtype and pads_pay(out_dtype, M, N, K):
+        return _padded_gemm(x, y, out_dtype, alpha, out)
     if out is None:
         out = cupy.empty(batch + (M, N), out_dtype)
     if out.size == 0:
@@ -105,6 +143,7 @@ def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None):
     nb = len(batch)
     xa, xop, xld, xbs = _operand(cupy.broadcast_to(x, batch + (M, K)), nb)
     ya, yop, yld, ybs = _operand(cupy.broadcast_to(y, batch + (K, N)), nb)
+    ldc, cbs = _out_layout(out, nb, M, N)
     count = int(numpy.prod(batch)) if nb else 1
     cublas, handle, flags = _libs or _loaded()
     compute = _compute_type(x.dtype, flags)
@@ -116,5 +155,17 @@ def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None):
     cublas.gemmStridedBatchedEx(
         handle(), yop, xop, N, M, K, scalars.ctypes.data,
         ya.data.ptr, _CUDA_TYPES[ya.dtype], yld, ybs, xa.data.ptr, _CUDA_TYPES[xa.dtype], xld, xbs,
-        scalars.ctypes.data + 4, out.data.ptr, _CUDA_TYPES[out_dtype], N, M * N, count, compute, _DEFAULT_ALGO)
+        scalars.ctypes.data + 4, out.data.ptr, _CUDA_TYPES[out_dtype], ldc, cbs, count, compute, _DEFAULT_ALGO)
     return out
+
+
+def _out_layout(out, batch_ndim, M, N):
+    """(leading dim, batch stride) in elements of the output cuBLAS writes: C-contiguous, or rows
+    apart by a stride >= N with the last dim contiguous (a padded buffer's view)."""
+    if out._c_contiguous:
+        return N, M * N
+    s0, s1 = (s // out.itemsize for s in out.strides[-2:])
+    bs = _batch_stride(out, batch_ndim) if batch_ndim else 0
+    if (s1 != 1 and N > 1) or s0 < N or bs is None or (batch_ndim and bs < M * s0):
+        raise ValueError(f"blas.gemm: out must have a contiguous last dim and rows apart, got strides {out.strides}")
+    return s0, bs

@@ -91,6 +91,7 @@ class GraphLowering:
         self.current_key = None
         self._counter = 0
         self._realized = {}             # id(Pointwise) -> (it, its BufferValue)
+        self.zero_padded = {}           # (buffer name, padded row length) -> BufferValue (lowering_cublas)
 
     def new_name(self, prefix="buf"):
         self._counter += 1

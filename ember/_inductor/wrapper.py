@@ -41,7 +41,30 @@ from .._core.tensor import AUTOGRAD_BIT, CPU_BIT, INFERENCE_BIT, Tensor, wrap as
 
 # extern ops of the fuser's own (not aten ops of the graph): plan name -> (module, attribute)
 FUSER_EXTERNS = {"draw_seed": (".lowering_random", "draw_seed"), "ember_linear": (".extern_blas", "linear"),
-                 "ember_matmul": (".extern_blas", "matmul")}
+                 "ember_matmul": (".extern_blas", "matmul"), "ember_cublas_matmul": (".extern_cublas", "matmul")}
+
+
+# the extern ops' bindings bound to a backend kernel: (OperatorHandle, backend key) -> function
+_bound_externs: dict = {}
+
+
+def bound_extern(op, device):
+    """The extern `op` (an aten OperatorHandle) as the wrapper calls it: eager's binding bound to the
+    kernel of the graph's backend (registry.bound_binding), skipping the dispatcher and the Autocast
+    key: the graph was traced below autocast (its casts are nodes of their own), and the wrapper's
+    inputs record no autograd (its input check). Generated once per op and backend."""
+    from .._core.dispatch import DispatchKey
+    from ..ops import registry
+    backend = DispatchKey.CUDA if device == "cuda" else DispatchKey.CPU
+    key = (op, backend)            # the handle itself: a library op re-made under one name is another
+    fn = _bound_externs.get(key)
+    if fn is None:
+        if registry.OPERATORS.get(op.name) is not op or (op.row is None and op.name not in registry.ENTRIES):
+            return op               # not a table operator (no binding to bind): through its own call
+        fn = _bound_externs[key] = registry.bound_binding(op.name, backend, 1 << DispatchKey.Autocast)
+        # how the wrapper's code names it (fx names globals by __name__): aten_<op>__<overload>_on_<device>
+        fn.__name__ = fn.__qualname__ = f"aten_{op.__name__.replace('.', '__')}_on_{backend.name.lower()}"
+    return fn
 
 
 class GuardMismatch(Exception):
@@ -389,7 +412,10 @@ def build_wrapper(plan, fnptrs, aten_gm, source_only=False):
                 ops[op_name] = getattr(importlib.import_module(module, __package__), attr)
             if op_name not in ops:
                 raise PlanMismatch(f"extern op {op_name!r} is not in the graph")
-            res = graph.call_function(ops[op_name], tuple(decode(args)), {k: decode(v) for k, v in kwargs.items()})
+            fn = ops[op_name]
+            if op_name not in FUSER_EXTERNS:
+                fn = bound_extern(fn, plan.get("device", "cpu"))
+            res = graph.call_function(fn, tuple(decode(args)), {k: decode(v) for k, v in kwargs.items()})
             for name, index in outs:
                 t = graph.call_function(operator.getitem, (res, index)) if returns_tuple else res
                 shape, strides, dtype = buffers[name]

@@ -64,10 +64,14 @@ def _param_name(arg, index) -> str:
 
 
 def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_as_tensors=False,
-             varargs=False, out_target=None, extra_kwargs=(), direct=False, overlap_check=False) -> str:
+             varargs=False, out_target=None, extra_kwargs=(), direct=False, overlap_check=False,
+             bound=None) -> str:
     """The source of a binding for `schema` (see the module docstring).
 
     direct: add the fast path (CPU kernel called straight when the key set is just {CPU}).
+    bound: (backend key, ignored key mask) for a *bound* binding (registry.bound_binding): when the
+    key set, TLS applied and the ignored keys removed, is that backend alone, its kernel straight
+    from the op's table; any other set (another device, autograd recording, a mode) the dispatcher.
     overlap_check: call ``_overlap_check(*args)`` before dispatching (ops that write; ops/overlap.py).
     varargs: the one int-list positional parameter also accepts ``f(2, 3)``.
     out_target: name of the out= overload's entry to call when ``out`` is given.
@@ -160,7 +164,12 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
     call_args = ", ".join(names)
     if overlap_check:
         body.append(f"_overlap_check({call_args})  # memory overlap of the written tensors")
-    if direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
+    if bound is not None:
+        key, ignored = bound
+        body += [f"if (_ks | _tls.include) & ~_tls.exclude & {~ignored} == {1 << key} and _table[{key}] is not None:"
+                 f" _r = _table[{key}]({call_args})  # bound to the backend kernel",
+                 f"else: _r = _op.call(_ks, {call_args})"]
+    elif direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
         first, second = fast_call_source("_ks", call_args).splitlines()
         body += [first + "  # direct binding", second]
     else:

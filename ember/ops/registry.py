@@ -193,7 +193,7 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
                           names=tuple(a.name for a in args))
 
 
-def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, out_fn=None, direct=None):
+def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, out_fn=None, direct=None, bound=None):
     schema = handle.schema
     extra = (("requires_grad", False),) if any(a.name == "device" for a in schema.arguments) else ()
     direct = entry.direct_binding if direct is None else direct
@@ -201,7 +201,7 @@ def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, ou
     src = codegen.generate(schema, func_name=func_name, op_label=entry.python_name or schema.name,
                            numbers_as_tensors=entry.numbers_as_tensors, varargs=varargs,
                            out_target="_out_entry" if out_fn else None, extra_kwargs=extra, direct=direct,
-                           overlap_check=check is not None)
+                           overlap_check=check is not None, bound=bound)
     extra_globals = {"_out_entry": out_fn} if out_fn else {}
     if check is not None:
         extra_globals["_overlap_check"] = check
@@ -678,3 +678,14 @@ def binding(name: str, *, direct: bool | None = None):
     handle = OPERATORS[name]
     entry = handle.row or ENTRIES[name]  # ember.library ops have an entry but no table row
     return _binding(handle, handle.schema.name, entry, direct=direct)
+
+
+def bound_binding(name: str, backend, ignored: int = 0):
+    """A binding of operator `name` bound to its `backend` kernel (a DispatchKey): the same argument
+    conversions and errors as ``op.entry``, then, when the call's key set (TLS applied, the keys of
+    the `ignored` mask removed) is that backend alone, its kernel from the op's table with no
+    dispatcher in between; otherwise the dispatcher, as eager. The fuser's wrapper calls extern ops
+    through these, ignoring Autocast: its graphs are traced below autocast (casts are nodes)."""
+    handle = OPERATORS[name]
+    entry = handle.row or ENTRIES[name]
+    return _binding(handle, handle.schema.name, entry, bound=(int(backend), ignored))

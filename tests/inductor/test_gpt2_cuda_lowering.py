@@ -35,7 +35,9 @@ def aten_ops(gm):
 
 
 def externs(wrapper_code):
-    return {m for m in re.findall(r"ember\.ops\.aten\.([a-z_0-9]+\.[A-Za-z_0-9]+)\(", wrapper_code)}
+    # the wrapper calls them through bindings bound to the CUDA kernel, named aten_<op>__<overload>_on_cuda
+    return {f"{op}.{overload}" for op, overload in
+            re.findall(r"\baten_([a-z_0-9]+?)__([A-Za-z_0-9]+?)_on_cuda(?:_\d+)?\(", wrapper_code)}
 
 
 @pytest.mark.parametrize("amp", [True, False])

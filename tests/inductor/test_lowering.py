@@ -35,8 +35,9 @@ def extern_ops(compiled):
     """The eager ops the compiled wrapper still calls (those without a lowering)."""
     gm = compiled.current
     assert gm is not None, "the graph fell back to eager"
-    return [n.target.name for n in gm.graph.nodes if n.op == "call_function" and isinstance(n.target, OperatorHandle)
-            and n.target.name != "aten::as_strided"]
+    ops = [n.target if isinstance(n.target, OperatorHandle) else getattr(n.target, "__ember_op__", None)
+           for n in gm.graph.nodes if n.op == "call_function"]     # (the wrapper's bound bindings name their op)
+    return [op.name for op in ops if op is not None and op.name != "aten::as_strided"]
 
 
 def assert_same(got, want, dtype):
