@@ -92,11 +92,16 @@ def _flash(q, k, v, enable_gqa) -> bool:
 
 def sdpa_backward(grad, q, k, v, is_causal, scale, enable_gqa=False):
     """(dq, dk, dv) of the fast path's forward."""
-    from .kernels import wrap_cuda
     if _flash(q, k, v, enable_gqa):
         from . import flash_ops
         out, lse = flash_ops.forward(q, k, v, 0.0, is_causal, scale=scale)
         return flash_ops.backward(grad.to(q.dtype), q, k, v, out, lse, 0.0, is_causal, scale=scale)
+    return materialised_backward(grad, q, k, v, is_causal, scale)
+
+
+def materialised_backward(grad, q, k, v, is_causal, scale):
+    """(dq, dk, dv) of sdpa_forward: the weights recomputed, the softmax's gradient in a row kernel."""
+    from .kernels import wrap_cuda
     Q, K, V, G = q._data, k._data, v._data, grad._data
     if G.dtype != Q.dtype:
         G = G.astype(Q.dtype)

@@ -1,0 +1,76 @@
+"""Attention forward+backward on the GPU at GPT-2 small's shape (batch 8, 12 heads, seq 1024, head dim
+64, bf16, causal): ember's flash kernels vs the materialised path they replace vs PyTorch's sdpa (its
+flash kernel), in one process on one card; then the block-size table's candidates for head dim 64.
+
+    python bench/flash_attention.py [--iters 20]
+"""
+import argparse
+import time
+
+import torch
+
+import ember
+
+
+def timed(fn, iters):
+    """Milliseconds per call of fn (a warm-up call first; both runtimes synchronised around)."""
+    fn()
+    ember.cuda.synchronize()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    ember.cuda.synchronize()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) * 1e3 / iters
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--shape", type=int, nargs=4, default=(8, 12, 1024, 64), metavar=("B", "H", "L", "D"))
+    a = p.parse_args()
+    from ember._cuda import attention, flash_attention, flash_ops
+    B, H, L, D = a.shape
+    print(f"# card: {torch.cuda.get_device_name()} | shape B={B} H={H} L={L} D={D} bf16 causal | ms per call")
+    tq, tk, tv, tg = (torch.randn(B, H, L, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    eq, ek, ev, eg = (ember.from_dlpack(t) for t in (tq, tk, tv, tg))
+    F = ember.nn.functional
+
+    def ember_flash():
+        out, lse = flash_ops.forward(eq, ek, ev, 0.0, True)
+        flash_ops.backward(eg, eq, ek, ev, out, lse, 0.0, True)
+
+    def torch_sdpa():
+        q, k, v = (t.detach().requires_grad_() for t in (tq, tk, tv))
+        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).backward(tg)
+
+    def ember_autograd():
+        q, k, v = (t.detach().requires_grad_() for t in (eq, ek, ev))
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(eg)
+
+    rows = [("ember flash fwd+bwd (kernels)", ember_flash), ("ember F.sdpa + backward (autograd)", ember_autograd),
+            ("torch sdpa + backward (flash)", torch_sdpa)]
+    if L <= 2048:      # the path flash replaces: cuBLAS scores, row-softmax kernels, weights recomputed
+        def materialised():
+            attention.sdpa_forward(eq, ek, ev, True, None)
+            attention.materialised_backward(eg, eq, ek, ev, True, None)
+        rows.append(("ember materialised fwd+bwd (before)", materialised))
+    for name, fn in rows:
+        print(f"{name:44s} {timed(fn, a.iters):8.3f}")
+    lse = ember.from_dlpack(torch.empty(B, H, L, device="cuda"))
+    out = ember.from_dlpack(torch.empty_like(tq))
+    for cfg in ((128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 32, 4, 4)):
+        ms = timed(lambda: flash_attention.forward(eq, ek, ev, out, lse, True, None, config=cfg), a.iters)
+        print(f"forward config {cfg}: {ms:8.3f}")
+    delta = ember.from_dlpack(torch.empty(B, H, L, device="cuda"))
+    dq, dk, dv = (ember.from_dlpack(torch.empty_like(tq)) for _ in range(3))
+    flash_attention.forward(eq, ek, ev, out, lse, True, None)
+    for cfg in ((64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (64, 64, 4, 3), (32, 128, 8, 2)):
+        ms = timed(lambda: flash_attention.backward(eg, eq, ek, ev, out, lse, delta, dq, dk, dv, True, None,
+                                                    config=cfg), a.iters)
+        print(f"backward config {cfg}: {ms:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
