@@ -34,7 +34,7 @@ def main():
     B, H, L, D = a.shape
     print(f"# card: {torch.cuda.get_device_name()} | shape B={B} H={H} L={L} D={D} bf16 causal | ms per call")
     tq, tk, tv, tg = (torch.randn(B, H, L, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-    eq, ek, ev, eg = (ember.from_dlpack(t) for t in (tq, tk, tv, tg))
+    eq, ek, ev, eg = (ember.randn(B, H, L, D, device="cuda", dtype=ember.bfloat16) for _ in range(4))
     F = ember.nn.functional
 
     def ember_flash():
@@ -58,15 +58,15 @@ def main():
         rows.append(("ember materialised fwd+bwd (before)", materialised))
     for name, fn in rows:
         print(f"{name:44s} {timed(fn, a.iters):8.3f}")
-    lse = ember.from_dlpack(torch.empty(B, H, L, device="cuda"))
-    out = ember.from_dlpack(torch.empty_like(tq))
-    for cfg in ((128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 32, 4, 4)):
+    lse = ember.empty(B, H, L, device="cuda")
+    out = ember.empty_like(eq)
+    for cfg in ((128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3)):
         ms = timed(lambda: flash_attention.forward(eq, ek, ev, out, lse, True, None, config=cfg), a.iters)
         print(f"forward config {cfg}: {ms:8.3f}")
-    delta = ember.from_dlpack(torch.empty(B, H, L, device="cuda"))
-    dq, dk, dv = (ember.from_dlpack(torch.empty_like(tq)) for _ in range(3))
+    delta = ember.empty(B, H, L, device="cuda")
+    dq, dk, dv = (ember.empty_like(eq) for _ in range(3))
     flash_attention.forward(eq, ek, ev, out, lse, True, None)
-    for cfg in ((64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2), (64, 64, 4, 3), (32, 128, 8, 2)):
+    for cfg in ((64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2)):
         ms = timed(lambda: flash_attention.backward(eg, eq, ek, ev, out, lse, delta, dq, dk, dv, True, None,
                                                     config=cfg), a.iters)
         print(f"backward config {cfg}: {ms:8.3f}")

@@ -9,8 +9,8 @@ export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUP
 export EMBER_CACHE_DIR=${EMBER_CACHE_DIR:-/tmp/ember_flash_cache}
 nvidia-smi --query-gpu=name --format=csv,noheader
 if [ "${TESTS:-1}" = 1 ]; then
-  timeout ${TT:-100} $PY -m pytest -q -x -p no:cacheprovider tests/cuda/test_flash_attention.py \
-    "tests/cuda/test_cuda_half_kernels.py::test_sdpa_forward_and_backward_match_torch" 2>&1 | tail -25
+  timeout ${TT:-100} $PY -m pytest -q -x -p no:cacheprovider ${TEST_ARGS:-tests/cuda/test_flash_attention.py \
+    tests/cuda/test_cuda_half_kernels.py::test_sdpa_forward_and_backward_match_torch} 2>&1 | tail -25
 fi
 timeout ${TB:-60} $PY bench/flash_attention.py 2>&1 | tee ${OUT:-/tmp}/flash_bench.log | tail -20
 if [ -n "${GPT2:-}" ]; then
