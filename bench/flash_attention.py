@@ -28,6 +28,7 @@ def timed(fn, iters):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--profile", action="store_true", help="cProfile of the autograd row instead of the table")
     p.add_argument("--shape", type=int, nargs=4, default=(8, 12, 1024, 64), metavar=("B", "H", "L", "D"))
     a = p.parse_args()
     from ember._cuda import attention, flash_attention, flash_ops
@@ -49,6 +50,17 @@ def main():
         q, k, v = (t.detach().requires_grad_() for t in (eq, ek, ev))
         F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(eg)
 
+    if a.profile:
+        import cProfile
+        import pstats
+        ember_autograd()
+        ember.cuda.synchronize()
+        with cProfile.Profile() as prof:
+            for _ in range(5):
+                ember_autograd()
+            ember.cuda.synchronize()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+        return
     rows = [("ember flash fwd+bwd (kernels)", ember_flash), ("ember F.sdpa + backward (autograd)", ember_autograd),
             ("torch sdpa + backward (flash)", torch_sdpa)]
     if L <= 2048:      # the path flash replaces: cuBLAS scores, row-softmax kernels, weights recomputed
