@@ -77,7 +77,7 @@ OPS = [
     Op("_scaled_dot_product_flash_attention(Tensor query, Tensor key, Tensor value, float dropout_p=0., "
        "bool is_causal=False, bool return_debug_mask=False, *, float? scale=None) -> (Tensor output, "
        "Tensor logsumexp)", cuda=_lazy("ember._cuda.flash_ops", "forward"),
-       meta=_lazy("ember.ops.meta.flash", "forward_meta"), **HIDDEN),
+       meta=_lazy("ember.ops.meta.flash", "forward_meta"), nondeterministic=True, **HIDDEN),   # as sdpa's row
     Op("_scaled_dot_product_flash_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, "
        "Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, float? scale=None) -> "
        "(Tensor grad_query, Tensor grad_key, Tensor grad_value)", cuda=_lazy("ember._cuda.flash_ops", "backward"),
