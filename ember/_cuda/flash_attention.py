@@ -117,8 +117,8 @@ def _flash_bwd_delta(O, DO, DELTA, sob, soh, som, sod, sdb, sdh, sdm, sdd, H, L,
 
 @triton.jit
 def _flash_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
-                    sdb, sdh, sdm, sdd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, H, L, S, qk_scale, sm_scale, CAUSAL: tl.constexpr, D: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                    sdb, sdh, sdm, sdd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd, H, L, S, qk_scale, sm_scale,
+                    CAUSAL: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dK, dV of one block of keys, over the query blocks that see it (stored with strides s_k*, s_v*)."""
     pid_n = tl.program_id(0)
     bh = tl.program_id(1)
@@ -161,8 +161,8 @@ def _flash_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, sqb, sqh, sqm, sqd, skb, sk
 
 @triton.jit
 def _flash_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn, svd,
-                  sdb, sdh, sdm, sdd, s_qb, s_qh, s_qm, s_qd, H, L, S, qk_scale, sm_scale, CAUSAL: tl.constexpr, D: tl.constexpr,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                  sdb, sdh, sdm, sdd, s_qb, s_qh, s_qm, s_qd, H, L, S, qk_scale, sm_scale,
+                  CAUSAL: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dQ of one block of queries, over the key blocks it sees (stored with strides s_q*)."""
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)

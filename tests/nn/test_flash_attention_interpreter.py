@@ -3,8 +3,9 @@ Triton's interpreter (TRITON_INTERPRET=1, torch CPU tensors) at small sizes agai
 softmax(q k^T * scale) v and its gradients: causal or not, L != S, lengths off the block sizes (tails
 masked), every head dim, strided q (a transposed [B, L, H, D] view), blocks that split the causal
 diagonal. float16 only: the interpreter's tl.dot reads bfloat16 operands as garbage (a 16x16
-product is off by 1e10), so bfloat16 is checked on the GPU (tests/cuda/test_flash_attention.py). The interpreter is chosen per process when Triton decorates a
-function, so the kernel tests run in a pytest process of their own (the first test starts it)."""
+product is off by 1e10), so bfloat16 is checked on the GPU (tests/cuda/test_flash_attention.py).
+The interpreter is chosen per process when Triton decorates a function, so the kernel tests run in
+a pytest process of their own (the first test starts it)."""
 import os
 import subprocess
 import sys
