@@ -2,7 +2,7 @@
 64, bf16, causal): ember's flash kernels vs the materialised path they replace vs PyTorch's sdpa (its
 flash kernel), in one process on one card; then the block-size table's candidates for head dim 64.
 
-    python bench/flash_attention.py [--iters 20]
+    python bench/flash_attention.py [--iters 20] [--sweep] [--profile]
 """
 import argparse
 import time
@@ -12,22 +12,28 @@ import torch
 import ember
 
 
+def _sync():
+    ember.cuda.synchronize()
+    torch.cuda.synchronize()
+
+
 def timed(fn, iters):
-    """Milliseconds per call of fn (a warm-up call first; both runtimes synchronised around)."""
+    """(mean, min) milliseconds per call of fn, each call synchronised (a warm-up call first)."""
     fn()
-    ember.cuda.synchronize()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
+    _sync()
+    times = []
     for _ in range(iters):
+        start = time.perf_counter()
         fn()
-    ember.cuda.synchronize()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) * 1e3 / iters
+        _sync()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sum(times) / iters, min(times)
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--sweep", action="store_true", help="then time the block-size candidates (min ms)")
     p.add_argument("--profile", action="store_true", help="cProfile of the autograd row instead of the table")
     p.add_argument("--shape", type=int, nargs=4, default=(8, 12, 1024, 64), metavar=("B", "H", "L", "D"))
     a = p.parse_args()
@@ -68,19 +74,23 @@ def main():
             attention.sdpa_forward(eq, ek, ev, True, None)
             attention.materialised_backward(eg, eq, ek, ev, True, None)
         rows.append(("ember materialised fwd+bwd (before)", materialised))
+    print(f"{'':44s} {'mean':>8s} {'min':>8s}")
     for name, fn in rows:
-        print(f"{name:44s} {timed(fn, a.iters):8.3f}")
+        mean, best = timed(fn, a.iters)
+        print(f"{name:44s} {mean:8.3f} {best:8.3f}")
+    if not a.sweep:
+        return
     lse = ember.empty(B, H, L, device="cuda")
     out = ember.empty_like(eq)
     for cfg in ((128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3)):
-        ms = timed(lambda: flash_attention.forward(eq, ek, ev, out, lse, True, None, config=cfg), a.iters)
+        ms = timed(lambda: flash_attention.forward(eq, ek, ev, out, lse, True, None, config=cfg), a.iters)[1]
         print(f"forward config {cfg}: {ms:8.3f}")
     delta = ember.empty(B, H, L, device="cuda")
     dq, dk, dv = (ember.empty_like(eq) for _ in range(3))
     flash_attention.forward(eq, ek, ev, out, lse, True, None)
     for cfg in ((64, 64, 4, 2), (32, 64, 4, 2), (64, 128, 8, 2)):
         ms = timed(lambda: flash_attention.backward(eg, eq, ek, ev, out, lse, delta, dq, dk, dv, True, None,
-                                                    config=cfg), a.iters)
+                                                    config=cfg), a.iters)[1]
         print(f"backward config {cfg}: {ms:8.3f}")
 
 

@@ -12,7 +12,7 @@ if [ "${TESTS:-1}" = 1 ]; then
   timeout ${TT:-100} $PY -m pytest -q -x -p no:cacheprovider ${TEST_ARGS:-tests/cuda/test_flash_attention.py \
     tests/cuda/test_cuda_half_kernels.py::test_sdpa_forward_and_backward_match_torch} 2>&1 | tail -25
 fi
-timeout ${TB:-60} $PY bench/flash_attention.py 2>&1 | tee ${OUT:-/tmp}/flash_bench.log | tail -20
+timeout ${TB:-60} $PY bench/flash_attention.py ${BENCH_ARGS:---sweep} 2>&1 | tee ${OUT:-/tmp}/flash_bench.log | tail -20
 if [ -n "${GPT2:-}" ]; then
   timeout ${TG:-120} $PY bench/gpt2_cuda.py --layers 2 --seq 1024 --batch 8 --steps 4 --warmup 2 --compiled \
     ${GPT2_ARGS:-} 2>&1 | tee ${OUT:-/tmp}/gpt2_flash.log | head -${LINES_SHOWN:-40}
