@@ -133,3 +133,18 @@ def test_flash_under_ember_compile_matches_eager(causal):
     for a, b in ((got, want), (x.grad, grads[0]), (proj.weight.grad, grads[1])):
         np.testing.assert_allclose(a.float().detach().cpu().numpy(), b.float().detach().cpu().numpy(),
                                    rtol=2e-2, atol=2e-2)
+
+
+def test_double_backward_through_flash_matches_torch_math():
+    # torch's flash backward has no derivative; its math kernel gives the reference
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    (eq, q), (ek, k), (ev, v) = (pair((1, 2, n, 32), "float16", i, True) for i, n in enumerate((24, 24, 24)))
+    eo = F.scaled_dot_product_attention(eq, ek, ev, is_causal=True)
+    e_g, = ember.autograd.grad(eo.float().square().sum(), eq, create_graph=True)
+    e_gg, = ember.autograd.grad(e_g.float().square().sum(), ek)
+    with sdpa_kernel(SDPBackend.MATH):
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        g, = torch.autograd.grad(o.float().square().sum(), q, create_graph=True)
+        gg, = torch.autograd.grad(g.float().square().sum(), k)
+    close(e_g, g, 2e-2)
+    close(e_gg, gg, 5e-2)

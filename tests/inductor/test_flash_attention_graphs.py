@@ -87,3 +87,17 @@ def test_flash_applies_only_to_its_cases():
     assert not flash.applies(h, h[:, :1], h[:, :1], None, 0.0, True)
     assert not flash.applies(h[:, :, :0], h, h, None, 0.0, False)
     assert not flash.applies(h[0], h[0], h[0], None, 0.0, False)
+
+
+def test_create_graph_gradient_through_flash_is_differentiable_again():
+    # the kernels' backward has no derivative: with create_graph the formula is sdpa's ops instead
+    # (values checked on the GPU: tests/cuda/test_flash_attention.py)
+    F = ember.nn.functional
+    with FakeTensorMode():
+        q = ember.empty(1, 2, 8, 16, dtype=ember.bfloat16, device="cuda").requires_grad_()
+        out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        assert "FlashAttentionBackward" in out.grad_fn.name()
+        g, = ember.autograd.grad(out.float().sum(), q, create_graph=True)
+        assert g.requires_grad
+        gg, = ember.autograd.grad(g.float().square().sum(), q)
+        assert tuple(gg.shape) == (1, 2, 8, 16) and gg.dtype == ember.bfloat16
