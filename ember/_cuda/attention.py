@@ -1,10 +1,13 @@
 """``scaled_dot_product_attention`` and ``linear`` on CUDA for float16/bfloat16 operands.
 
-Attention: scores = q @ k^T * scale by cuBLAS into float32, a row kernel takes the (causal)
-softmax in float32 and rounds the weights to the operands' dtype, which multiply v on cuBLAS.
-The backward recomputes the weights (nothing seq x seq is kept between passes) and takes the
-softmax's gradient in float32 in a second row kernel. Other cases (float32/64, masks, dropout,
-grouped heads, broadcast batches, empty sizes) take the math path of the CPU kernel's source.
+Attention: where the flash kernels apply (ember/ops/meta/flash.py: [B, H, L, D] operands, head dim
+16/32/64/128) they compute it (flash_attention.py; F.scaled_dot_product_attention calls their
+operator directly, so its backward reads the saved logsumexp; this operator's backward runs the
+flash forward again for it). Otherwise scores = q @ k^T * scale by cuBLAS into float32, a row kernel
+takes the (causal) softmax in float32 and rounds the weights to the operands' dtype, which multiply
+v on cuBLAS; the backward recomputes the weights and takes the softmax's gradient in float32 in a
+second row kernel. Other cases (float32/64, masks, dropout, grouped heads, broadcast batches, empty
+sizes) take the math path of the CPU kernel's source.
 """
 from __future__ import annotations
 
@@ -82,8 +85,22 @@ def sdpa_forward(q, k, v, is_causal, scale):
     return wrap_cuda(blas.gemm(p, v._data))
 
 
-def sdpa_backward(grad, q, k, v, is_causal, scale):
+def _flash(q, k, v, enable_gqa) -> bool:
+    from ..ops.meta import flash
+    return flash.applies(q, k, v, None, 0.0, enable_gqa)
+
+
+def sdpa_backward(grad, q, k, v, is_causal, scale, enable_gqa=False):
     """(dq, dk, dv) of the fast path's forward."""
+    if _flash(q, k, v, enable_gqa):
+        from . import flash_ops
+        out, lse = flash_ops.forward(q, k, v, 0.0, is_causal, scale=scale)
+        return flash_ops.backward(grad.to(q.dtype), q, k, v, out, lse, 0.0, is_causal, scale=scale)
+    return materialised_backward(grad, q, k, v, is_causal, scale)
+
+
+def materialised_backward(grad, q, k, v, is_causal, scale):
+    """(dq, dk, dv) of sdpa_forward: the weights recomputed, the softmax's gradient in a row kernel."""
     from .kernels import wrap_cuda
     Q, K, V, G = q._data, k._data, v._data, grad._data
     if G.dtype != Q.dtype:
@@ -108,6 +125,9 @@ def sdpa(math_path):
         if fast_path(q, k, v, attn_mask, dropout_p, enable_gqa):
             from ..ops.meta import nn as meta
             meta.sdpa_rule(q, k, v, attn_mask, is_causal, enable_gqa)   # its errors first
+            if _flash(q, k, v, enable_gqa):
+                from . import flash_ops
+                return flash_ops.forward(q, k, v, 0.0, is_causal, scale=scale)[0]
             return sdpa_forward(q, k, v, is_causal, scale)
         return math_path(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     return scaled_dot_product_attention

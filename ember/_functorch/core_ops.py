@@ -5,8 +5,8 @@
     classify(ember.ops.aten.mm.default)       # "kept whole"  (KEPT_WHOLE says why)
     classification()                          # {"aten::add.Tensor": "core", ...}: every operator of the table
 
-Every operator of the table (ember/ops/table/*.py: 968 overloads, in-place and out= ones included)
-is exactly one of (124 core + 678 decomposed + 166 kept whole):
+Every operator of the table (ember/ops/table/*.py: 970 overloads, in-place and out= ones included)
+is exactly one of (124 core + 678 decomposed + 168 kept whole):
 
 - **core** (`CORE`, 124 overloads, listed below by family): the vocabulary a code generator
   emits, the fuser's contract: views, pointwise ops, reductions, indexing, cat/pad and factories.
@@ -27,7 +27,7 @@ is exactly one of (124 core + 678 decomposed + 166 kept whole):
   -> ``sub``), composite rows (``reshape``, ``chunk`` ... their own ``composite``) and, generated
   from their row, every derived in-place (``add_``) and ``out=`` (``add.out``) overload:
   ``copy_(self, add(self, other))``.
-- **kept whole** (`KEPT_WHOLE`, 166 overloads, each with its reason): matrix products,
+- **kept whole** (`KEPT_WHOLE`, 168 overloads, each with its reason): matrix products, flash attention,
   convolutions, pooling and resampling kernels, sorts and order statistics, scans, LAPACK
   factorisations, data-dependent output sizes, random draws (a decomposition would change the
   values a seed gives) and complex-number ops. A backend calls their eager kernel (the fuser's
@@ -124,6 +124,9 @@ KEPT_WHOLE = {
     "qr": _LAPACK, "svd": _LAPACK, "pinverse": _LAPACK,
     "one_hot": "checks its class values (data) and, with num_classes=-1, sizes its output from them",
     "binary_cross_entropy": "checks that its input values lie in [0, 1] (data), raising as eager does",
+    **{name: "the flash-attention kernels (and PyTorch's kernel of the same name): their point is never "
+             "materialising the seq x seq scores that a decomposition would"
+       for name in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward")},
     "embedding_renorm_": "rescales the rows the indices name, in place: data-dependent rows",
     "embedding_renorm": "rescales the rows the indices name: data-dependent rows",
     **{name: _RANDOM for name in ("uniform", "normal.functional", "bernoulli.Tensor", "exponential", "geometric",

@@ -39,7 +39,8 @@ COMPUTE_HEAVY = frozenset({
     "aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::addbmm", "aten::matmul", "aten::linear",
     "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution", "aten::_convolution",
     "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d",
-    "aten::scaled_dot_product_attention", "aten::einsum", "aten::tensordot", "aten::mv", "aten::dot"})
+    "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention", "aten::einsum",
+    "aten::tensordot", "aten::mv", "aten::dot"})
 # A reduction is recomputed only when its input is at most this many times its output (PyTorch's rule).
 REDUCTION_RECOMPUTE_RATIO = 4
 
@@ -174,7 +175,11 @@ def _saved_for(joint: _Joint, forward_nodes: set) -> list:
 
 def _forward_nodes(joint: _Joint) -> set:
     roots = [o for o in joint.fw_outputs if o is not None] + joint.fw_effects
-    return joint.ancestors(roots) | set(joint.primals)
+    nodes = joint.ancestors(roots) | set(joint.primals)
+    # an element of a multi-output forward op that only the backward reads (flash attention's
+    # logsumexp) is a forward value too: the tuple itself cannot be saved
+    return nodes | {n for n in joint.nodes if n.op == "call_function" and n.target is operator.getitem
+                    and n.args[0] in nodes}
 
 
 def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs: int):

@@ -518,6 +518,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     with ops (softmax, dropout, matmul), so the dropout mask is kept for backward by dropout's own
     autograd; otherwise it is the one fused operator."""
     import ember
+    if query.device.type == "cuda":
+        from ..ops.meta import flash
+        if flash.applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+            # the flash kernels, as PyTorch's sdpa on CUDA: the output and logsumexp are what the
+            # backward (eager, or AOT autograd's graph) reads instead of recomputing the scores
+            return _aten._scaled_dot_product_flash_attention.default(query, key, value, 0.0, is_causal,
+                                                                      scale=scale)[0]
     op = _aten.scaled_dot_product_attention.default
     if not (dropout_p > 0 and ember.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))):
         return op(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)

@@ -13,8 +13,9 @@ import ember
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench")
 
 
-def gpt2_graphs(layers=2, d=64, heads=2, seq=32, batch=2, vocab=96, amp=True):
-    """(forward GraphModule, its fake inputs, backward GraphModule, its fake inputs)."""
+def gpt2_graphs(layers=2, d=64, heads=2, seq=32, batch=2, vocab=96, amp=True, partition=None):
+    """(forward GraphModule, its fake inputs, backward GraphModule, its fake inputs); `partition`
+    defaults to the default partitioner."""
     if BENCH not in sys.path:
         sys.path.insert(0, BENCH)
     from _gpt_modules import gpt2_classes
@@ -37,7 +38,7 @@ def gpt2_graphs(layers=2, d=64, heads=2, seq=32, batch=2, vocab=96, amp=True):
             return functional_call(model, state, flat[len(names):])
     with mode:      # the inputs are fakes already: the trace runs on them (no real tensor anywhere)
         joint, info = trace_joint(step, args)
-    fw, bw = default_partition(joint, None, num_fwd_outputs=info["num_fwd_outputs"])
+    fw, bw = (partition or default_partition)(joint, None, num_fwd_outputs=info["num_fwd_outputs"])
     return fw, _placeholder_values(fw), bw, _placeholder_values(bw)
 
 

@@ -22,7 +22,9 @@ F = ember.nn.functional
 # what may stay eager inside the compiled GPT-2 step on the GPU: cuBLAS products, attention's
 # kernels, the loss, views of the qkv split, the embedding gradient's scatter and the causal mask
 ALLOWED_EXTERNS = {"linear.default", "matmul.default", "scaled_dot_product_attention.default", "split.Tensor",
-                   "cross_entropy_loss.default", "index_add.default", "tril.default"}
+                   "cross_entropy_loss.default", "index_add.default", "tril.default",
+                   "_scaled_dot_product_flash_attention.default",
+                   "_scaled_dot_product_flash_attention_backward.default"}
 
 
 @pytest.fixture(autouse=True)
@@ -43,7 +45,9 @@ def externs(wrapper_code):
 @pytest.mark.parametrize("amp", [True, False])
 def test_gpt2_step_traces_on_fake_cuda_and_lowers_both_graphs(amp):
     fw, fw_inputs, bw, bw_inputs = gpt2_graphs(amp=amp)
-    assert "aten::scaled_dot_product_attention" in aten_ops(fw)
+    # bf16 (autocast) attention takes the flash kernels; float32 the sdpa operator
+    assert ("aten::_scaled_dot_product_flash_attention" if amp else "aten::scaled_dot_product_attention") \
+        in aten_ops(fw)
     for gm, inputs in ((fw, fw_inputs), (bw, bw_inputs)):
         wrapper, source = lower_for_cuda(gm, inputs)
         assert "@triton.jit" in source

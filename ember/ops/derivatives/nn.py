@@ -375,13 +375,24 @@ def _upsample_interp(name, nspatial, cubic):
 # ---------------------------------------------------------------------------------------
 # attention
 # ---------------------------------------------------------------------------------------
+def _flash_attention(grads, query, key, value, dropout_p, is_causal, scale, results):
+    """The backward operator on the saved output and logsumexp (no scores recomputed; logsumexp's own
+    gradient is ignored, as PyTorch's). With create_graph, sdpa's formula of ops instead: the kernels'
+    backward has no derivative, and PyTorch's first-order create_graph gradient works too."""
+    e = _e()
+    if e.is_grad_enabled():
+        return _sdpa(grads[0], query, key, value, None, dropout_p, is_causal, scale, False)[:3]
+    return e.ops.aten._scaled_dot_product_flash_attention_backward(grads[0], query, key, value, results[0],
+                                                                   results[1], dropout_p, is_causal, scale=scale)
+
+
 def _sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     e = _e()
     # (create_graph, tracing: the formula below)
     if query.device.type == "cuda" and native.plain_cuda_backward(grad, query, key, value):
         from ..._cuda import attention
         if attention.fast_path(query, key, value, attn_mask, dropout_p, enable_gqa):
-            return attention.sdpa_backward(grad, query, key, value, is_causal, scale) + (None,)
+            return attention.sdpa_backward(grad, query, key, value, is_causal, scale, enable_gqa) + (None,)
     fused = native_sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale)
     if fused is not None:
         return fused
@@ -487,6 +498,7 @@ FORMULAS = {
     "pad": _pad,
     "constant_pad_nd": lambda grad, pad: _constant_pad(grad, pad),
     "scaled_dot_product_attention": _sdpa,
+    "_scaled_dot_product_flash_attention": _flash_attention,
 }
 for _name, _n in (("upsample_nearest", 1), ("upsample_nearest", 2), ("upsample_nearest", 3)):
     FORMULAS[f"{_name}{_n}d.vec"] = _upsample_nearest(f"{_name}{_n}d", _n, False)

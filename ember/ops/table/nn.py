@@ -12,6 +12,15 @@ NN = "nn.functional"
 FN = dict(variants="function")
 HIDDEN = dict(variants="")  # only ember.ops.aten.<name>: PyTorch has no public binding
 
+
+def _lazy(module, name):
+    """A kernel that imports its module on the first call (``import ember`` loads neither CuPy nor Triton)."""
+    def kernel(*args, **kwargs):
+        from importlib import import_module
+        return getattr(import_module(module), name)(*args, **kwargs)
+    kernel.__name__ = name
+    return kernel
+
 OPS = [
     Op("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", cpu=cpu.linear, meta=meta.linear,
        namespace=NN, **FN),
@@ -63,6 +72,16 @@ OPS = [
        "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
        cpu=cpu_attention.scaled_dot_product_attention, meta=meta.scaled_dot_product_attention, namespace=NN,
        nondeterministic=True, **FN),    # dropout_p > 0 draws a mask (torch tags it nondeterministic_seeded)
+    # the CUDA flash kernels (F.scaled_dot_product_attention picks them; no CPU kernel, as in PyTorch):
+    # (output, logsumexp) without PyTorch's seven dropout/varlen values (ember/ops/meta/flash.py)
+    Op("_scaled_dot_product_flash_attention(Tensor query, Tensor key, Tensor value, float dropout_p=0., "
+       "bool is_causal=False, bool return_debug_mask=False, *, float? scale=None) -> (Tensor output, "
+       "Tensor logsumexp)", cuda=_lazy("ember._cuda.flash_ops", "forward"),
+       meta=_lazy("ember.ops.meta.flash", "forward_meta"), nondeterministic=True, **HIDDEN),   # as sdpa's row
+    Op("_scaled_dot_product_flash_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, "
+       "Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, float? scale=None) -> "
+       "(Tensor grad_query, Tensor grad_key, Tensor grad_value)", cuda=_lazy("ember._cuda.flash_ops", "backward"),
+       meta=_lazy("ember.ops.meta.flash", "backward_meta"), **HIDDEN),
     # losses (reduction: 0 none, 1 mean, 2 sum)
     Op("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
        "SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor", cpu=cpu_loss.cross_entropy_loss,
