@@ -10,6 +10,7 @@
 #   4. bench/cuda_eager.py tiny ops in each tree (no matmul table)
 #   5. one output allocation: cupy.empty vs the ndarray constructor vs pool.malloc + ndarray(memptr)
 # CUPY_CACHE_TGZ: a CuPy kernel cache to unpack first (kernels compiled by an earlier call).
+# FP=0 skips 2, BENCH=0 skips 3-5 (to split the work over two calls).
 set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BASE=${BASE:-$PWD}
@@ -51,12 +52,13 @@ for p in model.parameters():
     digest.update(p.detach().cpu().numpy().tobytes())
 print(" ".join(losses), digest.hexdigest()[:16])
 '
-echo "== results: losses (hex) and parameter hash after 3 steps"
-for side in base here; do
+[ "${FP:-1}" != 0 ] && echo "== results: losses (hex) and parameter hash after 3 steps"
+[ "${FP:-1}" != 0 ] && for side in base here; do
   dir=$BASE; [ $side = here ] && dir=$HERE
   printf '%-5s ' $side; (cd "$dir" && PYTHONPATH=$dir timeout 60 $PY -c "$FINGERPRINT" 2>&1 | tail -n 1)
 done
 
+[ "${BENCH:-1}" = 0 ] && exit 0
 for side in base here; do
   dir=$BASE; [ $side = here ] && dir=$HERE
   mkdir -p "$LOG/$side"
