@@ -10,7 +10,8 @@
 #   4. bench/cuda_eager.py tiny ops in each tree (no matmul table)
 #   5. one output allocation: cupy.empty vs the ndarray constructor vs pool.malloc + ndarray(memptr)
 # CUPY_CACHE_TGZ: a CuPy kernel cache to unpack first (kernels compiled by an earlier call).
-# FP=0 skips 2, BENCH=0 skips 3-5 (to split the work over two calls).
+# FP=0 skips 2, BENCH=0 skips 3-5 (to split the work over two calls); SIDES="here" runs 2 in HERE
+# only, SIDES_BENCH="here" 3-4 (where an earlier call's base figures stand).
 set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BASE=${BASE:-$PWD}
@@ -53,13 +54,13 @@ for p in model.parameters():
 print(" ".join(losses), digest.hexdigest()[:16])
 '
 [ "${FP:-1}" != 0 ] && echo "== results: losses (hex) and parameter hash after 3 steps"
-[ "${FP:-1}" != 0 ] && for side in base here; do
+[ "${FP:-1}" != 0 ] && for side in ${SIDES:-base here}; do
   dir=$BASE; [ $side = here ] && dir=$HERE
   printf '%-5s ' $side; (cd "$dir" && PYTHONPATH=$dir timeout 60 $PY -c "$FINGERPRINT" 2>&1 | tail -n 1)
 done
 
 [ "${BENCH:-1}" = 0 ] && exit 0
-for side in base here; do
+for side in ${SIDES_BENCH:-base here}; do
   dir=$BASE; [ $side = here ] && dir=$HERE
   mkdir -p "$LOG/$side"
   (cd "$dir" && OUT=$LOG/$side PYTHONPATH=$dir timeout "${TG:-75}" $PY bench/gpt2_cuda.py \
@@ -68,7 +69,7 @@ for side in base here; do
   grep -A 14 "by tottime" "$LOG/$side/gpt2.log" | sed -n '1p;8,15p'
 done
 
-for side in base here; do
+for side in ${SIDES_BENCH:-base here}; do
   dir=$BASE; [ $side = here ] && dir=$HERE
   echo "== cuda_eager ($side)"
   (cd "$dir" && PYTHONPATH=$dir timeout 60 $PY bench/cuda_eager.py --rounds 5 --number 300 --no-matmul 2>&1 \
