@@ -9,6 +9,8 @@ signature, and passes the block's address to the driver, which copies the values
 A signature is one letter per kernel parameter: ``p`` a device pointer (pass ``arr.data.ptr``),
 ``q`` a 64-bit integer, ``i`` a 32-bit integer, ``f`` a float, ``d`` a double. Each value sits in
 an 8-byte slot of its own (the driver reads ``sizeof(param)`` bytes at each slot's address).
+The tiny-op path (`elementwise`) keeps two launches of fixed arity written out on the same block:
+the generic ``*values`` form below costs ~0.2 us more a call.
 """
 from __future__ import annotations
 
