@@ -18,6 +18,7 @@ from .dispatch import CPU_BIT, META_BIT, CUDA_BIT, AUTOGRAD_BIT, INFERENCE_BIT, 
 from .storage import MetaArray, storage_offset_elements, data_address, contiguous_strides
 
 _FROM_NP = _dt._FROM_NP
+_CUDA_DEVICES: dict = {}   # index -> ember.device("cuda", index): devices are immutable, made once each
 _ndarray = np.ndarray
 
 
@@ -149,7 +150,11 @@ class Tensor:
             return CPU
         if keys & META_BIT:
             return META
-        return _device("cuda", self._data.device.id)
+        index = self._data.data.device_id      # (CuPy's ndarray.device makes a Device object a call)
+        dev = _CUDA_DEVICES.get(index)
+        if dev is None:
+            dev = _CUDA_DEVICES[index] = _device("cuda", index)
+        return dev
 
     @property
     def is_cuda(self) -> bool:
@@ -186,7 +191,7 @@ class Tensor:
         return self.dtype.is_signed
 
     def get_device(self) -> int:
-        return -1 if not self._keys & CUDA_BIT else self._data.device.id
+        return -1 if not self._keys & CUDA_BIT else self._data.data.device_id
 
     # -- version counter (bumped by every in-place op; shared by views) ----------------------
     @property

@@ -5,35 +5,44 @@ A CuPy ufunc call on a tiny array is mostly host work: argument and dtype resolu
 the kernel-cache key, the CArray/CIndexer packing of every operand (`cupy.add` alone was 8.7 us on
 the lent H100, PyTorch's whole ``add`` 10 us). Where the operands need none of that -- same shape,
 same dtype, C-contiguous, on the current device -- a kernel compiled once per (op, dtype) from
-`_source()` is launched through cuLaunchKernel with the raw pointers and the element count.
-Anything else (broadcasting, mixed dtypes, strided views, halves, Python numbers, other keyword
-arguments) returns None and the caller runs CuPy's ufunc: the result is the same array either
-way, since each kernel's expression is the one CuPy's ufunc evaluates for that dtype
+`_source()` is launched through cuLaunchKernel with the raw pointers and the element count
+(`launch.py`). Anything else (broadcasting, mixed dtypes, strided views, Python numbers, other
+keyword arguments) returns None and the caller runs CuPy's ufunc: the result is the same array
+either way, since each kernel's expression is the one CuPy's ufunc evaluates for that dtype
 (``out0 = in0 + in1``, ``exp(in0)``). relu is PyTorch CUDA's (see `UNARY`).
+
+float16 and bfloat16 operands (most elementwise calls of a bf16 autocast step) are loaded to
+float32, computed there and rounded once to nearest even, as PyTorch's CUDA kernels and CuPy's
+float16 arithmetic do; only the correctly rounded operations (+ - * /, negation, relu) take
+them, where float32's 24 bits make that one rounding exact (no double-rounding error at 2p+2
+bits). Their transcendental functions stay with CuPy.
 """
 from __future__ import annotations
 
-import ctypes
 import struct
-import threading
 
 import cupy
 import numpy
-from cupy.cuda import driver, runtime
+from cupy.cuda import driver
+
+from .._core import dtype as _dt
+from .launch import _parameters, current_device as _get_device
 
 _ndarray = cupy.ndarray
-_get_device = runtime.getDevice
 _launch_kernel = driver.launchKernel
 _current_stream = cupy.cuda.get_current_stream
 
+# dtype -> C type; "half" and "bf16" are 16-bit storage computed in float (fused.PRELUDE's load/store)
 _C_TYPES = {numpy.dtype(numpy.float32): "float", numpy.dtype(numpy.float64): "double",
-            numpy.dtype(numpy.int32): "int", numpy.dtype(numpy.int64): "long long"}
+            numpy.dtype(numpy.int32): "int", numpy.dtype(numpy.int64): "long long",
+            numpy.dtype(numpy.float16): "half", _dt.bfloat16.np: "bf16"}
 _FLOATS = ("float", "double")
+_HALVES = ("half", "bf16")
 
 # ufunc name -> (C expression of a (and b), the C types it is compiled for)
 BINARY = {"add": ("a + b", tuple(_C_TYPES.values())), "subtract": ("a - b", tuple(_C_TYPES.values())),
-          "multiply": ("a * b", tuple(_C_TYPES.values())), "true_divide": ("a / b", _FLOATS),
-          "divide": ("a / b", _FLOATS)}
+          "multiply": ("a * b", tuple(_C_TYPES.values())), "true_divide": ("a / b", _FLOATS + _HALVES),
+          "divide": ("a / b", _FLOATS + _HALVES)}
 UNARY = {"exp": ("exp(a)", _FLOATS), "log": ("log(a)", _FLOATS), "sqrt": ("sqrt(a)", _FLOATS),
          "tanh": ("tanh(a)", _FLOATS), "negative": ("-a", tuple(_C_TYPES.values())),
          # PyTorch CUDA's relu (clamp_min(x, 0): NaN stays NaN, -0.0 becomes 0.0; its CPU relu keeps -0.0)
@@ -61,14 +70,20 @@ _LOOP = "for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i 
 
 
 def _source() -> str:
-    lines = []
-    for table, params, load in ((BINARY, "const T* x, const T* y", "T a = x[i], b = y[i];"),
-                                (UNARY, "const T* x", "T a = x[i];")):
+    from .fused import PRELUDE     # load_bf16/store_bf16, load_half/store_half
+    lines = [PRELUDE]
+    for table, params, load in ((BINARY, "const S* x, const S* y", "T a = LOAD(x[i]), b = LOAD(y[i]);"),
+                                (UNARY, "const S* x", "T a = LOAD(x[i]);")):
         for name, (expr, ctypes) in table.items():
             for ctype in ctypes:
                 tag = ctype.replace(" ", "_")
-                lines.append(f'extern "C" __global__ void {name}_{tag}({params.replace("T", ctype)}, '
-                             f'{ctype}* out, long long n) {{ typedef {ctype} T; {_LOOP} {{ {load} out[i] = {expr}; }} }}')
+                half = ctype in _HALVES
+                storage, compute = ("unsigned short", "float") if half else (ctype, ctype)
+                loaded = load.replace("LOAD", f"load_{ctype}") if half else load.replace("LOAD", "")
+                stored = f"store_{ctype}({expr})" if half else expr
+                lines.append(f'extern "C" __global__ void {name}_{tag}({params.replace("S", storage)}, '
+                             f'{storage}* out, long long n) {{ typedef {compute} T; {_LOOP} {{ {loaded} '
+                             f'out[i] = {stored}; }} }}')
     for ctype in _FLOATS:
         lines.append(_SUM_ALL.replace("TAG", ctype).replace("T", ctype))
     return "\n".join(lines)
@@ -100,20 +115,8 @@ def function(name, dtype, device):
     return ptr
 
 
-class _Parameters(threading.local):
-    """This thread's kernel-parameter block for cuLaunchKernel: four 8-byte slots (pointers, the
-    element count) and the array of their addresses. The driver copies the values at the launch,
-    so the block is refilled for the next one. CuPy's own RawKernel call packs a Python object
-    per argument instead: ~6 us of the 12 us of a tiny ``ember.add`` under cProfile on the card."""
-
-    def __init__(self):
-        self.slots = ctypes.create_string_buffer(32)
-        base = ctypes.addressof(self.slots)
-        self.pointers = (ctypes.c_void_p * 4)(*(base + 8 * i for i in range(4)))
-        self.address = ctypes.addressof(self.pointers)
-
-
-_parameters = _Parameters()
+# (x, out, n) and (x, y, out, n) launches written out for the tiny-op path: `launch.launcher`'s
+# generic ``*values`` form costs ~0.2 us more a call; the parameter block is launch.py's
 _pack3, _pack4 = struct.Struct("3q").pack_into, struct.Struct("4q").pack_into
 
 

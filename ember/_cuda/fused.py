@@ -14,6 +14,7 @@ import cupy
 import numpy
 
 from .._core import dtype as _dt
+from . import launch as _direct
 
 TAGS = {numpy.dtype(numpy.float16): "half", _dt.bfloat16.np: "bf16", numpy.dtype(numpy.float32): "f32"}
 
@@ -42,17 +43,23 @@ template <bool MAX> __device__ float block_reduce(float v, float* shared) {
 """
 
 _modules: dict = {}
+_kernels: dict = {}     # (id(source), name, dtype) -> RawKernel (RawModule.get_function: ~12 us a call)
+_ndarray = cupy.ndarray   # (the constructor itself: cupy.empty is a Python frame around it)
 
 
 def kernel(source: str, name: str, dtype):
     """Function `name`_<tag> of `source` compiled for `dtype` (once per source and dtype)."""
+    key = (id(source), name, dtype)
+    fn = _kernels.get(key)
+    if fn is not None:
+        return fn
     tag = TAGS[numpy.dtype(dtype)]
-    key = (id(source), tag)
-    mod = _modules.get(key)
+    mod = _modules.get((id(source), tag))
     if mod is None:
         code = source.replace("ELEM_T", "float" if tag == "f32" else "unsigned short").replace("DT", tag)
-        mod = _modules[key] = cupy.RawModule(code=code, options=("-std=c++14",))
-    return mod.get_function(f"{name}_{tag}")
+        mod = _modules[(id(source), tag)] = cupy.RawModule(code=code, options=("-std=c++14",))
+    fn = _kernels[key] = mod.get_function(f"{name}_{tag}")
+    return fn
 
 
 def storage(a):
@@ -60,9 +67,9 @@ def storage(a):
     return a if a.dtype == numpy.float32 else a.view(numpy.uint16)
 
 
-def launch(fn, n, args):
-    """A grid-stride elementwise launch over `n` elements."""
-    fn((max(1, min((n + 255) // 256, 8192)),), (256,), args)
+def _blocks(n) -> int:
+    """The grid of a grid-stride elementwise launch over `n` elements (256 threads a block)."""
+    return max(1, min((n + 255) // 256, 8192))
 
 
 _CASTS = PRELUDE + r"""
@@ -76,26 +83,35 @@ CAST(cast_f32_half, float, load_f32, unsigned short, store_half)
 CAST(cast_bf16_f32, unsigned short, load_bf16, float, store_f32)
 CAST(cast_half_f32, unsigned short, load_half, float, store_f32)
 """
-_cast_functions: dict = {}
+_CAST_NAMES = {(numpy.dtype(numpy.float32), _dt.bfloat16.np): "cast_f32_bf16",
+               (numpy.dtype(numpy.float32), numpy.dtype(numpy.float16)): "cast_f32_half",
+               (_dt.bfloat16.np, numpy.dtype(numpy.float32)): "cast_bf16_f32",
+               (numpy.dtype(numpy.float16), numpy.dtype(numpy.float32)): "cast_half_f32"}
+_launch_ppq = _direct.launcher("ppq")
 
 
 def cast(arr, target):
     """`arr` in `target` as a new array in one launch where both are float32 and a half type and `arr`
     is contiguous (autocast's casts and their gradients); None otherwise (CuPy's astype then).
     CuPy's astype to bfloat16 is several times slower than the memory it moves."""
-    if arr.dtype == target or not arr.flags.c_contiguous or not arr.size:
+    name = _CAST_NAMES.get((arr.dtype, target))
+    if name is None or not arr._c_contiguous:
         return None
-    name = f"cast_{TAGS.get(arr.dtype)}_{TAGS.get(target)}"
-    fn = _cast_functions.get(name)
+    n = arr.size
+    if not n:
+        return None
+    out = _ndarray(arr.shape, target)
+    _launch_ppq(_direct.function_pointer(_cast_kernel(name)), _blocks(n), 256, arr.data.ptr, out.data.ptr, n)
+    return out
+
+
+def _cast_kernel(name):
+    fn = _kernels.get(name)
     if fn is None:
-        if name not in ("cast_f32_bf16", "cast_f32_half", "cast_bf16_f32", "cast_half_f32"):
-            return None
         mod = _modules.get("casts") or _modules.setdefault("casts", cupy.RawModule(code=_CASTS,
                                                                                      options=("-std=c++14",)))
-        fn = _cast_functions[name] = mod.get_function(name)
-    out = cupy.empty(arr.shape, target)
-    launch(fn, arr.size, (storage(arr), storage(out), numpy.int64(arr.size)))
-    return out
+        fn = _kernels[name] = mod.get_function(name)
+    return fn
 
 
 _GELU = PRELUDE + r"""
@@ -124,6 +140,9 @@ extern "C" __global__ void gelu_bwd_DT(const ELEM_T* g, const ELEM_T* x, ELEM_T*
 """
 
 
+_launch_ppqi, _launch_pppqi = _direct.launcher("ppqi"), _direct.launcher("pppqi")
+
+
 def _gelu_applies(X, approximate) -> bool:
     return X.dtype in TAGS and approximate in ("none", "tanh") and X.size > 0
 
@@ -135,10 +154,10 @@ def gelu(math_path):
         if not _gelu_applies(X, approximate):
             return math_path(x, approximate)
         from .kernels import wrap_cuda
-        X = cupy.ascontiguousarray(X)
-        out = cupy.empty(X.shape, X.dtype)
-        launch(kernel(_GELU, "gelu_fwd", X.dtype), X.size,
-               (storage(X), storage(out), numpy.int64(X.size), numpy.int32(approximate == "tanh")))
+        X = X if X._c_contiguous else cupy.ascontiguousarray(X)
+        out = _ndarray(X.shape, X.dtype)
+        _launch_ppqi(_direct.function_pointer(kernel(_GELU, "gelu_fwd", X.dtype)), _blocks(X.size), 256,
+                     X.data.ptr, out.data.ptr, X.size, approximate == "tanh")
         return wrap_cuda(out)
     return gelu
 
@@ -149,10 +168,10 @@ def gelu_backward(grad, x, approximate):
     if not _gelu_applies(X, approximate) or G.dtype != X.dtype or G.shape != X.shape:
         return None
     from .kernels import wrap_cuda
-    X, G = cupy.ascontiguousarray(X), cupy.ascontiguousarray(G)
-    out = cupy.empty(X.shape, X.dtype)
-    launch(kernel(_GELU, "gelu_bwd", X.dtype), X.size,
-           (storage(G), storage(X), storage(out), numpy.int64(X.size), numpy.int32(approximate == "tanh")))
+    X, G = (a if a._c_contiguous else cupy.ascontiguousarray(a) for a in (X, G))
+    out = _ndarray(X.shape, X.dtype)
+    _launch_pppqi(_direct.function_pointer(kernel(_GELU, "gelu_bwd", X.dtype)), _blocks(X.size), 256,
+                  G.data.ptr, X.data.ptr, out.data.ptr, X.size, approximate == "tanh")
     return wrap_cuda(out)
 
 
@@ -206,8 +225,8 @@ def _ce_applies(x, target, weight, reduction, label_smoothing) -> bool:
 
 
 def rows(fn, n_rows, cols, args):
-    """One block per row of `cols` columns."""
-    fn((n_rows,), (128 if cols <= 512 else 256 if cols <= 2048 else 1024,), args)
+    """One block per row of `cols` columns (launched directly, `launch.call`)."""
+    _direct.call(fn, n_rows, 128 if cols <= 512 else 256 if cols <= 2048 else 1024, args)
 
 
 def cross_entropy(math_path):
@@ -221,7 +240,7 @@ def cross_entropy(math_path):
         from .kernels import wrap_cuda
         _, dt = meta.cross_entropy_rule(x, target, weight, ignore_index, label_smoothing)
         X, T = cupy.ascontiguousarray(x._data), cupy.ascontiguousarray(target._data)
-        losses = cupy.empty(X.shape[0], numpy.float32)
+        losses = _ndarray((X.shape[0],), numpy.float32)
         bad = cupy.zeros(1, numpy.int32)
         rows(kernel(_CROSS_ENTROPY, "ce_fwd", X.dtype), X.shape[0], X.shape[1],
              (storage(X), T, losses, bad, numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
@@ -244,7 +263,7 @@ def cross_entropy_backward(grad, x, target, weight, reduction, ignore_index, lab
     g = grad._data.astype(numpy.float32).reshape(1)
     denom = (T != ignore_index).sum().astype(numpy.float32).reshape(1) if reduction == 1 else \
         cupy.ones(1, numpy.float32)
-    dx = cupy.empty(X.shape, X.dtype)
+    dx = _ndarray(X.shape, X.dtype)
     rows(kernel(_CROSS_ENTROPY, "ce_bwd", X.dtype), X.shape[0], X.shape[1],
          (storage(X), T, storage(dx), g, denom, numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
     return wrap_cuda(dx)

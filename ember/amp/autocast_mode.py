@@ -82,11 +82,15 @@ def _is_parameter_like(t) -> bool:
     return t.requires_grad and (meta is None or (meta.grad_fn is None and meta.view_base is None))
 
 
+_LOWER_FROM = {d: (_dt.float32,) + tuple(f for f in _FLOATS if f is not d and f is not _dt.float64)
+               for d in (_dt.float16, _dt.bfloat16)}     # autocast dtype -> the dtypes cast down to it
+
+
 def _kernel(policy):
     def autocast_kernel(op, keys, *args):
         device_type, dtype, cache_enabled = _state["stack"][-1]
         if policy == "lower":
-            from_ = (_dt.float32,) + tuple(d for d in _FLOATS if d is not dtype and d is not _dt.float64)
+            from_ = _LOWER_FROM[dtype]
             cache = _state["cache"] if cache_enabled else None
             args = tuple(_cast(a, device_type, dtype, from_, cache) for a in args)
         elif device_type in policy:

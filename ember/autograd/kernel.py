@@ -245,6 +245,14 @@ def _differentiable(t) -> bool:
     return isinstance(t, Tensor) and t.dtype.category >= 2  # floating or complex
 
 
+def _out_meta(t):
+    """(shape, dtype, device) of a differentiable output, None for any other (its dtype read once)."""
+    if not isinstance(t, Tensor):
+        return None
+    dtype = t.dtype
+    return (t._data.shape, dtype, t.device) if dtype.category >= 2 else None
+
+
 def _any_requires_grad(args) -> bool:
     for a in args:
         if _requires_grad(a):
@@ -362,7 +370,7 @@ def make_kernel(op, formula: Formula):
         finally:
             tls.exclude = excluded
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        out_meta = tuple((o._data.shape, o.dtype, o.device) if _differentiable(o) else None for o in outs)
+        out_meta = tuple(map(_out_meta, outs))
         node_cls = node_type
         if name_by_args is not None:
             special = name_by_args(args)
