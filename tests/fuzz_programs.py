@@ -67,21 +67,23 @@ def random_program(rng, nin, dtype):
     return program
 
 
-def fuzz_inputs(dtype, device):
+def fuzz_inputs(dtype, device, contiguous=False):
+    """Three 5x7 inputs: contiguous, transposed and broadcast (all contiguous with `contiguous`, the
+    layouts a CUDA copy of them has)."""
     gen = np.random.default_rng(7)
     base = [gen.uniform(-3, 3, size=(5, 7)) for _ in range(3)]
     xs = [ember.from_numpy(b.astype(dtype.np) if dtype.is_floating_point else (b * 3).astype(np.int64)) for b in base]
     xs[1] = ember.from_numpy(np.ascontiguousarray(xs[1].numpy().T)).t()        # transposed layout
     xs[2] = xs[2][:1].expand(5, 7)                                              # broadcast layout
-    return [x.to(device) for x in xs]
+    return [(x.contiguous() if contiguous else x).to(device) for x in xs]
 
 
-def fuzz(dtype, device="cpu", graphs=4, programs_per_graph=12, check=None):
+def fuzz(dtype, device="cpu", graphs=4, programs_per_graph=12, check=None, contiguous=False):
     """[(graph, output, got, want)] for every output of the compiled programs that differs from
     eager (shape, dtype, or values beyond rtol 1e-4 / atol 1e-5 of the output's scale).
     `check(compiled)`, if given, runs on each compiled graph (e.g. that it did not fall back)."""
     rng = random.Random(1234 + zlib.crc32(str(dtype).encode()) % 1000)     # not hash(): PYTHONHASHSEED varies
-    xs = fuzz_inputs(dtype, device)
+    xs = fuzz_inputs(dtype, device, contiguous)
     mismatches = []
     for graph in range(graphs):
         programs = []

@@ -76,7 +76,7 @@ def column_kernel(group, name, reads, k, outer_loops, rename, big):
     loop = None         # the open row loop: reductions over the same rows share it (and its loads)
     for b in group.members:
         ovars, rvars = b.canonical_vars()
-        store = _store_expr(b, ovars)
+        store, store_rename = _store_expr(b, ovars), rename
         if isinstance(b.body, ir.ReductionBody):
             if loop is None or not loop.takes(b, reads):
                 loop = RowLoop(k, b, reads, rename, locals_, x_lane, xblock)
@@ -85,8 +85,9 @@ def column_kernel(group, name, reads, k, outer_loops, rename, big):
             if b.name in group.local:
                 continue
         else:
-            loop = None
-            em = ColumnEmitter(k, lines, dict(rename, **{v: None for v in ovars[nk:]}), locals_, [x_lane], cse)
+            loop = None     # its inner loops are all of size 1: their variables index nothing
+            store_rename = dict(rename, **{v: None for v in ovars[nk:]})
+            em = ColumnEmitter(k, lines, store_rename, locals_, [x_lane], cse)
             with ir.set_handler(em):
                 value = b.body.run((ovars, []))
             locals_[b.name] = value
@@ -94,7 +95,7 @@ def column_kernel(group, name, reads, k, outer_loops, rename, big):
                 continue
         k.use(b)
         k.written.add(b.name)
-        em = ColumnEmitter(k, lines, rename, locals_, [x_lane], cse)
+        em = ColumnEmitter(k, lines, store_rename, locals_, [x_lane], cse)
         lines.append(f"tl.store({em.address(b.name, store)}, {_to_memory(b.dtype, value)}, mask=xmask)")
         if loop is not None:
             loop.tail.append(lines[-1])
