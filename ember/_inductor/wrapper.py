@@ -62,8 +62,9 @@ def bound_extern(op, device):
         if registry.OPERATORS.get(op.name) is not op or (op.row is None and op.name not in registry.ENTRIES):
             return op               # not a table operator (no binding to bind): through its own call
         fn = _bound_externs[key] = registry.bound_binding(op.name, backend, 1 << DispatchKey.Autocast)
-        # how the wrapper's code names it (fx names globals by __name__): aten_<op>__<overload>_on_<device>
-        fn.__name__ = fn.__qualname__ = f"aten_{op.__name__.replace('.', '__')}_on_{backend.name.lower()}"
+        # how the wrapper's code names it (fx names globals by __name__): <namespace>_<op>__<overload>_on_<device>
+        namespace = op.name.split("::", 1)[0]
+        fn.__name__ = fn.__qualname__ = f"{namespace}_{op.__name__.replace('.', '__')}_on_{backend.name.lower()}"
     return fn
 
 
