@@ -241,7 +241,7 @@ def test_looped_row_recomputes_a_member_read_only_at_its_own_element():
     # rows longer than PERSISTENT_LIMIT: y (realized: costly and read three times) is read by both
     # reductions and the last member at its own element, so each loop recomputes it instead of
     # storing the whole row and reading it back three times
-    rows, cols = 130, 9000
+    rows, cols = 128, 8300          # FEW_ROWS rows (one kernel), past PERSISTENT_LIMIT (looped)
     x = ember.from_numpy(np.random.default_rng(2).uniform(0.5, 2, (rows, cols)).astype(np.float32))
     t = ember.from_numpy(np.random.default_rng(3).integers(0, cols, (rows,)))
 

@@ -30,7 +30,7 @@ def kernels(src):
     return src.split("@triton.jit")[1:]
 
 
-@pytest.mark.parametrize("shape", [(300, 100), (5, 3), (1, 64), (2000, 1), (257, 130)])
+@pytest.mark.parametrize("shape", [(300, 100), (5, 3), (2000, 1), (257, 130)])
 def test_every_column_reduction_kind(shape):
     x = rand(shape, seed=shape[0])
     run(lambda a: (a.sum(0), a.mean(0), a.amax(0), a.amin(0)), x)
