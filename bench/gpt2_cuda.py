@@ -97,14 +97,30 @@ def markov_batches(steps, batch, seq, vocab=50257, states=512, fanout=8, seed=0)
         yield s[:, :-1], s[:, 1:]
 
 
-def loss_curve(torch, libs, args):
-    """Train every column `args.loss_curve` steps on the same Markov stream; write the losses as CSV
-    (`args.loss_csv`) and return {column: [loss per step]}."""
+def clipped_step(lib, model, opt, x, y, lr):
+    """A step as GPT-2 recipes train (nanoGPT's): the learning rate of the schedule, gradients
+    clipped to norm 1 (without it a spike at lr 6e-4 sends two columns' curves apart for good)."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    with lib.autocast("cuda", dtype=lib.bfloat16):
+        loss = model(x, y)
+    loss.backward()
+    lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def loss_curve(torch, libs, args, peak_lr=6e-4, warmup=50):
+    """Train every column `args.loss_curve` steps on the same Markov stream (linear warm-up to
+    `peak_lr`, clipped gradients); write the losses as CSV (`args.loss_csv`) and return
+    {column: [loss per step]}."""
     curves = {name: [] for name in libs}
     for i, (xs, ys) in enumerate(markov_batches(args.loss_curve, args.batch, args.seq)):
+        lr = peak_lr * min(1.0, (i + 1) / warmup)
         for name, (lib, model, opt, _, _) in libs.items():
             x, y = lib.from_numpy(xs).cuda(), lib.from_numpy(ys).cuda()
-            curves[name].append(float(step(lib, model, opt, x, y).item()))
+            curves[name].append(float(clipped_step(lib, model, opt, x, y, lr).item()))
         if i % 50 == 0 or i == args.loss_curve - 1:
             print(f"# step {i}: " + ", ".join(f"{n} {c[-1]:.4f}" for n, c in curves.items()))
     if args.loss_csv:
