@@ -47,7 +47,11 @@ class _default_device:
         self.device = device
 
     def __enter__(self):
-        self.saved = ember.get_default_device(), torch.get_default_device()
+        # torch's default device is a TorchFunctionMode when set at all, even to "cpu": restore "none
+        # set" as None, or every later torch call in the worker runs under that mode (its warnings
+        # then point into torch/utils/_device.py, dynamo traces through it)
+        unset = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None) is None
+        self.saved = ember.get_default_device(), None if unset else torch.get_default_device()
         ember.set_default_device(self.device)
         torch.set_default_device(self.device)
 

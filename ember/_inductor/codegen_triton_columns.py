@@ -31,7 +31,6 @@ COLUMN_XBLOCK = 64              # columns per program: 128 bytes of a bf16 row, 
 COLUMN_TILE = 4096              # elements of a [RBLOCK, XBLOCK] tile (one loop iteration)
 COLUMN_WARPS = 4
 _KINDS = ("sum", "prod", "max", "min", "any", "all", "welford_mean", "welford_m2")
-_IDENTITY = {"sum": "0", "prod": "1", "any": "0", "all": "1"}
 
 
 def reads_columns(member_reads, lane, rvars) -> bool:
@@ -205,17 +204,8 @@ class RowLoop:
         else:
             if rt in ("any", "all"):
                 value, t = self.em._emit(f"({value} != 0).to(tl.int8)"), "tl.int8"
-            floating = t.startswith("tl.float")
-            init = _IDENTITY.get(rt) or _extreme(rt, t)
-            if rt in ("max", "min") and floating:
-                final, step = f"tl.reduce({{}}, 0, nan{rt}, keep_dims=True)", f"nan{rt}({{}}, {{}})"
-            elif rt in ("max", "min", "any", "all"):
-                fn = "max" if rt in ("max", "any") else "min"
-                final, step = f"tl.{fn}({{}}, 0, keep_dims=True)", f"tl.{fn}imum({{}}, {{}})"
-            elif rt == "prod":
-                final, step = "tl.reduce({}, 0, prod, keep_dims=True)", "({} * {})"
-            else:
-                final, step = "tl.sum({}, 0, keep_dims=True)", "({} + {})"
+            from .codegen_triton_reduction import combine_forms
+            init, final, step = combine_forms(rt, t, keep_dims=True)
             inits.append(f"{acc} = tl.full({tile}, {init}, {t})")
             body.append(f"{acc} = {step.format(acc, f'tl.where({mask}, {value}, {init})')}")
             res = final.format(acc)
@@ -229,9 +219,3 @@ class RowLoop:
         lines += self.inits + [f"for {tag}_off in range(0, {self.nrows}, {self.rblock}):"]
         lines += ["    " + ln for ln in body] + self.results + self.tail
         return out
-
-
-def _extreme(rt, t):
-    from .codegen_triton_reduction import _extreme_init
-    return _extreme_init(rt, t)
-

@@ -21,6 +21,21 @@ _INT_EXTREMES = {"tl.int64": (-2 ** 63, 2 ** 63 - 1), "tl.int32": (-2 ** 31, 2 *
 _BIG_INDEX = 2 ** 62
 
 
+def combine_forms(rt, t, keep_dims=False):
+    """(identity, final reduction over axis 0 of "{}", one accumulation step "{}", "{}") of the
+    reduction `rt` over values of Triton type `t`: NaN-propagating max/min on floats."""
+    init = _IDENTITY.get(rt) or _extreme_init(rt, t)
+    keep = ", keep_dims=True" if keep_dims else ""
+    if rt in ("max", "min") and t.startswith("tl.float"):
+        return init, f"tl.reduce({{}}, 0, nan{rt}{keep})", f"nan{rt}({{}}, {{}})"
+    if rt in ("max", "min", "any", "all"):
+        fn = "max" if rt in ("max", "any") else "min"
+        return init, f"tl.{fn}({{}}, 0{keep})", f"tl.{fn}imum({{}}, {{}})"
+    if rt == "prod":
+        return init, f"tl.reduce({{}}, 0, prod{keep})", "({} * {})"
+    return init, f"tl.sum({{}}, 0{keep})", "({} + {})"
+
+
 def _extreme_init(rt, t):
     """The identity of max/min (and argmax/argmin) in compute type t."""
     low = rt in ("max", "argmax")
@@ -59,17 +74,7 @@ def _reduction(k, b, inner, inner_vars, rename, locals_, lines, cse, persistent,
                         f"tl.where({rmask}, {lane}.to(tl.int64), {_BIG_INDEX}))")
             res = f"tl.reduce(({acc}_v, {acc}_i), 0, {rt})[1]"
     else:
-        init = _IDENTITY.get(rt) or _extreme_init(rt, t)
-        floating = t.startswith("tl.float")
-        if rt in ("max", "min") and floating:
-            final, step = f"tl.reduce({{}}, 0, nan{rt})", f"nan{rt}({{}}, {{}})"
-        elif rt in ("max", "min", "any", "all"):
-            fn = "max" if rt in ("max", "any") else "min"
-            final, step = f"tl.{fn}({{}}, 0)", f"tl.{fn}imum({{}}, {{}})"
-        elif rt == "prod":
-            final, step = "tl.reduce({}, 0, prod)", "({} * {})"
-        else:
-            final, step = "tl.sum({}, 0)", "({} + {})"
+        init, final, step = combine_forms(rt, t)
         masked = f"tl.where({rmask}, {value}, {init})"
         if persistent:
             res = em._emit(final.format(masked))

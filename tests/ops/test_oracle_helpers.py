@@ -83,3 +83,14 @@ def test_torch_raises_probes_the_installed_torch():
     assert torch_raises(lambda: torch.zeros(2).view(3), RuntimeError)
     assert not torch_raises(lambda: torch.zeros(2).view(2), RuntimeError)
     assert not torch_raises(lambda: torch.zeros(2).view(3), IndexError)   # another type: not this behaviour
+
+
+def test_default_device_context_leaves_no_torch_mode_behind():
+    # torch.set_default_device("cpu") installs a TorchFunctionMode: a leftover one changed every later
+    # torch warning's location and dynamo's graphs in the same worker (43 failures in a full run)
+    import torch
+    from oracle import _default_device
+    before = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    with _default_device("cpu"):
+        assert torch.get_default_device() == torch.device("cpu")
+    assert getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None) is before
