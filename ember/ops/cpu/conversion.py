@@ -102,7 +102,10 @@ def copy_(self, src, non_blocking=False):
         np.copyto(dst, s, casting="unsafe")
     else:
         import cupy
-        cupy.copyto(dst, cupy.asarray(s).astype(dst.dtype))
+        s = cupy.asarray(s)
+        if s.dtype.kind == "f" and dst.dtype.kind == "u":   # wrap as on the CPU (to_copy's rule), not saturate
+            s = s.astype(np.int64)
+        cupy.copyto(dst, s.astype(dst.dtype))
     return self
 
 
