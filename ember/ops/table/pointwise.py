@@ -149,7 +149,8 @@ def _mode_choice(key, with_out):
 
 def _float_power(input, exponent, *, out=None):
     """float_power: the out= tensor must have the result dtype exactly (float64/complex128)."""
-    from ..registry import _OVERLOADS_BY_NAME, _resolver
+    from ..overloads import _resolver
+    from ..registry import _OVERLOADS_BY_NAME
     if out is not None:
         need = cpub.float_power_dtype(input, exponent)
         if out.dtype is not need:
