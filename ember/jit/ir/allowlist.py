@@ -90,7 +90,7 @@ def _is_table_api(fn) -> bool:
         return True
     module = getattr(fn, "__module__", None) or ""
     return (module.startswith("ember.ops.table.") or module in _PYTHON_API_MODULES
-            or (module == "ember.ops.registry" and hasattr(fn, "overloads")))
+            or (module == "ember.ops.overloads" and hasattr(fn, "overloads")))
 
 
 @functools.cache
