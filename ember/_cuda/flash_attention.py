@@ -40,6 +40,12 @@ CONFIGS = {
 
 
 @triton.jit
+def _tile(X, b, h, rows, offs_d, sb, sh, sm, sd):
+    """Pointers to rows `rows` x head dims `offs_d` of head (b, h) of a strided [B, H, L, D] tensor."""
+    return X + b * sb + h * sh + rows[:, None] * sm + offs_d[None, :] * sd
+
+
+@triton.jit
 def _fwd_blocks(acc, m_i, l_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, offs_m, offs_n, lo, hi, S, qk_scale,
                 MASKED: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr):
     """The online softmax over key blocks [lo, hi): masked where a block crosses the diagonal or S."""
@@ -79,10 +85,10 @@ def _flash_fwd(Q, K, V, O, LSE, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, D)
-    q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_d[None, :] * sqd,
+    q = tl.load(_tile(Q, b, h, offs_m, offs_d, sqb, sqh, sqm, sqd),
                 mask=offs_m[:, None] < L, other=0.0)
-    k_ptrs = K + b * skb + h * skh + offs_n[:, None] * skn + offs_d[None, :] * skd
-    v_ptrs = V + b * svb + h * svh + offs_n[:, None] * svn + offs_d[None, :] * svd
+    k_ptrs = _tile(K, b, h, offs_n, offs_d, skb, skh, skn, skd)
+    v_ptrs = _tile(V, b, h, offs_n, offs_d, svb, svh, svn, svd)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
@@ -98,7 +104,7 @@ def _flash_fwd(Q, K, V, O, LSE, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh
                                 qk_scale, True, CAUSAL, BLOCK_N)
     out = acc / l_i[:, None]
     row = offs_m < L
-    tl.store(O + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod, out.to(O.dtype.element_ty),
+    tl.store(_tile(O, b, h, offs_m, offs_d, sob, soh, som, sod), out.to(O.dtype.element_ty),
              mask=row[:, None])
     tl.store(LSE + bh * L + offs_m, (m_i + tl.math.log2(l_i)) * 0.6931471805599453, mask=row)
 
@@ -114,8 +120,8 @@ def _flash_bwd_delta(O, DO, DELTA, sob, soh, som, sod, sdb, sdh, sdm, sdd, H, L,
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, D)
     row = offs_m[:, None] < L
-    o = tl.load(O + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod, mask=row, other=0.0)
-    do = tl.load(DO + b * sdb + h * sdh + offs_m[:, None] * sdm + offs_d[None, :] * sdd, mask=row, other=0.0)
+    o = tl.load(_tile(O, b, h, offs_m, offs_d, sob, soh, som, sod), mask=row, other=0.0)
+    do = tl.load(_tile(DO, b, h, offs_m, offs_d, sdb, sdh, sdm, sdd), mask=row, other=0.0)
     tl.store(DELTA + bh * L + offs_m, tl.sum(o.to(tl.float32) * do.to(tl.float32), 1), mask=offs_m < L)
 
 
@@ -132,8 +138,8 @@ def _flash_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, sqb, sqh, sqm, sqd, skb, sk
     offs_m = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, D)
     col = offs_n < S
-    k = tl.load(K + b * skb + h * skh + offs_n[:, None] * skn + offs_d[None, :] * skd, mask=col[:, None], other=0.0)
-    v = tl.load(V + b * svb + h * svh + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=col[:, None], other=0.0)
+    k = tl.load(_tile(K, b, h, offs_n, offs_d, skb, skh, skn, skd), mask=col[:, None], other=0.0)
+    v = tl.load(_tile(V, b, h, offs_n, offs_d, svb, svh, svn, svd), mask=col[:, None], other=0.0)
     dk = tl.zeros([BLOCK_N, D], tl.float32)
     dv = tl.zeros([BLOCK_N, D], tl.float32)
     lo = 0
@@ -157,9 +163,9 @@ def _flash_bwd_dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, sqb, sqh, sqm, sqd, skb, sk
         dp_t = tl.dot(v, tl.trans(do))
         ds_t = p_t * (dp_t - delta[None, :])
         dk += tl.dot(ds_t.to(q.dtype), q)
-    tl.store(DK + b * s_kb + h * s_kh + offs_n[:, None] * s_kn + offs_d[None, :] * s_kd,
+    tl.store(_tile(DK, b, h, offs_n, offs_d, s_kb, s_kh, s_kn, s_kd),
              (dk * sm_scale).to(DK.dtype.element_ty), mask=col[:, None])
-    tl.store(DV + b * s_vb + h * s_vh + offs_n[:, None] * s_vn + offs_d[None, :] * s_vd,
+    tl.store(_tile(DV, b, h, offs_n, offs_d, s_vb, s_vh, s_vn, s_vd),
              dv.to(DV.dtype.element_ty), mask=col[:, None])
 
 
@@ -176,8 +182,8 @@ def _flash_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, sqb, sqh, sqm, sqd, skb, skh, skn
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, D)
     row = offs_m < L
-    q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=row[:, None], other=0.0)
-    do = tl.load(DO + b * sdb + h * sdh + offs_m[:, None] * sdm + offs_d[None, :] * sdd, mask=row[:, None],
+    q = tl.load(_tile(Q, b, h, offs_m, offs_d, sqb, sqh, sqm, sqd), mask=row[:, None], other=0.0)
+    do = tl.load(_tile(DO, b, h, offs_m, offs_d, sdb, sdh, sdm, sdd), mask=row[:, None],
                  other=0.0)
     lse = tl.load(LSE + bh * L + offs_m, mask=row, other=0.0) * 1.4426950408889634
     delta = tl.load(DELTA + bh * L + offs_m, mask=row, other=0.0)
@@ -200,7 +206,7 @@ def _flash_bwd_dq(Q, K, V, DO, LSE, DELTA, DQ, sqb, sqh, sqm, sqd, skb, skh, skn
         dp = tl.dot(do, tl.trans(v))
         ds = p * (dp - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k)
-    tl.store(DQ + b * s_qb + h * s_qh + offs_m[:, None] * s_qm + offs_d[None, :] * s_qd,
+    tl.store(_tile(DQ, b, h, offs_m, offs_d, s_qb, s_qh, s_qm, s_qd),
              (dq * sm_scale).to(DQ.dtype.element_ty), mask=row[:, None])
 
 
