@@ -75,6 +75,9 @@ def timed(torch, lib, model, opt, x, y):
 LOSS_TOL = 2e-2
 
 
+CURVE_PAIRS = (("ember", "ember.compile"), ("torch", "torch.compile"), ("torch", "ember"))
+
+
 def loss_gap(want, got) -> float:
     """The largest relative difference of two loss curves."""
     return max(abs(a - b) / max(abs(a), 1e-6) for a, b in zip(want, got))
@@ -232,6 +235,12 @@ def main():
         libs.update(compiled_columns(torch, args, weights, tx, ty, ex, ey, not args.only_ember))
     if args.loss_curve:
         curves = loss_curve(torch, libs, args)
+        for a, b in CURVE_PAIRS:     # torch vs torch.compile: the spread of two correct bf16 trainings
+            if a in curves and b in curves:
+                gaps = sorted(abs(x - y) / max(abs(x), 1e-6) for x, y in zip(curves[a], curves[b]))
+                tail = loss_gap(curves[a][-50:], curves[b][-50:])
+                print(f"{b} vs {a} over {args.loss_curve} steps: relative loss difference median "
+                      f"{gaps[len(gaps) // 2]:.2e}, largest {gaps[-1]:.2e}, largest over the last 50 steps {tail:.2e}")
         if "ember.compile" in curves:
             worst = loss_gap(curves["ember"], curves["ember.compile"])
             print(f"ember.compile vs ember eager over {args.loss_curve} steps: largest relative loss difference "

@@ -1,5 +1,5 @@
 """Plot the loss curves `bench/gpt2_cuda.py --loss-curve N --loss-csv FILE` wrote (one column per
-library), with the compiled column's relative difference from ember eager's on a second axis:
+library), with each compiled column's relative difference from its eager column on a second axis:
 
     python bench/loss_curve_png.py FILE.csv docs/gpt2_loss_curve.png [--title TEXT]
 """
@@ -28,9 +28,12 @@ def main():
     ax.set_ylabel("loss")
     ax.set_title(args.title)
     ax.legend()
-    if "ember" in columns and "ember.compile" in columns:
-        gap.plot(steps, [abs(float(r["ember.compile"]) - float(r["ember"])) / float(r["ember"]) for r in rows], lw=1)
-        gap.set_ylabel("|compiled - eager|\n/ eager")
+    for eager, compiled in (("ember", "ember.compile"), ("torch", "torch.compile")):
+        if eager in columns and compiled in columns:
+            gap.plot(steps, [abs(float(r[compiled]) - float(r[eager])) / float(r[eager]) for r in rows], lw=1,
+                     label=f"{compiled} vs {eager}")
+    gap.set_ylabel("|compiled - eager|\n/ eager")
+    gap.legend()
     gap.set_xlabel("step")
     fig.tight_layout()
     fig.savefig(args.png, dpi=110)

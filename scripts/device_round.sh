@@ -2,7 +2,7 @@
 # One device call for a round's merged tree: tests/cuda and the six op-oracle files on the GPU (in
 # parallel), bench/cuda_eager.py, bench/gpt2_cuda.py with the compiled columns and the kernel profiles
 # of ember's two columns, then a loss curve of ember eager vs ember.compile (LOSS_STEPS steps on a
-# Markov token stream, CSV in $OUT). Each stage has a time limit (TT, TB, TG, TL seconds); logs in $OUT.
+# Markov token stream, CSV in $OUT; LOSS_ARGS= adds the torch columns). Each stage has a time limit (TT, TB, TG, TL seconds); logs in $OUT.
 set -u
 . "$(dirname "$0")/_device_python.sh"
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-$PWD/.cupy_cache}
@@ -26,7 +26,7 @@ if [ "${TG:-200}" != 0 ]; then
   grep -B1 -A10 "ms/step" $LOG/gpt2.log; grep -A3 "GPU kernels of one step" $LOG/gpt2.log
 fi
 if [ "${TL:-150}" != 0 ]; then
-  timeout ${TL:-150} $PY bench/gpt2_cuda.py --only-ember --compiled --check-loss --loss-curve ${LOSS_STEPS:-200} \
+  timeout ${TL:-150} $PY bench/gpt2_cuda.py ${LOSS_ARGS---only-ember} --compiled --check-loss --loss-curve ${LOSS_STEPS:-200} \
     --loss-csv $LOG/gpt2_loss_curve.csv > $LOG/loss_curve.log 2>&1
   echo "loss curve rc $?"; tail -n 8 $LOG/loss_curve.log
 fi

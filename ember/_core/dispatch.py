@@ -294,6 +294,11 @@ def _mixed_devices(op, keys, args):
     from .tensor import Tensor
     if op.name in _CROSS_DEVICE:
         return args
+    if op.name == "aten::repeat_interleave.self_Tensor" and keys & CUDA_BIT and not keys & META_BIT:
+        self_, repeats = args[0], args[1]      # PyTorch: index_select(self, an index made on repeats' device)
+        raise RuntimeError(f"Expected all tensors to be on the same device, but got index is on {repeats.device}, "
+                           f"different from other tensors on {self_.device} (when checking argument in method "
+                           f"wrapper_{self_.device.type.upper()}__index_select)")
     devices, cpu_scalars = [], False
     any_cpu_tensor = op.name in _CPU_INDICES
 

@@ -77,6 +77,28 @@ def make_strided(arr, shape, strides, offset):
     return _cuda_strided(arr, tuple(shape), byte_strides, offset)
 
 
+def cuda_storage_nbytes(arr):
+    """The bytes of a CuPy array's storage: its allocation as first made, or None where unknown.
+
+    CuPy's pool rounds an allocation up (512 bytes), so the size is taken from the array that owns
+    it (no `.base`, at the allocation's start, contiguous) and kept on the allocation object, before
+    `_cuda_strided` or `view(dtype)` make base-less views of it (for as_strided's bounds check)."""
+    mem = arr.data.mem
+    nbytes = getattr(mem, "ember_nbytes", None)
+    if nbytes is None:
+        root = arr
+        while root.base is not None:
+            root = root.base
+        if root.data.ptr != mem.ptr or not root.flags.c_contiguous:
+            return None
+        nbytes = root.nbytes
+        try:
+            mem.ember_nbytes = nbytes
+        except AttributeError:        # memory CuPy does not own (DLPack, a raw pointer): no attributes
+            return None
+    return nbytes
+
+
 def _cuda_strided(arr, shape, byte_strides, offset):
     """make_strided of a CuPy array: a view at `offset` elements from the start of its allocation."""
     import cupy
@@ -85,6 +107,7 @@ def _cuda_strided(arr, shape, byte_strides, offset):
     if offset * item == here and arr.flags.c_contiguous and arr.size == prod(shape) and byte_strides == tuple(
             s * item for s in contiguous_strides(shape)):
         return arr.reshape(shape)            # the common view: CuPy's own reshape, a fraction of the cost
+    cuda_storage_nbytes(arr)                 # the size, while `arr` still shows it (the view has no base)
     if not arr.data.mem.ptr:   # an empty allocation has no address to offset from
         return cupy.ndarray(shape, arr.dtype, arr.data, byte_strides)
     return cupy.ndarray(shape, arr.dtype, cupy.cuda.MemoryPointer(arr.data.mem, offset * item), byte_strides)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._core import dtype as _dt
-from ..._core.storage import make_strided, storage_offset_elements, MetaArray, root_array, contiguous_strides
+from ..._core.storage import (make_strided, storage_offset_elements, MetaArray, root_array, contiguous_strides,
+                              cuda_storage_nbytes)
 from ..._core.tensor import Tensor, wrap, wrap_like
 
 _ndarray = np.ndarray
@@ -145,6 +146,7 @@ def view(self, size):
 def _cuda_view_dtype(self, arr, sizes, strides, offset, dtype):
     import cupy
     new = dtype.itemsize
+    cuda_storage_nbytes(arr)           # as_strided's bounds, before the base-less view hides them
     ptr = cupy.cuda.MemoryPointer(arr.data.mem, offset * new)
     out = wrap_like(cupy.ndarray(tuple(sizes), dtype.np, ptr, tuple(s * new for s in strides)), self)
     out._version_counter = self._shared_version_counter()
@@ -433,7 +435,10 @@ def _storage_elements(arr) -> int | None:
         return None
     if isinstance(arr, np.ndarray):
         return root_array(arr).nbytes // arr.itemsize
-    return None
+    if not hasattr(arr, "__cuda_array_interface__"):
+        return None
+    nbytes = cuda_storage_nbytes(arr)
+    return None if nbytes is None else nbytes // arr.itemsize
 
 
 def as_strided(self, size, stride, storage_offset=None):
