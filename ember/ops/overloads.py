@@ -42,11 +42,11 @@ def _type_ok(arg: Argument, v) -> bool:
 _NUMBERS = frozenset((int, float, bool, complex))
 
 
-def _checker(arg: Argument, index: int):
+def _checker(arg: Argument, index: int, numbers=True):
     """A fast one-argument type test for overload resolution, built once per schema."""
     simple = not arg.is_list and not (arg.optional or arg.default is None)
     if simple and arg.type == "Tensor":
-        if index > 0:  # a Python number stands for a wrapped-number tensor
+        if index > 0 and numbers:  # a Python number stands for a wrapped-number tensor
             return lambda v: v.__class__ in _NUMBERS or isinstance(v, Tensor)
         return lambda v: isinstance(v, Tensor)
     if simple and arg.type == "bool":
@@ -56,16 +56,17 @@ def _checker(arg: Argument, index: int):
     if arg.is_list and arg.type == "int":  # dims and sizes: a list or tuple of plain ints passes at once
         return lambda v: ((v.__class__ is list or v.__class__ is tuple) and all(x.__class__ is int for x in v)
                           or _type_ok(arg, v))
-    number_ok = arg.type == "Tensor" and not arg.is_list and index > 0
+    number_ok = arg.type == "Tensor" and not arg.is_list and index > 0 and numbers
     return lambda v: (number_ok and v.__class__ in _NUMBERS) or _type_ok(arg, v)
 
 
-def _matcher(schema: FunctionSchema):
+def _matcher(schema: FunctionSchema, tensors_only=frozenset()):
     """A function (args, kwargs) -> bool: does a call fit `schema`? Precomputed so that
-    choosing among overloads stays cheap."""
+    choosing among overloads stays cheap. At positions in `tensors_only` a Tensor parameter
+    takes tensors only (a number goes to the int overload tried after this one)."""
     params = [a for a in schema.arguments if not (a.name == "out" and a.kwarg_only)]
     n_positional = sum(1 for a in params if not a.kwarg_only)
-    checks = [_checker(a, i) for i, a in enumerate(params)]
+    checks = [_checker(a, i, i not in tensors_only) for i, a in enumerate(params)]
     by_name = {("input" if i == 0 and a.name == "self" else a.name): i for i, a in enumerate(params)}
     required = frozenset(i for i, a in enumerate(params) if not a.has_default)
     min_positional = max(required, default=-1) + 1
@@ -106,8 +107,33 @@ def _as_tensor_shape(v):
     return v
 
 
+def _tensor_first(overloads):
+    """[(schema, fn, positions)]: `overloads` with each one that takes a Tensor where another of the
+    same arity takes an int tried before that other, at those positions taking tensors only. A 0-d
+    integer tensor fits an int too, and PyTorch's parser picks the Tensor overload for it
+    (``x.repeat_interleave(torch.tensor(2))`` is ``self_Tensor``); a number still picks the int one."""
+    def positional(schema):
+        return [(a.type, a.is_list) for a in schema.arguments if not a.kwarg_only]
+
+    def tensor_where_int(a, b):
+        pa, pb = positional(a), positional(b)
+        differ = [i for i, (x, y) in enumerate(zip(pa, pb)) if x != y]
+        if len(pa) != len(pb) or not all(pa[i] == ("Tensor", False) and pb[i] == ("int", False) for i in differ):
+            return frozenset()
+        return frozenset(differ)
+    ordered = []
+    for schema, fn in overloads:
+        at, positions = len(ordered), set()
+        for i, (other, _, _) in enumerate(ordered):
+            where = tensor_where_int(schema, other)
+            if where:
+                at, positions = min(at, i), positions | where
+        ordered.insert(at, (schema, fn, frozenset(positions)))
+    return ordered
+
+
 def _resolver(name, overloads, key=None):
-    matchers = [(_matcher(schema), fn) for schema, fn in overloads]
+    matchers = [(_matcher(schema, positions), fn) for schema, fn, positions in _tensor_first(overloads)]
     # Without keywords, an arity that only one overload accepts needs no type matching: that
     # overload's own binding checks the types (x.sum(), x.max()).
     only = {}
