@@ -2,7 +2,7 @@
 # One device call for a round's merged tree: tests/cuda and the six op-oracle files on the GPU (in
 # parallel), bench/cuda_eager.py, bench/gpt2_cuda.py with the compiled columns and the kernel profiles
 # of ember's two columns, then a loss curve of ember eager vs ember.compile (LOSS_STEPS steps on a
-# Markov token stream, CSV in $OUT; LOSS_ARGS= adds the torch columns). Each stage has a time limit (TT, TB, TG, TL seconds); logs in $OUT.
+# Markov token stream, CSV in $OUT; LOSS_ARGS= adds the torch columns; TF=seconds adds bench/fused_cuda.py). Each stage has a time limit (TT, TB, TG, TL seconds); logs in $OUT.
 set -u
 . "$(dirname "$0")/_device_python.sh"
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-$PWD/.cupy_cache}
@@ -29,5 +29,10 @@ if [ "${TL:-150}" != 0 ]; then
   timeout ${TL:-150} $PY bench/gpt2_cuda.py ${LOSS_ARGS---only-ember} --compiled --check-loss --loss-curve ${LOSS_STEPS:-200} \
     --loss-csv $LOG/gpt2_loss_curve.csv > $LOG/loss_curve.log 2>&1
   echo "loss curve rc $?"; tail -n 8 $LOG/loss_curve.log
+fi
+if [ "${TF:-0}" != 0 ]; then     # the fused programs at 2^20/2^24/2^27 (issue 18's table and chart)
+  timeout ${TF} $PY bench/fused_cuda.py --sizes ${FUSED_SIZES:-20,24,27} --dtypes float32,bfloat16 --rounds 3 \
+    --png $LOG/fused_cuda.png > $LOG/fused_cuda.log 2>&1
+  echo "fused_cuda rc $?"; tail -n 45 $LOG/fused_cuda.log
 fi
 true
