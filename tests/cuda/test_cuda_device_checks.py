@@ -84,7 +84,7 @@ def test_cross_entropy_target_error_names_the_target():
 def test_the_first_failure_in_stream_order_is_reported():
     w, idx = _embedding_bad()
     e = F.embedding(ember.tensor(idx, device="cuda"), ember.tensor(w, device="cuda"))
-    F.cross_entropy(e.reshape(4, 2), ember.tensor([0, 1, 5, 0], device="cuda"))
+    F.cross_entropy(e.reshape(4, 4), ember.tensor([0, 1, 5, 0], device="cuda"))
     with pytest.raises(IndexError, match="embedding"):
         ember.cuda.synchronize()
     ember.cuda.synchronize()
@@ -104,6 +104,8 @@ def test_pending_checks_are_bounded(monkeypatch):
     for _ in range(5):
         F.embedding(good, W)
         assert sum(map(len, device_checks.pending.values())) < 3
+    ember.cuda.synchronize()
+    assert not device_checks.pending
     F.embedding(good, W)
     F.embedding(ember.tensor(idx, device="cuda"), W)
     with pytest.raises(IndexError):
