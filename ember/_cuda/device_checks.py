@@ -20,6 +20,11 @@ indexing wraps an out-of-range index, so nothing faults), as in PyTorch, but it 
 host without passing a report. Unlike PyTorch, whose CUDA context is lost, ember clears the flag
 when it raises and keeps working. In-place ops keep their synchronous checks: they must leave
 their inputs unchanged when they fail.
+
+A check captured into a CUDA graph writes the flag at every replay: its message is kept for good,
+and a replay marks the device's flag as to be read (`CUDAGraph.replay`). The flag must exist
+before the capture (a first check under capture raises: run the step once first, as PyTorch's
+warm-up), or the capture would allocate it from the graph's pool and memset it at each replay.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ import os
 import cupy
 import numpy
 
-from . import launch as _direct
+from . import graphs, launch as _direct
 
 LIMIT = 1024
 BLOCKING = os.environ.get("CUDA_LAUNCH_BLOCKING", "0") not in ("", "0")
@@ -59,6 +64,11 @@ _launch = _direct.launcher("pqqqqpq")
 pending: dict = {}     # device id -> {sequence number: (exception type, message with {value})}
 _flags: dict = {}      # device id -> uint64[2] device array: first failing sequence number, its value
 _sequence = [0]
+captured: dict = {}    # sequence number -> (exception type, message) of the checks in CUDA graphs
+
+
+def _capturing() -> bool:
+    return bool(graphs.captures_underway[0]) and graphs.is_current_stream_capturing()
 
 
 def register(exc, message: str):
@@ -66,18 +76,23 @@ def register(exc, message: str):
     op's kernel sets the flag (`check_range` shows how); `message` may name ``{value}``."""
     device = cupy.cuda.runtime.getDevice()
     flag = _flags.get(device)
+    capturing = _capturing()
     if flag is None:
+        if capturing:
+            raise RuntimeError("a CUDA graph capture reached ember's first device-side index check on this device: "
+                               "run the captured work once before capturing (PyTorch's warm-up)")
         flag = _flags[device] = cupy.zeros(2, numpy.uint64)
     _sequence[0] += 1
-    checks = pending.setdefault(device, {})
-    checks[_sequence[0]] = (exc, message)
+    if capturing:
+        captured[_sequence[0]] = (exc, message)
+    pending.setdefault(device, {})[_sequence[0]] = (exc, message)
     return flag, _sequence[0]
 
 
 def after_launch() -> None:
     """Called by an op once its checking kernel is queued: reads the flags now under
     CUDA_LAUNCH_BLOCKING or when too many checks are pending."""
-    if BLOCKING or sum(map(len, pending.values())) >= LIMIT:
+    if (BLOCKING or sum(map(len, pending.values())) >= LIMIT) and not _capturing():
         raise_pending()
 
 
@@ -115,5 +130,5 @@ def raise_pending() -> None:
             if not seq:
                 continue
             flag.fill(0)
-        exc, message = checks[seq]
+        exc, message = checks[seq] if seq in checks else captured[seq]
         raise exc(message.format(value=numpy.uint64(value).astype(numpy.int64).item()))

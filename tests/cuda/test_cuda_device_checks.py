@@ -130,3 +130,19 @@ def test_embedding_weight_gradient_matches_torch(dtype, padding_idx):
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6 if dtype == "float32" else 1e-12, atol=1e-6)
     if padding_idx is not None:
         assert not grads[0][padding_idx].any()
+
+
+def test_a_check_captured_in_a_cuda_graph_reports_after_a_bad_replay():
+    w, idx = _embedding_bad()
+    W, static = ember.tensor(w, device="cuda"), ember.tensor(idx % 10, device="cuda")
+    F.embedding(static, W)             # warm-up: the device's flag exists before the capture
+    ember.cuda.synchronize()
+    graph = ember.cuda.CUDAGraph()
+    with ember.cuda.graph(graph):
+        out = F.embedding(static, W)
+    graph.replay()
+    np.testing.assert_array_equal(out.cpu().numpy(), w[idx % 10])
+    static.copy_(ember.tensor(idx, device="cuda"))
+    graph.replay()
+    with pytest.raises(IndexError, match="embedding"):
+        out.cpu()
