@@ -2,7 +2,8 @@
 launch per (device, dtype, step count). Parameters and moments match PyTorch CUDA's foreach
 AdamW every step (moments to a few float32 roundings: L2 decay's `grad + wd * param` rounds as
 the per-parameter kernel's, which PyTorch's foreach add does not always), and equal those of the
-per-parameter kernel (foreach=False) bit for bit; a parameter the kernel cannot take
+per-parameter kernel (foreach=False) bit for bit (maximize included: the sign flip is opaque to
+the compiler, scripts/adam_kernels_ptx.py compares the two kernels' arithmetic without a GPU); a parameter the kernel cannot take
 (non-contiguous gradient, AMSGrad, foreach=False) runs the for-loop update, and the launches
 counted say which path ran."""
 import io
@@ -40,8 +41,10 @@ def _run(make_opt, dtypes, steps=5, grad_layout=None, seed=0, skip=None):
                                        err_msg=f"step {step}, parameter {i}")
     for a, b in zip(params[ember], params[torch]):
         mine, theirs = opts[ember].state[a], opts[torch].state[b]
-        for key in ("exp_avg", "exp_avg_sq"):
-            np.testing.assert_allclose(mine[key].cpu().numpy(), theirs[key].cpu().numpy(), rtol=1e-5, atol=1e-12)
+        # (exp_avg averages gradients of both signs: where it cancels to ~1e-6, a one-ulp difference
+        # in a gradient-sized term is a large relative one -- as on the CPU, for the for-loop path too)
+        for key, atol in (("exp_avg", 1e-8), ("exp_avg_sq", 1e-12)):
+            np.testing.assert_allclose(mine[key].cpu().numpy(), theirs[key].cpu().numpy(), rtol=1e-5, atol=atol)
         assert float(mine["step"]) == float(theirs["step"])
     return params, opts
 
