@@ -100,8 +100,8 @@ class Optimizer:
     # fused=True: fused_update(pairs, group, state_of, negate) -> the pairs it left to the for-loop
     # update (SGD, Adam, AdamW: one generated kernel per group, ember/_inductor/fused_optim.py)
     fused_update = None
-    # foreach_update(pairs, group, state_of, negate) -> the pairs left to the for-loop update, or
-    # None: the group's parameters in a few launches where the device has such a kernel (Adam,
+    # otherwise foreach_update(pairs, group, state_of, negate) -> the pairs it left to the for-loop
+    # update: the group's parameters in a few launches where the device has such a kernel (Adam,
     # AdamW on CUDA: ember/_cuda/optim.py); not while a CUDA graph captures (its table upload)
     foreach_update = None
 
