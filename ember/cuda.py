@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 
+from ._core.storage import report_device_errors
+
 __all__ = ["is_available", "device_count", "is_initialized", "manual_seed", "manual_seed_all", "seed", "seed_all",
            "synchronize", "current_device", "set_device", "device", "get_device_name", "get_device_capability",
            "empty_cache", "is_bf16_supported", "memory_allocated", "max_memory_allocated", "memory_reserved",
@@ -92,6 +94,7 @@ def synchronize(d=None) -> None:
     cupy = _cupy()
     with cupy.cuda.Device(_index(d)):
         cupy.cuda.runtime.deviceSynchronize()
+    report_device_errors()   # what the device found in earlier calls (device_checks)
 
 
 def get_device_name(d=None) -> str:
@@ -115,6 +118,7 @@ class Stream:
 
     def synchronize(self) -> None:
         self.cupy_stream.synchronize()
+        report_device_errors()
 
     def query(self) -> bool:
         return self.cupy_stream.done
@@ -166,6 +170,7 @@ class Event:
 
     def synchronize(self) -> None:
         self.cupy_event.synchronize()
+        report_device_errors()
 
     def query(self) -> bool:
         return self.cupy_event.done

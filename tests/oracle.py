@@ -84,6 +84,8 @@ def check_as_2_13(fn, *args, raises, oracle_is_current, dtype=None, **kwargs):
         before = [as_numpy(a) if isinstance(a, ember.Tensor) else None for a in eargs]
         with pytest.raises(raises) as info:
             fn(ember, *eargs)
+            if DEVICE == "cuda":
+                ember.cuda.synchronize()
         for a, b in zip(eargs, before):
             if b is not None:
                 np.testing.assert_array_equal(as_numpy(a), b, err_msg="input modified by a failing op")
@@ -275,6 +277,8 @@ def _compare(fn, targs, eargs, kwargs, *, refusal=None, rtol=None, atol=None, ch
     except Exception as texc:  # torch refuses: so must we, with the same type
         try:
             fn(ember, *eargs, **kwargs)
+            if DEVICE == "cuda":    # errors the device finds (indices) are raised where the host synchronises
+                ember.cuda.synchronize()
         except type(texc) as eexc:
             for a, b in zip(eargs, before):
                 if b is not None:

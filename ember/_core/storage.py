@@ -7,11 +7,28 @@ aliasing are exactly PyTorch's.
 """
 from __future__ import annotations
 
+import sys
 from math import prod
 
 import numpy as np
 
 ndarray = np.ndarray
+
+
+def device_to_host(arr):
+    """CuPy array `arr` copied to a NumPy array, raising first an error that a CUDA kernel found
+    since the last report (ember/_cuda/device_checks.py: the host synchronises here anyway)."""
+    out = arr.get()
+    report_device_errors()
+    return out
+
+
+def report_device_errors() -> None:
+    """Raise the first error the device checks found since the last report, if any; costs a
+    dictionary lookup while no check is pending (and until CUDA is used)."""
+    checks = sys.modules.get("ember._cuda.device_checks")
+    if checks is not None and checks.pending:
+        checks.raise_pending()
 
 
 def root_array(arr: np.ndarray) -> np.ndarray:

@@ -15,7 +15,8 @@ import numpy as np
 from . import dtype as _dt
 from .device import device as _device, CPU, META
 from .dispatch import CPU_BIT, META_BIT, CUDA_BIT, AUTOGRAD_BIT, INFERENCE_BIT, FAKE_BIT, BACKEND_MASK, tls
-from .storage import MetaArray, storage_offset_elements, data_address, contiguous_strides
+from .storage import MetaArray, storage_offset_elements, data_address, contiguous_strides, device_to_host, \
+    report_device_errors
 
 _FROM_NP = _dt._FROM_NP
 _CUDA_DEVICES: dict = {}   # index -> ember.device("cuda", index): devices are immutable, made once each
@@ -271,7 +272,7 @@ class Tensor:
         """The NumPy array sharing this tensor's memory (CPU tensors only)."""
         if not self._keys & CPU_BIT:
             if force and self._keys & CUDA_BIT:
-                return self._data.get()
+                return device_to_host(self._data)
             raise TypeError(f"can't convert {self.device.type} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
         if self._keys & AUTOGRAD_BIT and not force:
@@ -287,14 +288,14 @@ class Tensor:
         if self._keys & META_BIT:
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if not self._keys & CPU_BIT:
-            arr = arr.get()
+            arr = device_to_host(arr)
         return arr.reshape(()).item() if arr.dtype != _BF16 else float(arr.reshape(())).__float__()
 
     def tolist(self):
         """Nested Python lists of numbers (a number for a 0-d tensor)."""
         if self._keys & META_BIT:
             raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-        arr = self._data if self._keys & CPU_BIT else self._data.get()
+        arr = self._data if self._keys & CPU_BIT else device_to_host(self._data)
         if arr.dtype == _BF16:
             arr = arr.astype(np.float32)
         return arr.tolist()
@@ -308,6 +309,8 @@ class Tensor:
     def __dlpack__(self, stream=None, **kwargs):
         if self._keys & AUTOGRAD_BIT:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        if self._keys & CUDA_BIT:
+            report_device_errors()     # another library reads the memory next
         return self._data.__dlpack__(**({} if stream is None else {"stream": stream}), **kwargs)
 
     def __dlpack_device__(self):

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .dispatch import META_BIT
+from .storage import device_to_host
 
 
 @dataclasses.dataclass
@@ -251,7 +252,7 @@ def tensor_repr(t) -> str:
             suffixes.append(f"size={shape}")
         if not has_default_dtype:
             suffixes.append(f"dtype={dtype}")
-        arr = t._data if t.is_cpu else t._data.get()
+        arr = t._data if t.is_cpu else device_to_host(t._data)
         if arr.dtype == _dt.bfloat16.np:
             arr = arr.astype(np.float32)  # exact: every bfloat16 is a float32
         body = _values_str(arr, indent)

@@ -168,7 +168,8 @@ def linear_backward(grad, x, w, b, needs_grad):
     from .kernels import wrap_cuda
     from .reduce import column_sums
     G2 = cupy.ascontiguousarray(G).reshape(-1, W.shape[0])
-    dx = wrap_cuda(blas.gemm(G2, W).reshape(X.shape)) if needs_grad[0] else None
-    dw = wrap_cuda(blas.gemm(G2.T, X.reshape(-1, X.shape[-1]))) if needs_grad[1] else None
+    padded = {}     # G2 zero-padded once for both products where its dims are odd (a tied LM head)
+    dx = wrap_cuda(blas.gemm(G2, W, memo=padded).reshape(X.shape)) if needs_grad[0] else None
+    dw = wrap_cuda(blas.gemm(G2.T, X.reshape(-1, X.shape[-1]), memo=padded)) if needs_grad[1] else None
     db = wrap_cuda(column_sums(G2, G2.shape[0], G2.shape[1])) if b is not None and needs_grad[2] else None
     return dx, dw, db

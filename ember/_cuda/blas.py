@@ -16,7 +16,7 @@ from .gemm_padding import pads_pay, padded_size
 
 _CUDA_TYPES = {numpy.dtype(numpy.float16): 2, _dt.bfloat16.np: 14, numpy.dtype(numpy.float32): 0}   # cudaDataType
 _COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F, _DEFAULT_ALGO = 68, 77, 70, -1
-_scalars: dict = {}     # (alpha, beta) -> float32 host array cuBLAS reads them from
+_scalars: dict = {}     # (alpha, beta) -> (float32 host array cuBLAS reads them from, its two addresses)
 # (alpha, beta) = (1, 0) as cuBLAS reads them: in the compute type (float64 products: double)
 _ONE_ZERO_F32, _ONE_ZERO_F64 = numpy.array((1.0, 0.0), numpy.float32), numpy.array((1.0, 0.0), numpy.float64)
 _ONE_ZERO_PTRS = {False: (_ONE_ZERO_F32.ctypes.data, _ONE_ZERO_F32.ctypes.data + 4),
@@ -92,26 +92,33 @@ def _operand(a, batch_ndim):
     return a, 0, max(1, c), (r * c if batch_ndim else 0)
 
 
-def zero_padded(a, rows, cols):
+def zero_padded(a, rows, cols, memo=None):
     """2-D `a` (r, c) inside a fresh (rows, cols) array of zeros elsewhere, written in `a`'s own
-    orientation (a column-major operand, a gradient's transpose, stays one: no transposing copy)."""
+    orientation (a column-major operand, a gradient's transpose, stays one: no transposing copy).
+    `memo` (a dict) keeps it for another product of the same unchanged operand (a linear's
+    backward pads its gradient once for dx = G @ W and dw = G^T @ X)."""
     r, c = a.shape
     if a.strides[0] == a.itemsize and a.strides[1] != a.itemsize:
-        return zero_padded(a.T, cols, rows).T
+        return zero_padded(a.T, cols, rows, memo).T
+    key = (a.data.ptr, a.shape, a.strides, rows, cols)
+    if memo is not None and key in memo:
+        return memo[key]
     p = cupy.empty((rows, cols), a.dtype)
     p[:r, :c] = a
     if cols > c:
         p[:r, c:] = 0
     if rows > r:
         p[r:] = 0
+    if memo is not None:
+        memo[key] = p
     return p
 
 
-def _padded_gemm(x, y, out_dtype, alpha, out):
+def _padded_gemm(x, y, out_dtype, alpha, out, memo=None):
     (M, K), N = x.shape, y.shape[1]
     Mp, Kp, Np = padded_size(M), padded_size(K), padded_size(N)
-    xp = x if (Mp, Kp) == (M, K) else zero_padded(x, Mp, Kp)
-    yp = y if (Kp, Np) == (K, N) else zero_padded(y, Kp, Np)
+    xp = x if (Mp, Kp) == (M, K) else zero_padded(x, Mp, Kp, memo)
+    yp = y if (Kp, Np) == (K, N) else zero_padded(y, Kp, Np, memo)
     full = None
     if xp._c_contiguous and yp._c_contiguous and alpha == 1.0 and out_dtype == xp.dtype:
         full = mm2d(xp, yp)     # the call overrides.matmul makes for these (so the fuser's padded product matches)
@@ -123,16 +130,18 @@ def _padded_gemm(x, y, out_dtype, alpha, out):
     return out
 
 
-def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None):
+def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None, memo=None):
     """alpha * x @ y (+ beta * out) for stacks of matrices with broadcast batch dims, computed in
     float32 (TF32 for float32 operands under ``allow_tf32``), returned in `out_dtype` (x's dtype).
     `out` may be a view with rows apart (its last dim contiguous): cuBLAS writes it in place.
-    A large 2-D half product with odd dims is computed zero-padded (gemm_padding.py)."""
-    out_dtype = numpy.dtype(out_dtype or x.dtype)
-    batch = numpy.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+    A large 2-D half product with odd dims is computed zero-padded (gemm_padding.py; `memo`:
+    `zero_padded`'s)."""
+    out_dtype = x.dtype if out_dtype is None else numpy.dtype(out_dtype)
+    # (2-D operands, a linear's products: no broadcasting to work out, ~10 us a call)
+    batch = () if x.ndim == 2 and y.ndim == 2 else numpy.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     (M, K), N = x.shape[-2:], y.shape[-1]
     if not batch and beta == 0 and x.dtype == y.dtype == out_dtype and pads_pay(out_dtype, M, N, K):
-        return _padded_gemm(x, y, out_dtype, alpha, out)
+        return _padded_gemm(x, y, out_dtype, alpha, out, memo)
     if out is None:
         out = cupy.empty(batch + (M, N), out_dtype)
     if out.size == 0:
@@ -141,21 +150,22 @@ def gemm(x, y, out_dtype=None, alpha=1.0, beta=0.0, out=None):
         out[...] = 0 if beta == 0 else out * beta
         return out
     nb = len(batch)
-    xa, xop, xld, xbs = _operand(cupy.broadcast_to(x, batch + (M, K)), nb)
-    ya, yop, yld, ybs = _operand(cupy.broadcast_to(y, batch + (K, N)), nb)
+    xa, xop, xld, xbs = _operand(x if x.shape[:-2] == batch else cupy.broadcast_to(x, batch + (M, K)), nb)
+    ya, yop, yld, ybs = _operand(y if y.shape[:-2] == batch else cupy.broadcast_to(y, batch + (K, N)), nb)
     ldc, cbs = _out_layout(out, nb, M, N)
     count = int(numpy.prod(batch)) if nb else 1
     cublas, handle, flags = _libs or _loaded()
     compute = _compute_type(x.dtype, flags)
     key = (float(alpha), float(beta))
     scalars = _scalars.get(key)
-    if scalars is None:
-        scalars = _scalars[key] = numpy.array(key, numpy.float32)
+    if scalars is None:     # (the addresses read once: .ctypes builds an object per read)
+        held = numpy.array(key, numpy.float32)
+        scalars = _scalars[key] = (held, held.ctypes.data, held.ctypes.data + 4)
     # row-major C = X @ Y is column-major C^T = Y^T @ X^T: cuBLAS gets (Y, X) and writes C^T
     cublas.gemmStridedBatchedEx(
-        handle(), yop, xop, N, M, K, scalars.ctypes.data,
+        handle(), yop, xop, N, M, K, scalars[1],
         ya.data.ptr, _CUDA_TYPES[ya.dtype], yld, ybs, xa.data.ptr, _CUDA_TYPES[xa.dtype], xld, xbs,
-        scalars.ctypes.data + 4, out.data.ptr, _CUDA_TYPES[out_dtype], ldc, cbs, count, compute, _DEFAULT_ALGO)
+        scalars[2], out.data.ptr, _CUDA_TYPES[out_dtype], ldc, cbs, count, compute, _DEFAULT_ALGO)
     return out
 
 

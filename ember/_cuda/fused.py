@@ -187,15 +187,18 @@ __device__ float row_lse(const ELEM_T* xr, long long C, float* shared, float* ro
     return m + logf(block_reduce<false>(s, shared));
 }
 // loss[row] = -log_softmax(x[row])[t[row]] (rounded to x's dtype first, as ATen), 0 where ignored;
-// bad[0] = 1 when a target is out of range
-extern "C" __global__ void ce_fwd_DT(const ELEM_T* x, const long long* t, float* loss, int* bad,
-                                      long long C, long long ignore) {
+// a target out of range sets the device check `flag` (device_checks.py) to `seq` and the target
+extern "C" __global__ void ce_fwd_DT(const ELEM_T* x, const long long* t, float* loss, unsigned long long* flag,
+                                      long long seq, long long C, long long ignore) {
     __shared__ float shared[32];
     long long row = blockIdx.x, tr = t[row];
     float m, lse = row_lse(x + row * C, C, shared, &m);
     if (threadIdx.x == 0) {
         if (tr == ignore) loss[row] = 0.f;
-        else if (tr < 0 || tr >= C) { bad[0] = 1; loss[row] = 0.f; }
+        else if (tr < 0 || tr >= C) {
+            if (atomicCAS(flag, 0ULL, (unsigned long long)seq) == 0ULL) flag[1] = (unsigned long long)tr;
+            loss[row] = 0.f;
+        }
         else loss[row] = -load_DT(store_DT(load_DT(x[row * C + tr]) - lse));
     }
 }
@@ -232,7 +235,7 @@ def rows(fn, n_rows, cols, args):
 def cross_entropy(math_path):
     """The CUDA variant's ``cross_entropy_loss`` for class indices, mean or sum, no weights or
     smoothing: a row kernel (logsumexp in float32); a target out of range raises the CPU kernel's
-    IndexError (one device sync per call, as the CPU kernel's check)."""
+    IndexError at the next synchronising point (the kernel sets a device check: device_checks.py)."""
     def cross_entropy_loss(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
         if not _ce_applies(x, target, weight, reduction, label_smoothing):
             return math_path(x, target, weight, reduction, ignore_index, label_smoothing)
@@ -241,12 +244,11 @@ def cross_entropy(math_path):
         _, dt = meta.cross_entropy_rule(x, target, weight, ignore_index, label_smoothing)
         X, T = cupy.ascontiguousarray(x._data), cupy.ascontiguousarray(target._data)
         losses = _ndarray((X.shape[0],), numpy.float32)
-        bad = cupy.zeros(1, numpy.int32)
+        from . import device_checks
+        flag, seq = device_checks.register(IndexError, "cross_entropy(): Target {value} is out of bounds.")
         rows(kernel(_CROSS_ENTROPY, "ce_fwd", X.dtype), X.shape[0], X.shape[1],
-             (storage(X), T, losses, bad, numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
-        if bad.item():
-            out_of_range = T[(T != ignore_index) & ((T < 0) | (T >= X.shape[1]))]
-            raise IndexError(f"cross_entropy(): Target {int(out_of_range[0])} is out of bounds.")
+             (storage(X), T, losses, flag, numpy.int64(seq), numpy.int64(X.shape[1]), numpy.int64(ignore_index)))
+        device_checks.after_launch()
         total = losses.sum()
         if reduction == 1:
             total = total / (T != ignore_index).sum().astype(numpy.float32)

@@ -127,6 +127,9 @@ class CUDAGraph:
         if graph is None:
             raise RuntimeError("Called CUDAGraph::replay without a preceding successful capture.")
         graph.launch(self._current_stream())
+        checks = sys.modules.get("ember._cuda.device_checks")
+        if checks is not None and checks.captured:    # its index checks may set the flag: read it at the next sync
+            checks.pending.setdefault(_cupy().cuda.runtime.getDevice(), {})
 
     def reset(self) -> None:
         """Drop the captured graph and this graph's hold on its pool."""

@@ -10,7 +10,7 @@ import numpy
 from cupyx.scipy import special as _special
 
 from .._core import dtype as _dt
-from . import blas, graphs
+from . import blas, embedding, graphs
 
 _F64 = numpy.dtype(numpy.float64)
 _HALF = {numpy.dtype(numpy.float16), _dt.bfloat16.np}
@@ -110,7 +110,9 @@ OVERRIDES = {
     "ember.ops.cpu.loss": {"cross_entropy_loss": _around("fused", "cross_entropy")},
     "ember.ops.cpu.reduction": {"sum_dim": _around("reduce", "sum_dim")},
     "ember.ops.cpu.attention": {"scaled_dot_product_attention": _around("attention", "sdpa")},
-    "ember.ops.cpu.nn": {"linear": _around("attention", "linear"), "layer_norm": _around("layer_norm", "layer_norm")},
+    "ember.ops.cpu.nn": {"linear": _around("attention", "linear"), "layer_norm": _around("layer_norm", "layer_norm"),
+                         "embedding": _around("embedding", "embedding")},   # indices checked without a sync
+    "ember.ops.derivatives.nn": {"native_embedding": embedding.native_embedding},
     # halves multiply in their own dtype (cuBLAS accumulates in float32), as PyTorch's CUDA GEMMs
     "ember.ops.cpu.linalg": {"_cdt": lambda np_dtype: np_dtype, "_BLAS": _BLAS, "_no_bool": _no_int_gemm,
                            "_mm2d": matmul},

@@ -463,7 +463,9 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
     if isinstance(d, np.ndarray):
         s = src._data
         if not isinstance(s, np.ndarray):
-            s = s.get() if hasattr(s, "get") else s
+            if hasattr(s, "get"):
+                from .._core.storage import device_to_host
+                s = device_to_host(s)
         if d.dtype.kind != "c" and s.dtype.kind == "c":
             s = s.real
         np.copyto(d, s, casting="unsafe")

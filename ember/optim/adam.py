@@ -11,15 +11,20 @@ from .optimizer import Optimizer, _step_counter, ADAM_FAMILY_RULES, weight_decay
 __all__ = ["Adam", "AdamW"]
 
 
+def adam_state(param, group) -> dict:
+    """A parameter's fresh state: step 0 and zero moments shaped like it."""
+    state = {"step": _step_counter(), "exp_avg": ember.zeros_like(param, memory_format=ember.preserve_format),
+             "exp_avg_sq": ember.zeros_like(param, memory_format=ember.preserve_format)}
+    if group["amsgrad"]:
+        state["max_exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
+    return state
+
+
 def adam_update(param, grad, state, group) -> None:
     """Moving averages m (of g) and v (of g*g, or its running maximum under AMSGrad), bias-corrected
     by the step count t: p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)."""
     if not state:
-        state["step"] = _step_counter()
-        state["exp_avg"] = ember.zeros_like(param, memory_format=ember.preserve_format)
-        state["exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
-        if group["amsgrad"]:
-            state["max_exp_avg_sq"] = ember.zeros_like(param, memory_format=ember.preserve_format)
+        state.update(adam_state(param, group))
     lr, eps = group["lr"], group["eps"]
     beta1, beta2 = group["betas"]
     counter = state["step"]
@@ -49,6 +54,16 @@ def adam_update(param, grad, state, group) -> None:
     # the operations and their order follow torch's so that float32 results round identically
     denom = (second.sqrt() / (1 - beta2 ** t) ** 0.5).add_(eps)
     param.addcdiv_(mean, denom, value=-(lr / (1 - beta1 ** t)))
+
+
+def adam_foreach(pairs, group, state_of, negate):
+    """foreach (torch's default on CUDA): the group's CUDA parameters in one kernel launch per
+    dtype and step count (ember/_cuda/optim.py); CPU parameters, AMSGrad and foreach=False run
+    the for-loop update."""
+    if group["amsgrad"] or group.get("foreach") is False or not any(p._keys & CUDA_BIT for p, _ in pairs):
+        return pairs
+    from .._cuda.optim import adam_foreach as on_cuda
+    return on_cuda(pairs, group, state_of, negate, adam_state)
 
 
 def adam_fused(pairs, group, state_of, negate):
@@ -118,6 +133,7 @@ class Adam(Optimizer):
         self._setup(params, locals())
 
     fused_update = staticmethod(adam_fused)
+    foreach_update = staticmethod(adam_foreach)
 
     def step(self, closure=None):
         """Perform a single optimization step; ``closure`` re-evaluates the model and returns the loss."""

@@ -100,6 +100,10 @@ class Optimizer:
     # fused=True: fused_update(pairs, group, state_of, negate) -> the pairs it left to the for-loop
     # update (SGD, Adam, AdamW: one generated kernel per group, ember/_inductor/fused_optim.py)
     fused_update = None
+    # otherwise foreach_update(pairs, group, state_of, negate) -> the pairs it left to the for-loop
+    # update: the group's parameters in a few launches where the device has such a kernel (Adam,
+    # AdamW on CUDA: ember/_cuda/optim.py); not while a CUDA graph captures (its table upload)
+    foreach_update = None
 
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
@@ -199,6 +203,8 @@ class Optimizer:
                 negate = group.get("maximize", False)
                 if group.get("fused"):
                     pairs = type(self).fused_update(pairs, group, state_of, negate)
+                elif self.foreach_update is not None and not capturing:
+                    pairs = type(self).foreach_update(pairs, group, state_of, negate)
                 for param, grad in pairs:
                     state = state_of.get(param)
                     fresh = state is None

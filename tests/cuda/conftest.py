@@ -1,5 +1,7 @@
 """tests/cuda run on a machine with a GPU (scripts/device_cuda.sh); elsewhere every test here is
 skipped, saying why. The oracle is PyTorch on the same GPU."""
+import sys
+
 import pytest
 import torch
 
@@ -30,3 +32,13 @@ def _exact_float32():
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     yield
     torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+@pytest.fixture(autouse=True)
+def _no_device_error_left():
+    """A device-side index error (ember/_cuda/device_checks.py) that a test leaves unreported fails
+    that test, at its teardown, rather than the next test that synchronises."""
+    yield
+    checks = sys.modules.get("ember._cuda.device_checks")
+    if checks is not None and checks.pending:
+        ember.cuda.synchronize()

@@ -1,4 +1,4 @@
-"""Adam/AdamW on CUDA parameters run as one kernel per parameter (ember/_cuda/optim.py); the
+"""Adam/AdamW on CUDA parameters with foreach=False run as one kernel per parameter (ember/_cuda/optim.py); the
 parameters and moments match PyTorch CUDA's (foreach) every step, for L2 and decoupled weight
 decay, maximize, and a float64 parameter; AMSGrad keeps the op-by-op algorithm."""
 import numpy as np
@@ -26,6 +26,7 @@ def test_fused_adam_matches_torch_every_step(case, dtype, monkeypatch):
     w0 = rng.standard_normal((33, 17)).astype(dtype)
     params = [lib.tensor(w0, device="cuda", requires_grad=True) for lib in (ember, torch)]
     opts = [CASES[case](lib, [p]) for lib, p in zip((ember, torch), params)]
+    opts[0].param_groups[0]["foreach"] = False     # (the default, foreach: test_cuda_adam_foreach.py)
     for step in range(5):
         g = rng.standard_normal(w0.shape).astype(dtype)
         for lib, p, opt in zip((ember, torch), params, opts):

@@ -6,7 +6,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import wrap, wrap_meta, _make
 from ..._core.dispatch import CUDA_BIT
-from ..._core.storage import MetaArray, is_non_overlapping_and_dense
+from ..._core.storage import MetaArray, is_non_overlapping_and_dense, device_to_host
 
 
 def _cast(arr, np_dtype):
@@ -28,7 +28,7 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
         return to_copy_meta(self, dtype, layout, device, memory_format=memory_format)
     if not isinstance(arr, np.ndarray):  # CUDA source
         if kind == "cpu" and device is not None:
-            arr = arr.get()
+            arr = device_to_host(arr)
         else:
             if arr.dtype.kind == "f" and target.kind == "u":   # as on the CPU: -3.0 -> 253, not CUDA's 0
                 arr = arr.astype(np.int64)
@@ -94,7 +94,7 @@ def copy_(self, src, non_blocking=False):
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
     if isinstance(dst, np.ndarray):
         if not isinstance(s, np.ndarray):
-            s = s.get()
+            s = device_to_host(s)
         if np.shares_memory(dst, s):
             s = s.copy()
         if dst.dtype.kind != "c" and s.dtype.kind == "c":
