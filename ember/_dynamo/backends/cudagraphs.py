@@ -8,7 +8,8 @@ the callable the backend returned. Per input signature (shapes, strides, dtypes 
 address too for *stable* inputs: nn.Parameters, used in place, and outputs of another graph's
 replay, such as the activations a forward saved for its backward):
 
-- the first call is a warm-up: the compiled call as it is (it compiles kernels, creates handles);
+- the first call of a layout is a warm-up: the compiled call as it is (it compiles kernels, creates
+  handles);
 - the second records: static input buffers of the same layout for the inputs that are not
   stable, the compiled call captured once into a graph whose memory is its own pool (forward and
   backward have a pool each, so a backward's replay leaves the saved activations alone), then
@@ -44,7 +45,6 @@ _RANDOM = frozenset((
 # functional forms whose randomness depends on a `training` argument: (its position, its default)
 _TRAINING_ARG = {"dropout": (2, True), "dropout1d": (2, True), "dropout2d": (2, True), "dropout3d": (2, True),
                  "alpha_dropout": (2, False), "feature_alpha_dropout": (2, False), "rrelu": (3, False)}
-_WARM = "warm"     # a signature whose warm-up ran: the next call records
 _NOT_REPLAYED = object()    # _Record.run's answer when an output it must overwrite cannot be moved
 _pool_owner: dict = {}      # allocation address of a recorded graph's output -> id of its _Graphed
 
@@ -95,11 +95,14 @@ def cudagraphify(compiled, gm):
 
 
 class _Graphed:
-    __slots__ = ("compiled", "never", "records", "logged", "__weakref__")
+    __slots__ = ("compiled", "never", "records", "warmed", "logged", "__weakref__")
 
     def __init__(self, compiled, never):
         self.compiled, self.never = compiled, never
-        self.records: dict = {}       # signature -> _WARM, a reason (str) it runs as it is, or a _Record
+        self.records: dict = {}       # signature -> a _Record, or the reason (str) it runs as it is
+        # layout (the signature without addresses) -> None once warmed up, or the reason it runs as it is:
+        # a backward whose saved inputs move into the forward's pool records without a second warm-up
+        self.warmed: dict = {}
         self.logged: set = set()
 
     def _skip(self, reason):
@@ -117,10 +120,10 @@ class _Graphed:
             return self.compiled(*args)
         record = self.records.get(key)
         if record is None:
-            self.records[key] = _WARM
-            return self._warm_up(key, args)
-        if record is _WARM:
-            record = self.records[key] = _record(self.compiled, args, key, id(self))
+            layout = tuple(k[:4] + (0,) if len(k) == 5 else k for k in key)
+            if layout not in self.warmed:
+                return self._warm_up(layout, args)
+            record = self.records[key] = self.warmed[layout] or _record(self.compiled, args, key, id(self))
         if record.__class__ is str:
             self._skip(record)
             return self.compiled(*args)
@@ -131,7 +134,7 @@ class _Graphed:
             return self.compiled(*args)
         return out
 
-    def _warm_up(self, key, args):
+    def _warm_up(self, layout, args):
         versions = [_version(a) for a in args if isinstance(a, Tensor)]
         out = self.compiled(*args)
         inputs = [a for a in args if isinstance(a, Tensor)]
@@ -141,8 +144,8 @@ class _Graphed:
             reason = "mutated inputs"
         elif any(not o._keys & CUDA_BIT for o in outputs):
             reason = "cpu device (an output is not on the GPU)"
+        self.warmed[layout] = reason
         if reason is not None:
-            self.records[key] = reason
             self._skip(reason)
         return out
 
@@ -271,11 +274,13 @@ class _Record:
             else:
                 cupy.copyto(static, source)
         self.graph.replay()
-        result, handed = [], []
+        result, handed, made = [], [], {}
         for o, spec in zip(self.out, self.specs):
-            if spec == "pool":
-                o = alias(o, o._keys)
-                handed.append(o)
+            if spec == "pool":     # one alias per captured tensor: an output returned twice is one object
+                if id(o) not in made:
+                    made[id(o)] = alias(o, o._keys)
+                    handed.append(made[id(o)])
+                o = made[id(o)]
             elif spec is not None:
                 i, view = spec
                 o = args[i] if view is None else args[i].as_strided(view[0], view[1],
