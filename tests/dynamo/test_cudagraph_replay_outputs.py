@@ -119,3 +119,9 @@ def test_a_dead_output_and_a_reassigned_tensor_are_not_moved():
 def test_the_first_replay_has_nothing_to_move():
     g = _Graph()
     assert g.outputs.moves() == []
+
+
+def test_checks_are_deferred_only_under_a_capture():
+    # (the device half, a bounds check raised after a replay: tests/cuda/test_cuda_graph_training.py)
+    from ember._cuda.graphs import defer_check
+    assert defer_check(lambda: None) is False       # no capture underway: the caller checks now

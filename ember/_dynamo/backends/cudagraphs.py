@@ -46,6 +46,7 @@ _RANDOM = frozenset((
 _TRAINING_ARG = {"dropout": (2, True), "dropout1d": (2, True), "dropout2d": (2, True), "dropout3d": (2, True),
                  "alpha_dropout": (2, False), "feature_alpha_dropout": (2, False), "rrelu": (3, False)}
 _NOT_REPLAYED = object()    # _Record.run's answer when an output it must overwrite cannot be moved
+_POOL = object()            # an output spec: an alias of the output's buffer in the graph's pool
 _pool_owner: dict = {}      # allocation address of a recorded graph's output -> id of its _Graphed
 
 
@@ -208,7 +209,7 @@ def _record(compiled, args, key, owner):
         return f"an op the capture refused: {e}"
     flat = out if isinstance(out, (tuple, list)) else (out,)
     specs = [_output_spec(o, statics) for o in flat]
-    reason = next((s for s in specs if s.__class__ is str), None)
+    reason = next((s for s in specs if s.__class__ is str), None)      # (why an output cannot be returned)
     if reason is not None:
         return reason
     record = _Record(cuda_graph, args, statics, out, specs)
@@ -225,7 +226,7 @@ def _forget_pool(allocations):
 
 
 def _output_spec(o, statics):
-    """How a replay returns output `o` of the capture: "pool" (an alias of its buffer in the graph's
+    """How a replay returns output `o` of the capture: _POOL (an alias of its buffer in the graph's
     pool); (i, None) for input i itself; (i, (size, stride, offset from the input's)) for a view
     of input i, taken of the caller's input; None for a value that is not a tensor. A str: why not."""
     if not isinstance(o, Tensor):
@@ -239,7 +240,7 @@ def _output_spec(o, statics):
             if rest or item != s._data.itemsize:
                 return "an output viewing an input with another dtype"
             return i, (tuple(o.shape), tuple(o.stride()), delta)
-    return "pool"
+    return _POOL
 
 
 class _Record:
@@ -255,7 +256,7 @@ class _Record:
         self.flat = isinstance(out, (tuple, list))
         self.out = out if self.flat else (out,)
         self.specs = specs
-        self.outputs = ReplayOutputs([o._data for o, spec in zip(self.out, specs) if spec == "pool" and o._data.size],
+        self.outputs = ReplayOutputs([o._data for o, spec in zip(self.out, specs) if spec is _POOL and o._data.size],
                                      cupy_memory())
 
     def run(self, args):
@@ -276,7 +277,7 @@ class _Record:
         self.graph.replay()
         result, handed, made = [], [], {}
         for o, spec in zip(self.out, self.specs):
-            if spec == "pool":     # one alias per captured tensor: an output returned twice is one object
+            if spec is _POOL:      # one alias per captured tensor: an output returned twice is one object
                 if id(o) not in made:
                     made[id(o)] = alias(o, o._keys)
                     handed.append(made[id(o)])
