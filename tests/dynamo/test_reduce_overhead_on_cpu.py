@@ -176,3 +176,12 @@ def test_make_graphed_callables_validates_arguments_as_torch():
             lib.cuda.make_graphed_callables(model, (lib.ones(1, 2),))
         with pytest.raises(AssertionError, match="must contain only Tensors"):
             lib.cuda.make_graphed_callables(lambda x, n: x * n, (lib.ones(2), 3))
+
+
+def test_a_refused_capture_names_the_ember_function_that_raised():
+    from ember._dynamo.backends.cudagraphs import _where
+    with pytest.raises(RuntimeError) as error:
+        ember.ones(2).view(3)
+    where = _where(error.value)
+    assert where.startswith("ember/") and ".py:" in where
+    assert _where(RuntimeError("made outside")) == "outside ember"

@@ -206,7 +206,7 @@ def _record(compiled, args, key, owner):
         with graph(cuda_graph):
             out = compiled(*statics)
     except (RuntimeError, NotImplementedError) as e:   # refusals: a host sync (CuPy), a host draw (ember) ...
-        return f"an op the capture refused: {e}"
+        return f"an op the capture refused ({_where(e)}): {e}"
     flat = out if isinstance(out, (tuple, list)) else (out,)
     specs = [_output_spec(o, statics) for o in flat]
     reason = next((s for s in specs if s.__class__ is str), None)      # (why an output cannot be returned)
@@ -218,6 +218,17 @@ def _record(compiled, args, key, owner):
         _pool_owner[ptr] = owner
     weakref.finalize(record, _forget_pool, allocations)
     return record
+
+
+def _where(error) -> str:
+    """The innermost ember function `error` passed through ("ember/ops/cpu/indexing.py:_oob"): which
+    kernel read the device, for the log."""
+    import traceback
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if "/ember/" in f.filename.replace("\\", "/")]
+    if not frames:
+        return "outside ember"
+    path = frames[-1].filename.replace("\\", "/")
+    return f"{path[path.rindex('/ember/') + 1:]}:{frames[-1].name}"
 
 
 def _forget_pool(allocations):
