@@ -18,6 +18,11 @@ its own copy of the same weights; the optimizer step runs eagerly in both. The f
 (tracing, Triton compiles) is reported apart. `--check-loss` fails (exit 1) when a compiled
 column's losses leave ember eager's by more than bf16 tolerance.
 
+`--reduce-overhead` (with --compiled) adds ``ember.compile(model, mode="reduce-overhead")`` (the AOT forward
+and backward replayed from CUDA graphs) and its peer ``torch.compile(model, mode="reduce-overhead")``
+(cudagraph trees; ``torch.compiler.cudagraph_mark_step_begin()`` before each of its steps, as
+PyTorch's docs ask of a training loop), as columns "ember.compile(ro)" and "torch.compile(ro)".
+
 `--kernel-profile COLUMN...` prints the GPU kernels of one step of each named column (torch.profiler's
 CUPTI view, which sees Triton's, cuBLAS's and CuPy's kernels alike). `--profile` prints, after the timing, cProfile's top host functions of two ember steps (the
 ember.compile column's with --compiled) and ember.profiler's per-op table (with CUDA times from events when ProfilerActivity.CUDA works).
@@ -52,6 +57,8 @@ def build(lib, args, weights=None):
 
 
 def step(lib, model, opt, x, y):
+    if getattr(model, "_bench_mark_step", False):    # torch's reduce-overhead: a new step of its cudagraph trees
+        lib.compiler.cudagraph_mark_step_begin()
     with lib.autocast("cuda", dtype=lib.bfloat16):
         loss = model(x, y)
     loss.backward()
@@ -105,6 +112,8 @@ def clipped_step(lib, model, opt, x, y, lr):
     clipped to norm 1 (without it a spike at lr 6e-4 sends two columns' curves apart for good)."""
     for group in opt.param_groups:
         group["lr"] = lr
+    if getattr(model, "_bench_mark_step", False):
+        lib.compiler.cudagraph_mark_step_begin()
     with lib.autocast("cuda", dtype=lib.bfloat16):
         loss = model(x, y)
     loss.backward()
@@ -143,6 +152,14 @@ def compiled_columns(torch, args, weights, tx, ty, ex, ey, with_torch):
     if with_torch:
         tmodel, topt = build(torch, args)
         out["torch.compile"] = (torch, torch.compile(tmodel), topt, tx, ty)
+    if args.reduce_overhead:
+        emodel, eopt = build(ember, args, weights)
+        out["ember.compile(ro)"] = (ember, ember.compile(emodel, mode="reduce-overhead"), eopt, ex, ey)
+        if with_torch:
+            tmodel, topt = build(torch, args)
+            tcompiled = torch.compile(tmodel, mode="reduce-overhead")
+            tcompiled._bench_mark_step = True
+            out["torch.compile(ro)"] = (torch, tcompiled, topt, tx, ty)
     return out
 
 
@@ -207,6 +224,8 @@ def main():
     p.add_argument("--profile", action="store_true")
     p.add_argument("--only-ember", action="store_true", help="skip torch (profiling runs)")
     p.add_argument("--compiled", action="store_true", help="add ember.compile and torch.compile columns")
+    p.add_argument("--reduce-overhead", action="store_true",
+                   help="with --compiled: add the mode='reduce-overhead' (CUDA graphs) columns of both")
     p.add_argument("--check-loss", action="store_true", help="exit 1 if a compiled loss leaves eager's")
     p.add_argument("--kernel-profile", nargs="*", default=(), metavar="COLUMN",
                    help="after the timing, the GPU kernels of one step of these columns (torch.profiler / CUPTI)")
@@ -271,14 +290,14 @@ def main():
             print(f"# first step (CuPy kernel compiles, cuBLAS heuristics): {time.perf_counter() - t_start:.1f} s"
                   + "".join(f"; {n}: {first[n]:.1f} s" for n in first if "compile" in n))
     tokens_per_step = args.batch * args.seq
-    print(f"\n{'':<14}{'ms/step':>10}{'host ms':>10}{'tokens/s':>12}{'MFU':>8}   losses (first, last)")
+    print(f"\n{'':<19}{'ms/step':>10}{'host ms':>10}{'tokens/s':>12}{'MFU':>8}   losses (first, last)")
     result = {}
     for name in libs:
         t = statistics.median(times[name])
         tps = tokens_per_step / t
         result[name] = tps
         mfu = 6 * n_params * tps / (peak * 1e12)
-        print(f"{name:<14}{t * 1e3:>10.1f}{statistics.median(queued[name]) * 1e3:>10.1f}{tps:>12.0f}{mfu:>7.1%}"
+        print(f"{name:<19}{t * 1e3:>10.1f}{statistics.median(queued[name]) * 1e3:>10.1f}{tps:>12.0f}{mfu:>7.1%}"
               f"   {losses[name][0]:.4f}, {losses[name][-1]:.4f}")
     if "torch" in result:
         print(f"ember/torch tokens/s: {result['ember'] / result['torch']:.2f}x  (N = {n_params / 1e6:.1f}M)")
@@ -286,8 +305,15 @@ def main():
         for peer in ("torch", "torch.compile"):
             if peer in result:
                 print(f"ember.compile/{peer} tokens/s: {result['ember.compile'] / result[peer]:.2f}x")
-        worst = loss_gap(losses["ember"], losses["ember.compile"])
-        print(f"ember.compile vs ember eager: largest loss difference {worst:.2e} over {len(losses['ember'])} steps "
+    if "ember.compile(ro)" in result:
+        for peer in ("ember.compile", "torch.compile", "torch.compile(ro)"):
+            if peer in result:
+                print(f"ember.compile(ro)/{peer} tokens/s: {result['ember.compile(ro)'] / result[peer]:.2f}x")
+    for column in ("ember.compile", "ember.compile(ro)"):
+        if column not in result:
+            continue
+        worst = loss_gap(losses["ember"], losses[column])
+        print(f"{column} vs ember eager: largest loss difference {worst:.2e} over {len(losses['ember'])} steps "
               f"(bf16 tolerance {LOSS_TOL:.0e} relative)")
         if args.check_loss and worst > LOSS_TOL:
             sys.exit(1)

@@ -25,6 +25,7 @@ import sys
 import weakref
 
 captures_underway = [0]      # captures begun and not ended in this process: random kernels check it first
+_deferred: dict = {}         # capturing stream's pointer -> the checks its capture runs after each replay
 live_pools = weakref.WeakSet()   # graph pools alive: ember.cuda.memory_allocated/reserved count them
 
 
@@ -72,6 +73,7 @@ class CUDAGraph:
         self._pool = None            # _PoolHandle: the memory the graph's kernels address
         self._capturing = None       # (stream, allocator context) while capturing
         self._current_stream = None  # cupy.cuda.get_current_stream, kept for replay's hot path
+        self._checks = []            # checks deferred to after each replay (`defer_check`)
 
     def capture_begin(self, pool=None, capture_error_mode: str = "relaxed") -> None:
         """Begin capturing the work launched on the current stream into this graph."""
@@ -97,6 +99,7 @@ class CUDAGraph:
             allocator.__exit__(None, None, None)
             raise
         self._capturing = (stream, allocator)
+        self._checks = _deferred[stream.ptr] = []
         captures_underway[0] += 1
 
     def capture_end(self) -> None:
@@ -106,6 +109,7 @@ class CUDAGraph:
         stream, allocator = self._capturing
         self._capturing = None
         captures_underway[0] -= 1
+        _deferred.pop(stream.ptr, None)
         try:
             graph = stream.end_capture()
         finally:
@@ -130,10 +134,12 @@ class CUDAGraph:
         checks = sys.modules.get("ember._cuda.device_checks")
         if checks is not None and checks.captured:    # its index checks may set the flag: read it at the next sync
             checks.pending.setdefault(_cupy().cuda.runtime.getDevice(), {})
+        for check in self._checks:     # each reads the device (a sync) and raises eager's error
+            check()
 
     def reset(self) -> None:
         """Drop the captured graph and this graph's hold on its pool."""
-        self._graph, self._pool = None, None
+        self._graph, self._pool, self._checks = None, None, []
 
     def pool(self) -> _PoolHandle:
         """The token of this graph's memory pool, to share it with a later capture."""
@@ -180,7 +186,22 @@ class graph:
         return False
 
 
-# -- what a capture refuses ---------------------------------------------------------------
+# -- what a capture refuses, and what it checks after each replay ------------------------------
+def defer_check(check) -> bool:
+    """Under a capture on the current stream, run `check` (it reads device values and raises the
+    error eager raises) after each replay of the graph instead of now, since a capture cannot read
+    the device: True. False where no capture is underway there (the caller checks now). Used by
+    the fuser's kernel error flags and index_add's bounds: a replay that raises has run on
+    sanitised indices, and its outputs are never returned."""
+    if not captures_underway[0]:
+        return False
+    checks = _deferred.get(_cupy().cuda.get_current_stream().ptr)
+    if checks is None:
+        return False
+    checks.append(check)
+    return True
+
+
 def refuse_host_draw() -> None:
     """Raise if a CUDA graph is capturing on the current stream: called by ember's CUDA random
     draws before they seed cuRAND from the host generator (`random.draw`). The op is named from the stack: the

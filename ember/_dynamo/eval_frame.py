@@ -126,7 +126,7 @@ class _CompileOptions:
             backend_fn = self.backend
             self.backend = lambda gm, example_inputs: backend_fn(gm, example_inputs, **options)
         if mode == "reduce-overhead":      # each graph's compiled callable replayed from CUDA graphs
-            self.backend = _replayed_from_cuda_graphs(self.backend)
+            self.backend = _replayed_from_cuda_graphs(self.backend, lookup_backend(backend))
         self.backend_name = backend_name if backend_name is not None else backend
         self.fullgraph = fullgraph
         self.key = (lookup_backend(backend), fullgraph, tuple(sorted((options or {}).items(), key=repr)), mode)
@@ -146,9 +146,12 @@ class _CompileOptions:
         return functools.partial(_call_routed, fn, self)
 
 
-def _replayed_from_cuda_graphs(backend):
+def _replayed_from_cuda_graphs(backend, registered):
     def compile_then_cudagraphify(gm, example_inputs):
-        from .backends.cudagraphs import cudagraphify
+        from .backends.cudagraphs import aot_backend, cudagraphify
+        aot = aot_backend(registered)     # an AOT backend: its forward and backward replayed (training too)
+        if aot is not None:
+            return aot(gm, example_inputs)
         compiled = backend(gm, example_inputs)
         return cudagraphify(gm.forward if compiled is None else compiled, gm)
     return compile_then_cudagraphify

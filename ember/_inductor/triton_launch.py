@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from .._core.tensor import CUDA_BIT
+from .._cuda.graphs import captures_underway, defer_check
 from . import diskstore
 from .wrapper import GuardMismatch, _Named, _plain_enough
 
@@ -317,7 +318,10 @@ def error_flag():
 
 
 def raise_if_error(flag):
-    """Raise eager's exception for the lowest error bit the kernel set (a device read: a sync)."""
+    """Raise eager's exception for the lowest error bit the kernel set (a device read: a sync); under
+    a CUDA graph capture, after each replay (graphs.defer_check; the kernels guard their accesses)."""
+    if captures_underway[0] and defer_check(lambda: raise_if_error(flag)):
+        return
     rc = int(flag._data[0].get())
     if rc:
         flag._data.fill(0)

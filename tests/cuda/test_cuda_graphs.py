@@ -217,18 +217,46 @@ def test_reduce_overhead_replays_and_records_again_on_a_new_shape(counted, backe
     assert counted["replayed"] == 3 + 2 + 2
 
 
-def test_reduce_overhead_outputs_are_overwritten_by_the_next_replay_as_in_torch(counted):
+def test_reduce_overhead_outputs_held_across_replays_keep_their_values(counted):
+    # PyTorch raises on access to an output the next replay overwrote; ember moves it to a copy first
     compiled = ember.compile(lambda x: x * 2.0 + 1.0, backend="eager", mode="reduce-overhead")
     with ember.no_grad():
         for i in range(2):
             compiled(ember.full((3,), float(i), device="cuda"))   # warm-up, record
         first = compiled(ember.full((3,), 10.0, device="cuda"))
-        kept = first.clone()
         second = compiled(ember.full((3,), 20.0, device="cuda"))
-    assert first is not second and counted["captured"] == 1
-    np.testing.assert_array_equal(second.cpu().numpy(), np.full(3, 41.0, np.float32))
-    np.testing.assert_array_equal(first.cpu().numpy(), second.cpu().numpy())     # the same static buffer
-    np.testing.assert_array_equal(kept.cpu().numpy(), np.full(3, 21.0, np.float32))
+        third = compiled(ember.full((3,), 30.0, device="cuda"))
+    assert counted["captured"] == 1 and counted["replayed"] == 4
+    for got, want in ((first, 21.0), (second, 41.0), (third, 61.0)):
+        np.testing.assert_array_equal(got.cpu().numpy(), np.full(3, want, np.float32))
+
+
+def test_reduce_overhead_output_viewing_its_input_is_a_view_of_the_callers_input(counted):
+    compiled = ember.compile(lambda x: (x.view(-1), x * 2.0), backend="eager", mode="reduce-overhead")
+    with ember.no_grad():
+        for i in range(4):
+            x = ember.full((2, 3), float(i), device="cuda")
+            flat, doubled = compiled(x)
+            x.add_(1.0)                                     # the view follows the caller's tensor
+            np.testing.assert_array_equal(flat.cpu().numpy(), np.full(6, i + 1.0, np.float32))
+            np.testing.assert_array_equal(doubled.cpu().numpy(), np.full((2, 3), 2.0 * i, np.float32))
+    assert counted["captured"] == 1 and counted["replayed"] == 3
+
+
+def test_reduce_overhead_a_view_held_of_an_output_runs_that_call_without_the_graph(counted):
+    compiled = ember.compile(lambda x: x * 2.0, backend="eager", mode="reduce-overhead")
+    with ember.no_grad():
+        for i in range(2):
+            compiled(ember.full((4,), float(i), device="cuda"))
+        held = compiled(ember.full((4,), 5.0, device="cuda"))[1:]      # a view: cannot be moved
+        after = compiled(ember.full((4,), 7.0, device="cuda"))          # runs as it is
+        np.testing.assert_array_equal(held.cpu().numpy(), np.full(3, 10.0, np.float32))
+        np.testing.assert_array_equal(after.cpu().numpy(), np.full(4, 14.0, np.float32))
+        del held
+        again = compiled(ember.full((4,), 8.0, device="cuda"))
+        np.testing.assert_array_equal(after.cpu().numpy(), np.full(4, 14.0, np.float32))
+        np.testing.assert_array_equal(again.cpu().numpy(), np.full(4, 16.0, np.float32))
+    assert counted["captured"] == 1 and counted["replayed"] == 3
 
 
 def test_reduce_overhead_module_uses_parameters_in_place(counted):
@@ -245,12 +273,11 @@ def test_reduce_overhead_module_uses_parameters_in_place(counted):
     assert counted["captured"] == 1
 
 
-@pytest.mark.parametrize("case", ["random", "requires_grad", "mutation", "alias"])
+@pytest.mark.parametrize("case", ["random", "requires_grad", "mutation"])
 def test_reduce_overhead_falls_back_where_a_replay_would_not_be_exact(counted, case, capsys):
     fns = {"random": lambda x: x + ember.nn.functional.dropout(x, 0.5, training=True),
            "requires_grad": lambda x: (x * x).sum(),
-           "mutation": lambda x: x.add_(1.0) * 2.0,
-           "alias": lambda x: x.view(-1)}
+           "mutation": lambda x: x.add_(1.0) * 2.0}
     fn = fns[case]
     compiled = ember.compile(fn, backend="eager", mode="reduce-overhead")
     ember._logging.set_logs(cudagraphs=True)

@@ -86,6 +86,53 @@ def test_random_op_detection_reads_the_training_argument():
     assert seen == [want for _, want in cases]
 
 
+def test_random_op_detection_in_aot_graphs():
+    # the AOT backends hand cudagraphify aten graphs: dropout is aten.dropout.default there (a mask of
+    # ones dropped, when the input requires grad); p=0 and train=False return the input, drawing nothing
+    from ember._dynamo.backends.cudagraphs import _random_op
+    from ember._functorch.aot_autograd import aot_function
+    seen = []
+
+    def compiler(gm, example_inputs):
+        seen.append(_random_op(gm))
+        return gm.forward
+    cases = [((0.3, True), "dropout"), ((0.0, True), None), ((0.3, False), None)]
+    for (p, train), _ in cases:
+        x = ember.randn(4, 3, requires_grad=True)
+        aot_function(lambda t: F.dropout(t, p, train) * 2.0, compiler)(x).sum().backward()
+    # (forward, backward) per case: a backward multiplies by the saved mask, drawing nothing
+    assert seen == [r for _, want in cases for r in (want, None)]
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_reduce_overhead_training_on_cpu_is_the_default_mode(backend, cudagraph_logs):
+    # the AOT backends wrap their compiled forward and backward (not the dynamo graph's callable):
+    # on the CPU both say why they run as they are, and train as default mode does
+    def build():
+        ember.manual_seed(0)
+        return ember.nn.Sequential(ember.nn.Linear(5, 8), ember.nn.GELU(), ember.nn.Linear(8, 2))
+    models = [build(), build()]
+    compiled = [ember.compile(models[0], backend=backend, mode="reduce-overhead"),
+                ember.compile(models[1], backend=backend)]
+    for step in range(3):
+        x = ember.randn(4, 5)
+        for m in compiled:
+            m(x).square().sum().backward()
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+    log = cudagraph_logs()
+    assert log.count("skipping cudagraphs due to cpu device (an input is not on the GPU)") == 2   # fw, bw
+
+
+def test_only_aot_backends_replay_their_forward_and_backward():
+    from ember._dynamo.backends import lookup_backend
+    from ember._dynamo.backends.cudagraphs import aot_backend
+    assert aot_backend(lookup_backend("inductor")) is not None
+    assert aot_backend(lookup_backend("aot_eager")) is not None
+    assert aot_backend(lookup_backend("eager")) is None
+    assert aot_backend(lambda gm, example_inputs: gm.forward) is None     # a user backend: its callable
+
+
 def test_compile_refuses_unknown_modes_as_torch():
     for lib in (ember, torch):
         with pytest.raises(RuntimeError, match="Unrecognized mode"):
@@ -129,3 +176,12 @@ def test_make_graphed_callables_validates_arguments_as_torch():
             lib.cuda.make_graphed_callables(model, (lib.ones(1, 2),))
         with pytest.raises(AssertionError, match="must contain only Tensors"):
             lib.cuda.make_graphed_callables(lambda x, n: x * n, (lib.ones(2), 3))
+
+
+def test_a_refused_capture_names_the_ember_function_that_raised():
+    from ember._dynamo.backends.cudagraphs import _where
+    with pytest.raises(RuntimeError) as error:
+        ember.ones(2).view(3)
+    where = _where(error.value)
+    assert where.startswith("ember/") and ".py:" in where
+    assert _where(RuntimeError("made outside")) == "outside ember"

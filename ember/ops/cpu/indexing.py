@@ -23,6 +23,7 @@ from ..overlap import late_check
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
 _F32 = np.dtype(np.float32)
 _U8 = np.dtype(np.uint8)
+_ON_CUDA = np.__name__ != "numpy"     # this file's CUDA variant (np bound to CuPy's namespace)
 
 
 def _oob(a, n, *, negative=True):
@@ -294,13 +295,38 @@ def _along(arr, dim):
     return arr.reshape(1) if arr.ndim == 0 else np.moveaxis(arr, dim, 0)
 
 
+def _capturing() -> bool:
+    from ..._cuda.graphs import captures_underway, is_current_stream_capturing
+    return bool(captures_underway[0]) and is_current_stream_capturing()
+
+
+def _bounds_after_replay(idx, n, dim, one_dim):
+    """index_add's bounds check under a CUDA graph capture (which cannot read the device): found
+    on the device, raised after each replay (graphs.defer_check) with eager's error; meanwhile the
+    out-of-range entries index row 0, so the replay writes nowhere outside its output."""
+    from ..._cuda.graphs import defer_check
+    bad = (idx < 0) | (idx >= n)
+    found = np.stack([bad.any().astype(idx.dtype), np.take(idx, bad.argmax())])
+
+    def check():
+        any_bad, first = (int(v) for v in found.get())
+        if any_bad:
+            if one_dim:
+                raise IndexError("index_add_(): index out of range in self")
+            raise RuntimeError(f"index {first} is out of bounds for dimension {dim} with size {n}")
+    defer_check(check)
+    return np.where(bad, 0, idx)
+
+
 def index_add(self, dim, index, source, alpha=1):
     """``self[index[i]] += alpha * source[i]`` along `dim`, repeated indices accumulating."""
     dim = R.index_op_check("index_add_", self, dim, index, source)
     out = self._data.copy()
     idx = index._data.reshape(-1)
     n = out.shape[dim] if out.ndim else 1
-    if out.ndim <= 1 and _oob(idx, n, negative=False) is not None:
+    if _ON_CUDA and idx.size and _capturing():
+        idx = _bounds_after_replay(idx, n, dim, out.ndim <= 1)
+    elif out.ndim <= 1 and _oob(idx, n, negative=False) is not None:
         # PyTorch's 0-d / 1-d index_add_ kernel: an IndexError naming no index (a RuntimeError above)
         raise IndexError("index_add_(): index out of range in self")
     _bounds(idx, n, dim, negative=False)
