@@ -2,19 +2,22 @@
 # One device call for a round's merged tree: tests/cuda and the six op-oracle files on the GPU (in
 # parallel), bench/cuda_eager.py, bench/gpt2_cuda.py with the compiled columns and the kernel profiles
 # of ember's two columns, then a loss curve of ember eager vs ember.compile (LOSS_STEPS steps on a
-# Markov token stream, CSV in $OUT; LOSS_ARGS= adds the torch columns; TF=seconds adds bench/fused_cuda.py). Each stage has a time limit (TT, TB, TG, TL seconds); logs in $OUT.
+# Markov token stream, CSV in $OUT; GRAD=1 adds the gradient oracle; LOSS_ARGS= adds the torch columns; TF=seconds adds bench/fused_cuda.py). Each stage has a time limit (TT, TB, TG, TL seconds); logs in $OUT.
 set -u
 . "$(dirname "$0")/_device_python.sh"
 export PYTHONPATH=$PWD OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-$PWD/.cupy_cache}
 export EMBER_CACHE_DIR=${EMBER_CACHE_DIR:-/tmp/ember_round_cache}
 LOG=${OUT:-/tmp}
 PYTEST="$PY -m pytest -p no:cacheprovider -o addopts= -q -rf --tb=short"
-ORACLE_FILES="tests/ops/test_pointwise.py tests/ops/test_activation.py tests/ops/test_shape.py
-  tests/ops/test_inplace_alpha_fma.py tests/ops/test_linalg.py tests/ops/test_reduction.py"
+ORACLE_FILES=${ORACLE_FILES:-"tests/ops/test_pointwise.py tests/ops/test_activation.py tests/ops/test_shape.py
+  tests/ops/test_inplace_alpha_fma.py tests/ops/test_linalg.py tests/ops/test_reduction.py"}   # ORACLE_FILES=tests/ops: the whole suite
 if [ "${TT:-150}" != 0 ]; then
   timeout -s INT ${TT:-150} $PYTEST -n ${JOBS:-4} tests/cuda > $LOG/tests_cuda.log 2>&1 &
   EMBER_ORACLE_DEVICE=cuda timeout -s INT ${TT:-150} $PYTEST -n ${JOBS:-5} --tb=line $ORACLE_FILES > $LOG/op_oracle.log 2>&1 &
+  [ -n "${GRAD:-}" ] && EMBER_ORACLE_DEVICE=cuda timeout -s INT ${TT:-150} $PYTEST -n 3 --tb=line \
+    tests/autograd/test_grad_{reduction,shape,indexing,linalg,nn,conv}.py > $LOG/grad_oracle.log 2>&1 &
   wait
+  [ -n "${GRAD:-}" ] && { echo "== gradient oracle on cuda"; grep -E "^FAILED" $LOG/grad_oracle.log | head -n 20; tail -n 1 $LOG/grad_oracle.log; }
   echo "== tests/cuda"; grep -E "^(FAILED|ERROR)" $LOG/tests_cuda.log | head -n 30; tail -n 1 $LOG/tests_cuda.log
   echo "== op oracle on cuda"; grep -E "^FAILED" $LOG/op_oracle.log | head -n 20; tail -n 1 $LOG/op_oracle.log
 fi
