@@ -70,7 +70,6 @@ class _Ufunc:
     _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "fmax": "nanmax",
                "fmin": "nanmin", "logical_and": "all", "logical_or": "any"}
     _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
-    _AT = {"add": "scatter_add", "maximum": "scatter_max", "minimum": "scatter_min"}
 
     def __init__(self, name):
         self.fn, self.name, self.host = getattr(cupy, name), name, getattr(numpy, name, None)
@@ -109,14 +108,36 @@ class _Ufunc:
         return self.fn(a.reshape(a.shape + (1,) * b.ndim), b)
 
     def at(self, a, indices, values=None):
+        if self.name != "add":    # CuPy's atomics: no product at all, max/min not for every dtype
+            _at_in_rounds(self.fn, a, indices, values)
+            return
         import cupyx
-        scatter = getattr(cupyx, self._AT[self.name])
+        scatter = cupyx.scatter_add
         if a.dtype in _SCATTER_DTYPES:
             scatter(a, indices, values)
             return
         wide = a.astype(numpy.float32 if a.dtype.kind in "fc" else numpy.int64)   # int8, bool, bfloat16 ...
         scatter(wide, indices, values if not isinstance(values, cupy.ndarray) else values.astype(wide.dtype))
         a[...] = wide.astype(a.dtype)
+
+
+def _at_in_rounds(fn, a, indices, values):
+    """``fn.at(a, indices, values)`` without atomics: each round combines every distinct target with
+    its earliest remaining value, so a repeated target takes its values in index order, as NumPy's
+    (a product's rounding included); as many rounds as the most repeated target."""
+    work = a if a.flags.c_contiguous else cupy.ascontiguousarray(a)
+    flat = work.reshape(-1)
+    positions = cupy.arange(a.size).reshape(a.shape)[indices]
+    values = cupy.broadcast_to(cupy.asarray(values), positions.shape).reshape(-1)
+    positions = positions.reshape(-1)
+    while positions.size:
+        targets, first = cupy.unique(positions, return_index=True)
+        flat[targets] = fn(flat[targets], values[first])
+        rest = cupy.ones(positions.size, dtype=bool)
+        rest[first] = False
+        positions, values = positions[rest], values[rest]
+    if work is not a:
+        a[...] = work
 
 
 _SCATTER_DTYPES = {numpy.dtype(t) for t in (numpy.int32, numpy.int64, numpy.uint32, numpy.uint64, numpy.float16,
