@@ -14,6 +14,7 @@ import types
 import cupy
 import numpy
 
+from .._core import dtype as _dt
 from . import elementwise, overrides
 
 _HOST_TYPES = (list, tuple, int, float, bool, range, numpy.ndarray, numpy.generic)
@@ -186,7 +187,6 @@ def _no_integer_gemm(name, product, kernel):
         if arrays and all(a.size for a in arrays) and arrays[0].dtype.kind in "biu" and (
                 name != "einsum" or _contracts(args[0], len(arrays))) and (
                 name != "tensordot" or kwargs.get("axes", args[2] if len(args) > 2 else 2) != 0):
-            from .._core import dtype as _dt
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt._FROM_NP[arrays[0].dtype].c10_name}'")
         return product(*args, **kwargs)
     fn.__name__ = name
@@ -195,19 +195,26 @@ def _no_integer_gemm(name, product, kernel):
 
 def _where(condition, x=None, y=None):
     """np.where with a Python number beside an array keeps the array's dtype when the number is of
-    its kind or lower (NumPy's weak scalars; CuPy would widen bfloat16 by a float to float32)."""
+    its kind or lower (NumPy's weak scalars; CuPy would widen bfloat16 by a float to float32).
+    bfloat16 operands are selected as their bits: CuPy's where has no bfloat16 loop (float32 comes out)."""
     if x is None:
         return cupy.where(condition)
     if x.__class__ in _PY_SCALARS and isinstance(y, cupy.ndarray) and _weak_fits(x, y.dtype):
         x = cupy.asarray(x, y.dtype)
     elif y.__class__ in _PY_SCALARS and isinstance(x, cupy.ndarray) and _weak_fits(y, x.dtype):
         y = cupy.asarray(y, x.dtype)
+    if getattr(x, "dtype", None) == _BFLOAT16 and getattr(y, "dtype", None) == _BFLOAT16:
+        return cupy.where(condition, cupy.asarray(x).view(numpy.uint16),
+                          cupy.asarray(y).view(numpy.uint16)).view(_BFLOAT16)
     return cupy.where(condition, x, y)
+
+
+_BFLOAT16 = _dt.bfloat16.np
 
 
 def _weak_fits(number, dtype) -> bool:
     kinds = {bool: "biufc", int: "iufc", float: "fc", complex: "c"}[number.__class__]
-    return dtype.kind in kinds
+    return ("f" if dtype == _BFLOAT16 else dtype.kind) in kinds
 
 
 _REPLACEMENTS = {
