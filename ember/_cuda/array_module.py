@@ -109,8 +109,8 @@ class _Ufunc:
         return self.fn(a.reshape(a.shape + (1,) * b.ndim), b)
 
     def at(self, a, indices, values=None):
-        if self.name != "add":    # CuPy's atomics: no product at all, max/min not for every dtype
-            _at_in_rounds(self.fn, a, indices, values)
+        if self.name != "add" or a.dtype.kind == "c":   # CuPy's atomics: no product, no complex sums,
+            _at_in_rounds(self.fn, a, indices, values)   # max/min not for every dtype
             return
         import cupyx
         scatter = cupyx.scatter_add
