@@ -60,6 +60,15 @@ class _default_device:
         torch.set_default_device(self.saved[1])
 
 
+def _version(text):
+    return tuple(int(p) for p in text.split("+")[0].split(".")[:2])
+
+
+# the installed PyTorch predates 2.13 (the GPU machine's): for behaviour that cannot be probed (it
+# crashes the older release's process), tests check ember against 2.13's with `check_as_2_13`
+TORCH_BEFORE_2_13 = _version(torch.__version__) < (2, 13)
+
+
 def torch_raises(probe, exc) -> bool:
     """Whether the installed PyTorch raises `exc` running ``probe()`` (on the CPU): does it have
     the behaviour of 2.13 that the probe exercises?"""

@@ -280,40 +280,35 @@ def _composite_as_functionality(kernel):
     return run
 
 
-# ops whose tensors may be on different devices, as in PyTorch: copies between devices, and
-# indexing a CUDA tensor with CPU index tensors (they are copied to the device)
-_CROSS_DEVICE = {"aten::copy_", "aten::tensor_split.tensor_indices_or_sections"}   # (its indices: a CPU tensor)
-_CPU_INDICES = {"aten::index.Tensor", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"}
-
-
 def _mixed_devices(op, keys, args):
-    """Tensors of two backends in one call. As in PyTorch, a 0-d CPU tensor mixed with CUDA tensors
-    is a scalar: it is copied to the device and the call goes on (`args`, so converted); so are
-    CPU index tensors of indexing ops; any other mix raises PyTorch's RuntimeError. Off the hot
-    path: only calls that mix backends come here."""
+    """Tensors of two backends in one call, by the op's rule in device_rules (PyTorch CUDA's):
+    accepted as they are, refused with PyTorch's RuntimeError, or accepted with the CPU tensors it
+    takes (0-d scalars; index tensors of indexing ops) copied to the device (`args`, so converted).
+    Off the hot path: only calls that mix backends come here."""
     from .tensor import Tensor
-    if op.name in _CROSS_DEVICE:
+    from . import device_rules as rules
+    if op.name in rules.COPIES:
         return args
-    if op.name == "aten::repeat_interleave.self_Tensor" and keys & CUDA_BIT and not keys & META_BIT:
-        self_, repeats = args[0], args[1]      # PyTorch: index_select(self, an index made on repeats' device)
-        raise RuntimeError(f"Expected all tensors to be on the same device, but got index is on {repeats.device}, "
-                           f"different from other tensors on {self_.device} (when checking argument in method "
-                           f"wrapper_{self_.device.type.upper()}__index_select)")
+    on_cuda = keys & CUDA_BIT and not keys & META_BIT
+    if on_cuda and op.name in rules.WRAPPER_CHECKED:
+        error = rules.wrapper_error(op, args, Tensor)
+        if error is not None:
+            raise error
     devices, cpu_scalars = [], False
-    any_cpu_tensor = op.name in _CPU_INDICES
+    indexing = op.name in rules.INDEXING
 
-    def visit(a):
+    def visit(a, in_list):
         nonlocal cpu_scalars
         if isinstance(a, Tensor):
-            if a._keys & CPU_BIT and keys & CUDA_BIT and not keys & META_BIT and (any_cpu_tensor or a._data.ndim == 0):
+            if a._keys & CPU_BIT and on_cuda and ((indexing and in_list) or a._data.ndim == 0):
                 cpu_scalars = True
             elif str(a.device) not in devices:
                 devices.append(str(a.device))
         elif isinstance(a, (list, tuple)):
             for x in a:
-                visit(x)
+                visit(x, True)
     for a in args:
-        visit(a)
+        visit(a, False)
     if len(devices) > 1 or not cpu_scalars:
         names = devices + ["cpu"] if len(devices) == 1 else devices
         raise RuntimeError(f"{op.name}: Expected all tensors to be on the same device, but found at least "

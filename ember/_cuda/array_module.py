@@ -14,6 +14,7 @@ import types
 import cupy
 import numpy
 
+from .._core import dtype as _dt
 from . import elementwise, overrides
 
 _HOST_TYPES = (list, tuple, int, float, bool, range, numpy.ndarray, numpy.generic)
@@ -70,7 +71,6 @@ class _Ufunc:
     _REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "fmax": "nanmax",
                "fmin": "nanmin", "logical_and": "all", "logical_or": "any"}
     _ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
-    _AT = {"add": "scatter_add", "maximum": "scatter_max", "minimum": "scatter_min"}
 
     def __init__(self, name):
         self.fn, self.name, self.host = getattr(cupy, name), name, getattr(numpy, name, None)
@@ -109,14 +109,36 @@ class _Ufunc:
         return self.fn(a.reshape(a.shape + (1,) * b.ndim), b)
 
     def at(self, a, indices, values=None):
+        if self.name != "add" or a.dtype.kind == "c":   # CuPy's atomics: no product, no complex sums,
+            _at_in_rounds(self.fn, a, indices, values)   # max/min not for every dtype
+            return
         import cupyx
-        scatter = getattr(cupyx, self._AT[self.name])
+        scatter = cupyx.scatter_add
         if a.dtype in _SCATTER_DTYPES:
             scatter(a, indices, values)
             return
         wide = a.astype(numpy.float32 if a.dtype.kind in "fc" else numpy.int64)   # int8, bool, bfloat16 ...
         scatter(wide, indices, values if not isinstance(values, cupy.ndarray) else values.astype(wide.dtype))
         a[...] = wide.astype(a.dtype)
+
+
+def _at_in_rounds(fn, a, indices, values):
+    """``fn.at(a, indices, values)`` without atomics: each round combines every distinct target with
+    its earliest remaining value, so a repeated target takes its values in index order, as NumPy's
+    (a product's rounding included); as many rounds as the most repeated target."""
+    work = a if a.flags.c_contiguous else cupy.ascontiguousarray(a)
+    flat = work.reshape(-1)
+    positions = cupy.arange(a.size).reshape(a.shape)[indices]
+    values = cupy.broadcast_to(cupy.asarray(values), positions.shape).reshape(-1)
+    positions = positions.reshape(-1)
+    while positions.size:
+        targets, first = cupy.unique(positions, return_index=True)
+        flat[targets] = fn(flat[targets], values[first])
+        rest = cupy.ones(positions.size, dtype=bool)
+        rest[first] = False
+        positions, values = positions[rest], values[rest]
+    if work is not a:
+        a[...] = work
 
 
 _SCATTER_DTYPES = {numpy.dtype(t) for t in (numpy.int32, numpy.int64, numpy.uint32, numpy.uint64, numpy.float16,
@@ -165,7 +187,6 @@ def _no_integer_gemm(name, product, kernel):
         if arrays and all(a.size for a in arrays) and arrays[0].dtype.kind in "biu" and (
                 name != "einsum" or _contracts(args[0], len(arrays))) and (
                 name != "tensordot" or kwargs.get("axes", args[2] if len(args) > 2 else 2) != 0):
-            from .._core import dtype as _dt
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt._FROM_NP[arrays[0].dtype].c10_name}'")
         return product(*args, **kwargs)
     fn.__name__ = name
@@ -174,19 +195,26 @@ def _no_integer_gemm(name, product, kernel):
 
 def _where(condition, x=None, y=None):
     """np.where with a Python number beside an array keeps the array's dtype when the number is of
-    its kind or lower (NumPy's weak scalars; CuPy would widen bfloat16 by a float to float32)."""
+    its kind or lower (NumPy's weak scalars; CuPy would widen bfloat16 by a float to float32).
+    bfloat16 operands are selected as their bits: CuPy's where has no bfloat16 loop (float32 comes out)."""
     if x is None:
         return cupy.where(condition)
     if x.__class__ in _PY_SCALARS and isinstance(y, cupy.ndarray) and _weak_fits(x, y.dtype):
         x = cupy.asarray(x, y.dtype)
     elif y.__class__ in _PY_SCALARS and isinstance(x, cupy.ndarray) and _weak_fits(y, x.dtype):
         y = cupy.asarray(y, x.dtype)
+    if getattr(x, "dtype", None) == _BFLOAT16 and getattr(y, "dtype", None) == _BFLOAT16:
+        return cupy.where(condition, cupy.asarray(x).view(numpy.uint16),
+                          cupy.asarray(y).view(numpy.uint16)).view(_BFLOAT16)
     return cupy.where(condition, x, y)
+
+
+_BFLOAT16 = _dt.bfloat16.np
 
 
 def _weak_fits(number, dtype) -> bool:
     kinds = {bool: "biufc", int: "iufc", float: "fc", complex: "c"}[number.__class__]
-    return dtype.kind in kinds
+    return ("f" if dtype == _BFLOAT16 else dtype.kind) in kinds
 
 
 _REPLACEMENTS = {

@@ -70,18 +70,21 @@ def _no_int_gemm(arr, kernel, other=None):
         raise NotImplementedError(f"\"{cuda_kernel or kernel}\" not implemented for '{name}'")
 
 def _pool_floats_only(x, kernel, allowed):
-    """pool's dtype rule on the GPU: PyTorch's CUDA pooling kernels take floating dtypes only."""
-    floats = (_dt.float16, _dt.bfloat16, _dt.float32, _dt.float64)
-    if x.dtype not in tuple(d for d in allowed if d in floats):
+    """pool's dtype rule on the GPU: PyTorch's CUDA pooling kernels take no integer dtypes (complex ones
+    only where the CPU's do too: a 1x1 adaptive average is a mean, on either device)."""
+    if x.dtype not in tuple(d for d in allowed if d.category in (_dt.FLOAT, _dt.COMPLEX)):
         raise NotImplementedError(f"\"{kernel}_out_cuda_frame\" not implemented for '{x.dtype.c10_name}'")
 
 
 def _conv_floats_only(x, kernel, allowed):
-    """conv's dtype rule on the GPU: cuDNN finds no convolution for integer dtypes (PyTorch's RuntimeError)."""
-    if x.dtype.category != _dt.FLOAT and kernel.startswith(("slow_conv", "im2col", "col2im")):
+    """conv's dtype rule on the GPU. Convolutions go to cuDNN, which finds no engine for bool and
+    integer dtypes (PyTorch's RuntimeError; a complex one is real convolutions underneath);
+    F.unfold/F.fold are PyTorch's own im2col/col2im CUDA kernels, which dispatch on the dtypes
+    their CPU twins do (floating, complex, bool), under the CUDA kernel's name."""
+    if kernel.startswith("slow_conv") and x.dtype.category in (_dt.BOOL, _dt.INT):
         raise RuntimeError("GET was unable to find an engine to execute this computation")
     if x.dtype not in allowed:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{x.dtype.c10_name}'")
+        raise NotImplementedError(f"\"{kernel.replace('_cpu', '_cuda')}\" not implemented for '{x.dtype.c10_name}'")
 
 
 class Around:

@@ -28,7 +28,7 @@ from .._core.schema import parse_schema, Argument, FunctionSchema
 from .._core.tensor import Tensor
 from . import codegen, out_dtype, overlap
 from .overloads import _resolver
-from .table import CUDA_REFUSALS
+from .table import CUDA_REFUSALS, NO_CUDA_KERNEL
 
 
 @dataclasses.dataclass
@@ -213,7 +213,8 @@ def register(entry: Op) -> OperatorHandle:
     schema = parse_schema(entry.schema)
     handle = _make_handle(schema)
     handle.nondeterministic = entry.nondeterministic
-    cuda = entry.cuda if entry.cuda is not None or entry.cpu is None else _cuda_from_cpu(entry)
+    cuda = entry.cuda if entry.cuda is not None or entry.cpu is None or schema.name in NO_CUDA_KERNEL \
+        else _cuda_from_cpu(entry)
     if schema.name in CUDA_REFUSALS and cuda is not None:
         cuda = _refusing(cuda, CUDA_REFUSALS[schema.name])
     kernels = {DispatchKey.CPU: entry.cpu, DispatchKey.Meta: entry.meta, DispatchKey.CUDA: cuda}

@@ -14,15 +14,17 @@ import numpy as np
 import torch
 
 import ember
-from oracle import DEVICE, device_scope
+from oracle import DEVICE, TORCH_BEFORE_2_13, device_scope
 
 RNG = np.random.default_rng(0)
 
 
 def rand(*shape, low=-2.0, high=2.0):
-    """Distinct float64 values (no ties, so max/sort/median are differentiable)."""
+    """Distinct float64 values (no ties, so max/sort/median are differentiable), none within 1e-4 of
+    a grid point such as 0 (|x| and relu stay differentiable for gradcheck's 1e-6 steps, whichever
+    draws an xdist worker made before)."""
     n = int(np.prod(shape)) if shape else 1
-    vals = RNG.permutation(np.linspace(low, high, n + 1)[1:] + RNG.uniform(0, 1e-3, n))
+    vals = RNG.permutation(np.linspace(low, high, n + 1)[1:] + 1e-4 + 0.9 * RNG.uniform(0, 1e-3, n))
     return vals.reshape(shape)
 
 
@@ -105,7 +107,12 @@ def _grad_check(fn, arrays, noncontig, gradcheck, gradgrad, atol):
     assert len(outs_e) == len(outs_t), "differentiable outputs differ"
     gos = [RNG.standard_normal(tuple(o.shape)) for o in outs_t]
     ge = ember.autograd.grad(list(outs_e), leaves_e, [ember.tensor(g, device=DEVICE) for g in gos], allow_unused=True)
-    gt = torch.autograd.grad(outs_t, leaves_t, [torch.tensor(g, device=DEVICE) for g in gos], allow_unused=True)
+    try:
+        gt = torch.autograd.grad(outs_t, leaves_t, [torch.tensor(g, device=DEVICE) for g in gos], allow_unused=True)
+    except (RuntimeError, NotImplementedError) as exc:
+        if TORCH_BEFORE_2_13 and gradcheck and "derivative for" in str(exc) and "not implemented" in str(exc):
+            return   # a derivative the older PyTorch lacks (the GPU machine's): ember's gradcheck above is the oracle
+        raise
     for a, b in zip(ge, gt):
         if b is None:
             assert a is None or not np.any(a.cpu().numpy()), "ember has a gradient where torch has none"

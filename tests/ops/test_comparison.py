@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import ember
-from oracle import ALL_DTYPES, FLOAT_DTYPES, check, check_raises, make
+from oracle import ALL_DTYPES, FLOAT_DTYPES, TORCH_BEFORE_2_13, check, check_raises, device_scope, make, to_ember
 
 SHAPES = [((3, 4), (4,)), ((), ()), ((0, 3), (3,)), ((2, 1, 3), (4, 1)), ((5,), ())]
 COMPARE = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal"]
@@ -131,7 +131,12 @@ def test_equal(dtype):
 
 def test_equal_mixed_and_errors():
     check(lambda lib, x: lib.equal(x.to(lib.int64), x.to(lib.float32)), ints(5))
-    check(lambda lib, x: lib.equal(x, x), special("float32"), dtype="float32")
+    if TORCH_BEFORE_2_13:   # older releases answer True for a tensor with NaN equal to itself (an alias
+        with device_scope():   # shortcut, kept by the GPU machine's CUDA kernel); 2.13 compares the values
+            x = to_ember(special("float32"), "float32")
+            assert ember.equal(x, x) is False
+    else:
+        check(lambda lib, x: lib.equal(x, x), special("float32"), dtype="float32")
     check(lambda lib, x: lib.equal(x, x), np.zeros((0, 3)), dtype="float32")
     check_raises(lambda lib, x: lib.equal(x, 1), ints(3), exc=TypeError)
     check_raises(lambda lib, x: lib.equal(x.to("meta"), x.to("meta")), ints(3), exc=NotImplementedError)

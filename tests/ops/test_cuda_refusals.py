@@ -6,7 +6,7 @@ import torch
 
 import ember
 from ember.ops import registry
-from ember.ops.table import CUDA_REFUSALS
+from ember.ops.table import CUDA_REFUSALS, NO_CUDA_KERNEL
 
 CASES = [(op, dtype) for op, rows in CUDA_REFUSALS.items() for dtype in rows]
 
@@ -39,3 +39,12 @@ def test_the_cuda_kernel_of_the_op_is_wrapped(op):
     from ember._core.dispatch import DispatchKey
     cuda_kernel = handle.table[DispatchKey.CUDA]
     assert cuda_kernel.__code__ is registry._refusing(None, {}).__code__
+
+
+@pytest.mark.parametrize("op", sorted(NO_CUDA_KERNEL))
+def test_ops_without_a_cuda_kernel_refuse_like_pytorchs_dispatcher(op):
+    from ember._core.dispatch import CUDA_BIT, DispatchKey
+    for handle in (getattr(registry.aten, op)._overloads.values()):
+        assert DispatchKey.CUDA not in handle.kernels, handle.name
+        with pytest.raises(NotImplementedError, match=f"Could not run '{handle.name}' with arguments from the 'CUDA'"):
+            handle.redispatch(CUDA_BIT, ember.ones(3))

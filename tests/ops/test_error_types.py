@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import ember
+from oracle import torch_raises
 
 
 def o(L, *s, **kw): return L.ones(*s, **kw)
@@ -418,6 +419,10 @@ CASES.update({  # in-place, operators, nn modules, optimizers, data, dtype utili
 })
 
 
+# programs whose exception type PyTorch 2.13 changed (named tensors gone: a str dim is a bad argument type)
+CHANGED_IN_2_13 = {"sum dim str": TypeError}
+
+
 def _outcome(lib, prog):
     try:
         prog(lib)
@@ -440,4 +445,6 @@ def _same_type(got, expected):
 def test_exception_type(name):
     prog = CASES[name]
     expected, got = _outcome(torch, prog), _outcome(ember, prog)
+    if name in CHANGED_IN_2_13 and not torch_raises(lambda: prog(torch), CHANGED_IN_2_13[name]):
+        expected = CHANGED_IN_2_13[name]    # an older PyTorch (the GPU machine's): 2.13's type is the oracle
     assert _same_type(got, expected), f"{name}: ember raised {got}, torch {expected}"

@@ -18,11 +18,13 @@ MASK34 = make((3, 4), "bool", seed=1)
 
 
 def T(lib, v, dtype=None):
-    """A tensor of `v` in lib (int64 / bool / float32 inferred like torch.tensor)."""
+    """A tensor of `v` in lib (int64 / bool / float32 inferred like torch.tensor), on lib's default
+    device: with EMBER_ORACLE_DEVICE=cuda the indices are on the GPU with the data, so the suite tests
+    the CUDA kernels (mixing CPU indices with GPU data: tests/cuda/test_cuda_device_rules.py)."""
     arr = np.array(v)
     if arr.dtype.kind == "f":
         arr = arr.astype(np.float32)
-    t = lib.from_numpy(arr)
+    t = lib.from_numpy(arr).to(lib.get_default_device())
     return t if dtype is None else t.to(getattr(lib, dtype))
 
 

@@ -14,7 +14,7 @@ from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap
 from .. import rules
 from ..meta import comparison as R
-from .pointwise import compute
+from .pointwise import ON_CUDA, compute
 
 _ndarray = np.ndarray
 _HALF = {np.dtype(np.float16), _dt.bfloat16.np}
@@ -235,6 +235,11 @@ def clamp(x, lo=None, hi=None):
         return wrap(np.asarray(np.minimum(arr, hi) if hi is not None else arr))
     d = R.clamp_dtype(x, lo, hi).np
     arr = _as(x, d)
+    bound = lo if hi is None else hi if lo is None else None
+    if ON_CUDA and bound.__class__ is float and bound != bound:
+        # PyTorch's CUDA clamp_min/clamp_max kernels for a number bound use fmax/fmin: a NaN bound is
+        # ignored (both bounds with a NaN fill NaN, on either device)
+        return wrap(np.array(arr, copy=True))
     if lo is not None:
         arr = np.maximum(arr, _as(lo, d))
     if hi is not None:

@@ -8,6 +8,7 @@ from ..._core import dtype as _dt
 from ..._core.storage import make_strided, storage_offset_elements
 from ..._core.tensor import Tensor, wrap
 from ..meta import creation as rules
+from .pointwise import ON_CUDA
 from .from_data import tensor_from_data  # noqa: F401 - ember.tensor's kernel, re-exported with the family
 
 
@@ -241,8 +242,24 @@ def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory
 
 def logspace(start, end, steps, base=10.0, dtype=None, layout=None, device=None, pin_memory=None):
     dt = rules.linspace_dtype(start, end, steps, dtype, "logspace")
+    if ON_CUDA and dt in (_dt.float16, _dt.bfloat16) and steps > 1:
+        return wrap(_logspace_in_half(_scalar_of(start), _scalar_of(end), steps, base, dt.np))
     work = _linspace_values(start, end, steps, dt if dt.category == _dt.COMPLEX else _dt.float64)
     return wrap(_cast(np.power(base, work), dt))
+
+
+def _logspace_in_half(start, end, steps, base, half):
+    """PyTorch's CUDA logspace in float16/bfloat16: the step and each exponent are computed in the
+    dtype (c10's half arithmetic: float math rounded at every operation), the power in float32
+    (its CPU kernel steps in double, so the two differ by the exponent's rounding)."""
+    def rounded(x):
+        return np.asarray(x, np.float32).astype(half).astype(np.float32)
+    s, e = rounded(start), rounded(end)
+    step = rounded(rounded(e - s) / rounded(steps - 1))
+    index = np.arange(steps, dtype=np.float32)
+    exponent = np.where(index < steps // 2, rounded(s + rounded(step * rounded(index))),
+                        rounded(e - rounded(step * rounded(steps - 1 - index))))
+    return np.power(rounded(base), exponent).astype(half)
 
 
 def _cast(vals, dt):

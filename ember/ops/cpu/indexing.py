@@ -17,6 +17,7 @@ import numpy as np
 from ..._core import dtype as _dt
 from ..._core.tensor import Tensor, wrap
 from .. import native
+from .pointwise import ON_CUDA
 from ..meta import indexing as R
 from ..overlap import late_check
 
@@ -116,7 +117,10 @@ def index(self, indices):
         if shape is not None:
             return wrap(np.empty(shape, self._data.dtype))
         return wrap(self._data[key])
-    return wrap(self._data[index_key(self, indices)])
+    key = index_key(self, indices)
+    if ON_CUDA and len(key) > 1:   # CuPy refuses unbroadcastable index arrays with a ValueError (NumPy: IndexError)
+        R.advanced_shape(self.shape, [None if isinstance(k, slice) else k.shape for k in key])
+    return wrap(self._data[key])
 
 
 def _check_values(self, key, values):

@@ -12,6 +12,7 @@ from ..._core import dtype as _dt
 from .. import native
 from ..meta import nn as meta
 from .nn import acc, result
+from .pointwise import ON_CUDA
 
 
 def reduce(loss, reduction, np_dtype):
@@ -170,6 +171,9 @@ def _nll(op, logp, target, w, reduction, ignore_index):
     if reduction == 0:
         return losses
     total = np.sum(losses)
+    if reduction == 1 and ON_CUDA and logp.ndim == 1:
+        # PyTorch's CUDA kernel for one sample: an ignored target gives 0, not 0 / 0 (its CPU one: NaN)
+        return np.where(ignored, total, total / np.sum(wt))
     return total / np.sum(wt) if reduction == 1 else total
 
 

@@ -17,6 +17,7 @@ from ..meta import nn as meta
 from .. import rules
 from .linalg import _matmul
 from .. import native
+from .pointwise import ON_CUDA
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -272,11 +273,21 @@ def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, e
                                           + (1 - momentum) * rv).astype(rv.dtype)
     else:
         y, new_rm, new_rv = _batch_norm(acc(x._data), opt(weight), opt(bias), rm, rv, training, momentum, eps)
-    if new_rm is not None:
+    copies = ON_CUDA and _cudnn_batch_norm(x, weight, bias, running_mean, running_var, eps, cudnn_enabled)
+    if new_rm is not None and not (copies and not running_mean.is_contiguous()):
         _store(running_mean, new_rm)
-    if new_rv is not None:
+    if new_rv is not None and not (copies and not running_var.is_contiguous()):
         _store(running_var, new_rv)
     return result(y, x._data.dtype)
+
+
+def _cudnn_batch_norm(x, weight, bias, running_mean, running_var, eps, cudnn_enabled):
+    """Whether PyTorch's CUDA batch_norm takes cuDNN (_batch_norm_impl_index's conditions), which it
+    hands contiguous copies of the running statistics: non-contiguous ones are then not updated."""
+    half_types = (_dt.float16, _dt.bfloat16)
+    return bool(cudnn_enabled) and x.ndim >= 3 and weight is not None and bias is not None \
+        and (running_mean is None) == (running_var is None) and eps >= 1e-5 \
+        and _dt.bfloat16 not in (x.dtype, weight.dtype) and (x.dtype not in half_types or weight.dtype is _dt.float32)
 
 
 def instance_norm(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):

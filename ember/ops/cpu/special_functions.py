@@ -235,19 +235,22 @@ def heaviside(x, values):
 
 
 def nextafter(a, b):
+    """The next value after a towards b, stepped on the bits in the dtype's own width (no float32
+    widening of half types; CuPy's float32 nextafter flushes subnormals, PyTorch's CUDA one does not)."""
     common, _, _ = operands(a, b, "nextafter")
     if common.category != _dt.FLOAT:
         raise not_implemented("nextafter_cpu", common)
-    # step in the dtype's own precision (operands() would widen half types to float32)
     x = np.asarray(a._data if hasattr(a, "_data") else a).astype(common.np)
     y = np.asarray(b._data if hasattr(b, "_data") else b).astype(common.np)
-    if common is not _dt.bfloat16:
-        return wrap(np.nextafter(x, y))
     x, y = np.broadcast_arrays(x, y)
-    bits = x.view(np.uint16).astype(np.int32)
+    unsigned, wide = np.dtype(f"u{common.itemsize}"), np.dtype(f"i{2 * common.itemsize}") if common.itemsize < 8 \
+        else np.dtype(np.uint64)
+    bits = x.view(unsigned).astype(wide)
+    smallest_negative = (1 << (8 * common.itemsize - 1)) | 1     # sign bit and the lowest mantissa bit
     away_from_zero = (x < y) == (x > 0)
-    step = np.where(x == 0, np.where(y < 0, 0x8001, 1), np.where(away_from_zero, bits + 1, bits - 1))
-    out = step.astype(np.uint16).view(common.np)
+    step = np.where(x == 0, np.where(y < 0, np.array(smallest_negative, wide), np.array(1, wide)),
+                    np.where(away_from_zero, bits + 1, bits - 1))
+    out = step.astype(unsigned).view(common.np)
     out = np.where(x == y, y, np.where(np.isnan(x) | np.isnan(y), np.array(np.nan, common.np), out))
     return wrap(np.ascontiguousarray(out))
 

@@ -40,7 +40,7 @@ FORMULAS = {
     "igamma": _igamma_other(1.0),
     "igammac": _igamma_other(-1.0),
     "heaviside": _not_implemented("heaviside"),
-    "nextafter": lambda grad: (grad, _zeros(grad)),   # PyTorch's choice: the step is ignored
+    "nextafter": lambda grad, self, other: (grad * (self != other), _zeros(grad)),   # PyTorch's: the step is ignored
     "frexp.Tensor": lambda grads, results: grads[0] / results[1].exp2(),
 }
 

@@ -22,6 +22,9 @@ CUDA_REFUSALS = {
     "histc": {"float16": (RuntimeError, "HalfTensor is not supported"),
               "bfloat16": (NotImplementedError, _NOT_IMPLEMENTED.replace("{kernel}", "histc"))},
 }
+# ops (schema name, every overload) PyTorch has no CUDA kernel for: ember registers none either, so a
+# CUDA call raises the dispatcher's NotImplementedError ("Could not run ... from the 'CUDA' backend")
+NO_CUDA_KERNEL = {"histogram"}
 
 
 def register_all() -> None:

@@ -103,15 +103,24 @@ def share_memory_(self):
 def _restride(self, size, source=None, storage_offset=None, stride=None):
     """Make self the tensor of `size` (contiguous unless `stride`) over `source`'s storage (self's by
     default) from `storage_offset`; a storage too small for it is reallocated with the old bytes first."""
-    from ..._core.storage import contiguous_strides, make_strided, root_array, storage_offset_elements
+    from ..._core.storage import (contiguous_strides, cuda_storage_nbytes, make_strided, root_array,
+                                  storage_offset_elements)
     if any(not isinstance(n, int) or n < 0 for n in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
     arr = (source if source is not None else self)._data
     offset = storage_offset_elements(arr) if storage_offset is None else storage_offset
     stride = contiguous_strides(size) if stride is None else tuple(stride)
     needed = offset + 1 + sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else offset
-    root = root_array(arr)
-    if needed > root.size:   # grow: a new buffer holding the old storage (views made before keep the old one)
+    if hasattr(arr, "__cuda_array_interface__"):   # CuPy: the storage is the allocation (views have no base)
+        nbytes = cuda_storage_nbytes(arr)
+        capacity = offset + arr.size if nbytes is None else nbytes // arr.itemsize
+        if needed > capacity:
+            import cupy
+            grown = cupy.zeros(needed, dtype=arr.dtype)
+            grown[:capacity] = make_strided(arr, (capacity,), (1,), 0)
+            arr = grown
+    elif needed > root_array(arr).size:   # grow: a new buffer holding the old storage (earlier views keep the old)
+        root = root_array(arr)
         grown = np.zeros(needed, dtype=arr.dtype)
         grown[:root.size] = root.reshape(-1)
         arr = grown
