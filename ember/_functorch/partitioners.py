@@ -11,6 +11,8 @@ A partitioner chooses the *saved values*: what the forward hands to the backward
 
 * `default_partition` (PyTorch's of the same name): the forward computes what its outputs need
   and nothing more; every forward value the backward reads is saved.
+* `cast_recomputing_partition` (the fuser's): the default partition, with a saved widening cast
+  (bf16 -> float32) saved as its source and redone in the backward.
 * `min_cut_rematerialization_partition`: a minimum cut (``networkx.minimum_cut``) of the
   graph between the primals and what the backward must compute (every op autograd ran: what eager
   runs in the backward stays there), each node an edge weighted by
@@ -187,6 +189,29 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs: int)
     backward reads. Returns ``(fw_module, bw_module)``."""
     joint = _Joint(joint_module, num_fwd_outputs)
     return _split(joint, _saved_for(joint, _forward_nodes(joint)))
+
+
+def cast_recomputing_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs: int):
+    """default_partition, except that a saved widening cast is saved as its narrower source and
+    recomputed in the backward (_narrower_source): the fuser's partition (ember.compile's
+    "inductor" backend), where PyTorch's min-cut makes the same choice by bytes."""
+    joint = _Joint(joint_module, num_fwd_outputs)
+    saved = {_narrower_source(n) for n in _saved_for(joint, _forward_nodes(joint))}
+    return _split(joint, sorted(saved, key=joint.order.__getitem__))
+
+
+def _narrower_source(node):
+    """The input of `node` when node is a dtype-only _to_copy to a wider float dtype on the same
+    device (autocast's float32 copy of bf16 logits for the loss: saved, the forward writes and the
+    backward reads twice the bytes of the source, and the cast is exact to redo); else node."""
+    if node.op != "call_function" or _op_name(node) != "aten::_to_copy" or len(node.args) != 1 \
+            or set(node.kwargs) - {"dtype"} or not hasattr(node.args[0], "op"):
+        return node
+    src, out = node.args[0].meta.get("val"), node.meta.get("val")
+    if src is None or out is None or src.device != out.device or not (
+            src.dtype.is_floating_point and out.dtype.is_floating_point and src.dtype.itemsize < out.dtype.itemsize):
+        return node
+    return node.args[0]
 
 
 def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compiler: str = "inductor", *,

@@ -69,7 +69,8 @@ def test_residual_stream_is_stored_where_it_is_computed():
     fw, fw_inputs, _, _ = gpt2_graphs(layers=3)
     _, source = lower_for_cuda(fw, fw_inputs)
     kernels = source.split("@triton.jit")[1:]
-    checking = [k for k in kernels if "set_error(" in k]
+    from ember._inductor.codegen_c import ERROR_BIT
+    checking = [k for k in kernels if re.search(rf"set_error\(err_flag, .*, {ERROR_BIT['embedding']}\)", k)]
     assert len(checking) == 1, f"{len(checking)} kernels look the embedding up"
 
 
