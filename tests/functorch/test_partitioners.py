@@ -249,3 +249,38 @@ def test_mutation_of_an_intermediate_through_a_view_is_kept():
         _, out, grads = _run(ember, fn, partition_fn, arrays)
         np.testing.assert_allclose(out, e_out, rtol=1e-6)
         np.testing.assert_allclose(grads[0], e_grads[0], rtol=1e-6)
+
+
+def _bf16_loss(lib, x, w):
+    # autocast's pattern: a bf16 product, the loss in float32 (sin's backward reads its float32 input)
+    h = (x.to(lib.bfloat16) @ w.to(lib.bfloat16)).float()
+    return h.sin().sum()
+
+
+def test_cast_recomputing_partition_saves_the_bf16_source_and_redoes_the_cast():
+    arrays = _arrays([(4, 6), (6, 5)])
+    default, _, _ = _run(ember, lambda *a: _bf16_loss(ember, *a), default_partition, arrays)
+    recast, out, grads = _run(ember, lambda *a: _bf16_loss(ember, *a), partitioners.cast_recomputing_partition, arrays)
+    torch_default, _, _ = _run(torch, lambda *a: _bf16_loss(torch, *a), torch_partitioners.default_partition, arrays)
+
+    def saved_dtypes(record):
+        return sorted(str(n.meta["val"].dtype).split(".")[-1] for n in record["bw"].graph.nodes
+                      if n.op == "placeholder" and not n.name.startswith("tangents"))
+    assert "float32" in saved_dtypes(default) and "float32" in saved_dtypes(torch_default)   # the cast, saved
+    assert saved_dtypes(recast).count("float32") == saved_dtypes(default).count("float32") - 1
+    assert _saved_bytes(recast) < _saved_bytes(default)
+    assert any(_op(n) == "aten::_to_copy" for n in recast["bw"].graph.nodes if n.op == "call_function")
+    e_out, e_grads = _eager(lambda *a: _bf16_loss(ember, *a), arrays)
+    np.testing.assert_array_equal(out, e_out)          # the same ops on the same values: bitwise equal
+    for g, eg in zip(grads, e_grads):
+        np.testing.assert_array_equal(g, eg)
+
+
+def test_a_narrowing_cast_is_saved_as_it_is():
+    arrays = _arrays([(4, 6), (6, 5)])
+
+    def narrowing(lib, x, w):          # float32 -> bf16: saved as it is (fewer bytes than its source)
+        return (x.to(lib.bfloat16).sin() * w.sum()).sum()
+    default, _, _ = _run(ember, lambda *a: narrowing(ember, *a), default_partition, arrays)
+    recast, _, _ = _run(ember, lambda *a: narrowing(ember, *a), partitioners.cast_recomputing_partition, arrays)
+    assert _saved(recast) == _saved(default) and "_to_copy" in _saved(recast)
