@@ -10,9 +10,9 @@ for the ops the program ran, "backward" for the ops ember's autograd ran for ``a
 A partitioner chooses the *saved values*: what the forward hands to the backward.
 
 * `default_partition` (PyTorch's of the same name): the forward computes what its outputs need
-  and nothing more; every forward value the backward reads is saved.
-* `cast_recomputing_partition` (the fuser's): the default partition, with a saved widening cast
-  (bf16 -> float32) saved as its source and redone in the backward.
+  and nothing more; every forward value the backward reads is saved, except that a widening cast
+  (autocast's float32 copy of bf16 logits) is saved as its narrower source and redone in the
+  backward, where PyTorch's saves the cast (its min-cut, which the fuser does not use, avoids it).
 * `min_cut_rematerialization_partition`: a minimum cut (``networkx.minimum_cut``) of the
   graph between the primals and what the backward must compute (every op autograd ran: what eager
   runs in the backward stays there), each node an edge weighted by
@@ -168,10 +168,15 @@ def _split(joint: _Joint, saved: list):
 
 
 def _saved_for(joint: _Joint, forward_nodes: set) -> list:
-    """The forward nodes that the rest of the graph (the backward) reads, in graph order."""
+    """The forward nodes that the rest of the graph (the backward) reads, in graph order; a widening
+    cast among them is saved as its narrower source (_narrower_source) unless the forward mutates
+    a tensor (an in-place op could change the source after the cast read it)."""
+    from ..fx.passes import purity
     backward_roots = [o for o in joint.bw_outputs if o is not None] + joint.bw_effects
     backward = joint.ancestors(backward_roots, stop=forward_nodes)
-    saved = [n for n in backward if n in forward_nodes and n.op != "get_attr"]
+    mutates = any(purity.mutated_inputs(n) for n in joint.fw_effects)
+    narrower = (lambda n: n) if mutates else _narrower_source
+    saved = {narrower(n) for n in backward if n in forward_nodes and n.op != "get_attr"}
     return sorted(saved, key=joint.order.__getitem__)
 
 
@@ -189,15 +194,6 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs: int)
     backward reads. Returns ``(fw_module, bw_module)``."""
     joint = _Joint(joint_module, num_fwd_outputs)
     return _split(joint, _saved_for(joint, _forward_nodes(joint)))
-
-
-def cast_recomputing_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs: int):
-    """default_partition, except that a saved widening cast is saved as its narrower source and
-    recomputed in the backward (_narrower_source): the fuser's partition (ember.compile's
-    "inductor" backend), where PyTorch's min-cut makes the same choice by bytes."""
-    joint = _Joint(joint_module, num_fwd_outputs)
-    saved = {_narrower_source(n) for n in _saved_for(joint, _forward_nodes(joint))}
-    return _split(joint, sorted(saved, key=joint.order.__getitem__))
 
 
 def _narrower_source(node):

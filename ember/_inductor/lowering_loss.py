@@ -48,10 +48,11 @@ def cross_entropy(g, meta, x, target, weight=None, reduction=1, ignore_index=-10
     total = reduce(g, pointwise(_Meta(x.shape, dtype), [shifted], dtype, lambda v: ops.unary("exp", v, dtype)),
                    [1], True, "sum", dtype, dtype)
     load_shifted = shifted.make_loader()
+    # each row's checked target, stored: computed once per row, not at each of its C columns
+    load_checked = g.realize(Pointwise((N,), _dt.int64, lambda index: row_target(index[0])[1], 6)).make_loader()
 
     def at_target(index):
-        _, t = row_target(index[0])
-        hit = ops.binary("eq", ops.index_expr(index[1], _dt.int64), t, _dt.bool_)
+        hit = ops.binary("eq", ops.index_expr(index[1], _dt.int64), load_checked([index[0]]), _dt.bool_)
         return ops.where(hit, load_shifted(index), ops.constant(0, dtype), dtype)
     picked = reduce(g, Pointwise(tuple(x.shape), dtype, at_target, 3), [1], True, "sum", dtype, dtype)
     load_total, load_picked = total.make_loader(), picked.make_loader()

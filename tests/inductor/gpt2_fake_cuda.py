@@ -15,13 +15,13 @@ BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abs
 
 def gpt2_graphs(layers=2, d=64, heads=2, seq=32, batch=2, vocab=96, amp=True, partition=None):
     """(forward GraphModule, its fake inputs, backward GraphModule, its fake inputs); `partition`
-    defaults to the fuser's (ember.compile's inductor backend)."""
+    defaults to the default partitioner."""
     if BENCH not in sys.path:
         sys.path.insert(0, BENCH)
     from _gpt_modules import gpt2_classes
     from ember._functorch.aot_autograd import _state_of, functional_call, trace_joint
     from ember._functorch.fake_tensor import FakeTensorMode
-    from ember._functorch.partitioners import cast_recomputing_partition
+    from ember._functorch.partitioners import default_partition
     ember.manual_seed(0)
     model = gpt2_classes(ember)(vocab_size=vocab, block_size=seq, n_layer=layers, n_head=heads, n_embd=d)
     names = list(_state_of(model))
@@ -38,7 +38,7 @@ def gpt2_graphs(layers=2, d=64, heads=2, seq=32, batch=2, vocab=96, amp=True, pa
             return functional_call(model, state, flat[len(names):])
     with mode:      # the inputs are fakes already: the trace runs on them (no real tensor anywhere)
         joint, info = trace_joint(step, args)
-    fw, bw = (partition or cast_recomputing_partition)(joint, None, num_fwd_outputs=info["num_fwd_outputs"])
+    fw, bw = (partition or default_partition)(joint, None, num_fwd_outputs=info["num_fwd_outputs"])
     return fw, _placeholder_values(fw), bw, _placeholder_values(bw)
 
 

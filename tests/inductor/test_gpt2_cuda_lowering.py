@@ -226,3 +226,13 @@ def test_gpt2_loss_reads_the_bf16_logits_in_one_row_kernel_each_way():
     wide_stores = [ln for k in kernels for ln in k.splitlines() if "tl.store(" in ln and "float32" in ln
                    and ("r50257" in ln or "xindex" in k and "50257" in k)]
     assert not wide_stores, wide_stores
+
+
+def test_gpt2_loss_gradient_computes_its_row_coefficient_once_per_row():
+    # the gradient's per-row coefficient (ignored? 0 : -grad / count) is stored once per row
+    # (graph._broadcast_into_rows), not recomputed at each of the row's 50257 columns
+    _, _, bw, bw_inputs = gpt2_graphs(layers=1, d=64, seq=128, batch=8, vocab=50257)
+    _, source = lower_for_cuda(bw, bw_inputs)
+    rows = [k for k in source.split("@triton.jit")[1:] if "r50257" in k]
+    in_loops = [ln for k in rows for ln in k.splitlines() if ln.startswith(" " * 8)]    # (loop bodies)
+    assert in_loops and not [ln for ln in in_loops if "div_rn" in ln or "-100" in ln], rows

@@ -120,3 +120,34 @@ def test_weights_smoothing_and_probabilities_stay_eager():
     compiled_loss(lambda a, b: F.cross_entropy(a, b, label_smoothing=0.1), x, t, lowered=False)
     p = F.softmax(logits(4, 6, seed=5), 1)
     compiled_loss(lambda a, b: F.cross_entropy(a, b), x, p, lowered=False)
+
+
+def _loops_over(source, n):
+    """The generated kernels reducing over rows of `n`, as (kernel text, number of loops)."""
+    kernels = [k for k in source.split("@triton.jit")[1:] if f"r{n}" in k]
+    return [(k, k.count("for ")) for k in kernels]
+
+
+def test_looped_loss_row_is_read_in_two_passes():
+    # the max, then the sum of exponentials and the picked logit in one pass (both need the max)
+    _, source = codegen_source_of(lambda a, b: F.cross_entropy(a.float(), b),
+                                  [("cuda", ember.bfloat16, (4, 9000)), ("cuda", ember.int64, (4,))])
+    ((kernel, loops),) = _loops_over(source, 9000)
+    assert loops == 2 and kernel.count("tl.load(arg0") == 2, kernel
+
+
+def test_independent_reductions_share_a_loop_and_dependent_ones_do_not():
+    x = logits(3, 9000, seed=4)
+
+    def fn(a):      # sum(exp(a - max)) needs the max first; a.sum(1) and (a * a).amin(1) need nothing
+        return (a - a.amax(1, keepdim=True)).exp().sum(1) + a.sum(1) * (a * a).amin(1)
+    compiled = compile_fx(make_fx(fn)(x), [x])
+    assert_same(compiled(x), fn(x), None)
+    _, source = codegen_source_of(fn, [("cuda", ember.float32, (3, 9000))])
+    ((kernel, loops),) = _loops_over(source, 9000)
+    assert loops == 2, kernel
+
+
+def codegen_source_of(fn, specs):
+    from ember._inductor import codegen_source
+    return codegen_source(fn, specs)

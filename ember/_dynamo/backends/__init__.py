@@ -81,10 +81,7 @@ def aot_eager(gm, example_inputs, **options):
 
 @register_backend(name="inductor")
 def inductor(gm, example_inputs, **options):
-    """AOT autograd with the fuser (ember._inductor.compile_fx) compiling the forward and the backward,
-    partitioned with widening casts recomputed (partitioners.cast_recomputing_partition)."""
+    """AOT autograd with the fuser (ember._inductor.compile_fx) compiling the forward and the backward."""
     from .common import aot_autograd
-    from ..._functorch.partitioners import cast_recomputing_partition
     from ..._inductor.compile_fx import compile_fx
-    return aot_autograd(fw_compiler=compile_fx, bw_compiler=compile_fx,
-                        partition_fn=cast_recomputing_partition)(gm, example_inputs, **options)
+    return aot_autograd(fw_compiler=compile_fx, bw_compiler=compile_fx)(gm, example_inputs, **options)
