@@ -10,7 +10,9 @@ for the ops the program ran, "backward" for the ops ember's autograd ran for ``a
 A partitioner chooses the *saved values*: what the forward hands to the backward.
 
 * `default_partition` (PyTorch's of the same name): the forward computes what its outputs need
-  and nothing more; every forward value the backward reads is saved.
+  and nothing more; every forward value the backward reads is saved, except that a widening cast
+  (autocast's float32 copy of bf16 logits) is saved as its narrower source and redone in the
+  backward, where PyTorch's saves the cast (its min-cut, which the fuser does not use, avoids it).
 * `min_cut_rematerialization_partition`: a minimum cut (``networkx.minimum_cut``) of the
   graph between the primals and what the backward must compute (every op autograd ran: what eager
   runs in the backward stays there), each node an edge weighted by
@@ -166,10 +168,15 @@ def _split(joint: _Joint, saved: list):
 
 
 def _saved_for(joint: _Joint, forward_nodes: set) -> list:
-    """The forward nodes that the rest of the graph (the backward) reads, in graph order."""
+    """The forward nodes that the rest of the graph (the backward) reads, in graph order; a widening
+    cast among them is saved as its narrower source (_narrower_source) unless the forward mutates
+    a tensor (an in-place op could change the source after the cast read it)."""
+    from ..fx.passes import purity
     backward_roots = [o for o in joint.bw_outputs if o is not None] + joint.bw_effects
     backward = joint.ancestors(backward_roots, stop=forward_nodes)
-    saved = [n for n in backward if n in forward_nodes and n.op != "get_attr"]
+    mutates = any(purity.mutated_inputs(n) for n in joint.fw_effects)
+    narrower = (lambda n: n) if mutates else _narrower_source
+    saved = {narrower(n) for n in backward if n in forward_nodes and n.op != "get_attr"}
     return sorted(saved, key=joint.order.__getitem__)
 
 
@@ -187,6 +194,20 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs: int)
     backward reads. Returns ``(fw_module, bw_module)``."""
     joint = _Joint(joint_module, num_fwd_outputs)
     return _split(joint, _saved_for(joint, _forward_nodes(joint)))
+
+
+def _narrower_source(node):
+    """The input of `node` when node is a dtype-only _to_copy to a wider float dtype on the same
+    device (autocast's float32 copy of bf16 logits for the loss: saved, the forward writes and the
+    backward reads twice the bytes of the source, and the cast is exact to redo); else node."""
+    if node.op != "call_function" or _op_name(node) != "aten::_to_copy" or len(node.args) != 1 \
+            or set(node.kwargs) - {"dtype"} or not hasattr(node.args[0], "op"):
+        return node
+    src, out = node.args[0].meta.get("val"), node.meta.get("val")
+    if src is None or out is None or src.device != out.device or not (
+            src.dtype.is_floating_point and out.dtype.is_floating_point and src.dtype.itemsize < out.dtype.itemsize):
+        return node
+    return node.args[0]
 
 
 def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compiler: str = "inductor", *,

@@ -173,9 +173,10 @@ KERNEL_ERRORS = {1: (RuntimeError, "ZeroDivisionError"),
                  8: (RuntimeError, "gather(): index out of bounds for dimension"),
                  16: (RuntimeError, "index_select(): INDICES element is out of DATA bounds"),
                  32: (RuntimeError, "scatter_add(): index out of bounds for dimension"),
-                 64: (IndexError, "index_put(): an index is out of bounds for its dimension")}
+                 64: (IndexError, "index_put(): an index is out of bounds for its dimension"),
+                 128: (IndexError, "cross_entropy(): a target is out of bounds (not in [0, classes))")}
 ERROR_BIT = {"division": 1, "embedding": 2, "index": 4, "gather": 8, "index_select": 16, "scatter_add": 32,
-             "index_put": 64}
+             "index_put": 64, "cross_entropy": 128}
 
 
 HALF = {_dt.float16: "f16", _dt.bfloat16: "bf16"}

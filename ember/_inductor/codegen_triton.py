@@ -224,6 +224,7 @@ class Kernel:
         self.recompute = {}     # row-local buffer of a looped row -> (its member, its index rename)
         self.written = set()
         self.lane = ("xindex", set())      # the current lane index and the variables derived from it
+        self.open_loop = None              # (first, end) line of the last looped reduction (_place_loop)
 
     def temp(self):
         self._temps += 1

@@ -10,6 +10,8 @@ Looped: a block-wide accumulator updated per chunk, reduced after the loop; Welf
 """
 from __future__ import annotations
 
+import re
+
 from .._core import dtype as _dt
 from . import ir
 from .codegen_triton import TritonEmitter, _open_inner, compute_tl
@@ -52,6 +54,7 @@ def _reduction(k, b, inner, inner_vars, rename, locals_, lines, cse, persistent,
         numel *= r
     ovars, rvars = b.canonical_vars()
     body, rmask, sub, own_cse = _open_inner(k, inner, inner_vars, b, rename, lines, cse, persistent)
+    head_len, mark = len(body), len(lines)      # (the loop's header lines; where its accumulators begin)
     em = TritonEmitter(k, body, sub, locals_, rmask, own_cse)
     with ir.set_handler(em):
         value = b.body.run((ovars, rvars))
@@ -84,14 +87,81 @@ def _reduction(k, b, inner, inner_vars, rename, locals_, lines, cse, persistent,
             body.append(f"{acc} = {step.format(acc, masked)}")
             res = final.format(acc)
     if not persistent:
-        lines.append(body[0])
-        lines.extend("    " + ln for ln in body[1:])
+        inits = lines[mark:]
+        del lines[mark:]
+        _place_loop(k, lines, inits, [body[0]] + ["    " + ln for ln in body[1:]], head_len)
     out = k.temp()
     if b.dtype == _dt.bool_:
         lines.append(f"{out} = {res} != 0")
     else:
         lines.append(f"{out} = ({res}).to({compute_tl(b.dtype)})")
     return out
+
+
+_TEMP = re.compile(r"\b(t\d+)(?:_\w+)?\b")
+
+
+def _place_loop(k, lines, inits, loop, head_len):
+    """Append a looped reduction (its accumulators, then its loop); into the kernel's previous loop
+    when that one runs over the same range and nothing this one reads is computed from that loop's
+    results or stored after it: independent reductions of one row share one pass over it (the
+    loss's picked logit and its sum of exponentials read the logits once, not twice). Per-row lines
+    between the loops that do not read the earlier loop (a row's target) move up before it."""
+    prev = k.open_loop
+    if prev is not None and lines[prev[0]:prev[0] + head_len] == loop[:head_len]:
+        start, end = prev
+        dependent = {m.group(1) for ln in lines[start:end] for m in [_TEMP.match(ln.strip())] if m}
+        movable, kept = [], []
+        for ln in lines[end:]:
+            if ln.startswith(("for ", " ")):
+                break                                   # another loop in between
+            if set(_TEMP.findall(ln)) & dependent or "tl.store(" in ln or "debug_barrier" in ln:
+                kept.append(ln)
+                m = _TEMP.match(ln.strip())
+                dependent |= {m.group(1)} if m else set()
+            else:
+                movable.append(ln)
+        else:
+            text = "\n".join(loop[head_len:])
+            computed = {m.group(1) for ln in kept for m in [_TEMP.match(ln.strip())] if m}
+            stored = set(re.findall(r"tl\.store\((\w+)", "\n".join(kept)))
+            if not computed & set(_TEMP.findall(text)) and not any(re.search(rf"\b{b}\b", text) for b in stored):
+                joined = _reusing(lines[start + head_len:end], loop[head_len:])
+                lines[end:] = joined + kept
+                lines[start:start] = movable + inits
+                k.open_loop = (start + len(movable) + len(inits), end + len(movable) + len(inits) + len(joined))
+                return
+    lines.extend(inits)
+    k.open_loop = (len(lines), len(lines) + len(loop))
+    lines.extend(loop)
+
+
+_ASSIGN = re.compile(r"(\s*)(t\d+) = (.*)$")
+
+
+def _reusing(loop_lines, new_lines):
+    """new_lines, joining loop_lines' iteration, without the lines that compute what a line of
+    loop_lines already computes (the same expression text: the same load of the row, the same
+    index compare), their names replaced by the earlier ones. new_lines read none of loop_lines'
+    names (_place_loop's check), so equal text means an equal value."""
+    earlier = {}
+    for ln in loop_lines:
+        m = _ASSIGN.match(ln)
+        if m and not re.search(rf"\b{m.group(2)}\b", m.group(3)):     # (not an accumulator's update)
+            earlier.setdefault(m.group(3), m.group(2))
+    out, renamed = [], {}
+    for ln in new_lines:
+        if renamed:
+            ln = _TEMP_NAME.sub(lambda t: renamed.get(t.group(0), t.group(0)), ln)
+        m = _ASSIGN.match(ln)
+        if m and m.group(3) in earlier:
+            renamed[m.group(2)] = earlier[m.group(3)]
+            continue
+        out.append(ln)
+    return out
+
+
+_TEMP_NAME = re.compile(r"\bt\d+\b")
 
 
 def _block(body):

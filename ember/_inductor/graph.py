@@ -13,6 +13,7 @@ input after the write would have happened).
 """
 from __future__ import annotations
 
+import math
 import operator
 
 from .._core.dispatch import OperatorHandle
@@ -62,6 +63,29 @@ def _output_read_inside(node) -> bool:
     backward): it is stored anyway, so it is stored where it is computed and its readers load it,
     rather than each reader computing it again from its inputs."""
     return len(node.users) > 1 and any(u.op == "output" for u in node.users)
+
+
+# a computed value (more than a load and an op) that its readers broadcast at least this many times
+# over is stored on the GPU: Triton recomputes an inlined value at each element of a row's loop (a
+# loss gradient's per-row coefficient, ~15 ops, at each of 50257 columns), the stored one is one load
+BROADCAST_RATIO = 64
+
+
+def _broadcast_into_rows(node, value) -> bool:
+    if value.cost < 3 or not value.shape:
+        return False
+    own, widest, todo = math.prod(value.shape), 0, [(u, 0) for u in node.users]
+    while todo:                     # the readers, through their views (unsqueeze, expand, view)
+        user, depth = todo.pop()
+        val = user.meta.get("val") if user.op == "call_function" else None
+        if isinstance(val, Tensor):
+            widest = max(widest, val.numel())
+            if depth < 3 and getattr(user.target, "name", "").split(".")[0] in _VIEWS:
+                todo += [(u, depth + 1) for u in user.users]
+    return widest >= BROADCAST_RATIO * max(own, 1)
+
+
+_VIEWS = {"aten::unsqueeze", "aten::view", "aten::expand", "aten::reshape", "aten::permute", "aten::squeeze"}
 
 
 def _constant_loader(value, dtype):
@@ -216,6 +240,7 @@ class GraphLowering:
                 # an eager op on a host constant gives host tensors, unless it moves them here
                 self.host_buffers |= {v.buffer.name for v in _leaves(result) if isinstance(v, ir.BufferValue)}
             return result
-        if isinstance(result, ir.Pointwise) and (result.should_realize(len(node.users)) or _output_read_inside(node)):
+        if isinstance(result, ir.Pointwise) and (result.should_realize(len(node.users)) or _output_read_inside(node)
+                                                 or (self.triton and _broadcast_into_rows(node, result))):
             result = self.realize(result)
         return result

@@ -594,6 +594,6 @@ def layer_norm(g, meta, x, normalized_shape, weight=None, bias=None, eps=1e-5, c
     return pointwise(meta, inputs, dtype, fn)
 
 
-from . import lowering_index  # noqa: E402,F401  (cat, pad, gather, index: registered into LOWERINGS)
+from . import lowering_index, lowering_loss  # noqa: E402,F401  (cat, pad, gather, index; cross_entropy)
 from . import lowering_random  # noqa: E402,F401  (rand, dropout: only with config.fallback_random = False)
 from . import lowering_blas  # noqa: E402,F401  (linear, matmul: the fuser's BLAS externs)

@@ -1,5 +1,5 @@
 """linear and matmul of a CUDA graph on cuBLAS through extern_cublas.matmul, for float16, bfloat16
-and float32 operands of one dtype (linear without a bias; with one it stays eager's fused-bias GEMM).
+and float32 operands of one dtype; a half linear's bias is added by the kernel reading the product.
 
 A half product large enough and with a dim not a multiple of 8 (GPT-2's tied LM head: vocab 50257)
 is multiplied padded, by the rule blas.gemm pads by in eager (_cuda/gemm_padding.py): each operand is zero-padded into a
@@ -19,6 +19,7 @@ from .._cuda.gemm_padding import padded_size as _padded_size, pads_pay as _pays 
 from . import extern_cublas, ir
 
 _CUBLAS = (_dt.float16, _dt.bfloat16, _dt.float32)
+_HALF = (_dt.float16, _dt.bfloat16)
 
 
 def _pads_pay(dtype, M, N, K) -> bool:
@@ -87,9 +88,19 @@ def matmul(g, meta, a, b):
 
 
 def linear(g, meta, x, w, b=None):
-    if b is not None or len(w.shape) != 2 or len(x.shape) < 2:
+    if len(w.shape) != 2 or len(x.shape) < 2 or x.dtype != w.dtype:
         return None
-    from .lowering import permute
-    if x.dtype != w.dtype or not _pads_pay(x.dtype, math.prod(x.shape[:-1]), w.shape[0], w.shape[1]):
-        return None             # no padding to gain: eager's linear kernel (one GEMM, bias fused)
-    return matmul(g, meta, x, permute(g, types.SimpleNamespace(shape=(w.shape[1], w.shape[0])), w, [1, 0]))
+    from .lowering import permute, pointwise
+    w_t = lambda: permute(g, types.SimpleNamespace(shape=(w.shape[1], w.shape[0])), w, [1, 0])  # noqa: E731
+    if b is not None:
+        if x.dtype not in _HALF or b.dtype != x.dtype or len(b.shape) != 1:
+            return None
+        # eager's half linear broadcasts the bias into the output first (a copy as large as the
+        # output) for the GEMM to add (beta = 1); here the GEMM writes the product alone and the bias
+        # is added by the kernel that reads it (an epilogue fused into the residual add, GELU, ...).
+        # The sum is rounded twice (product, then sum) where eager rounds once: within bf16 tolerance.
+        product = matmul(g, meta, x, w_t())
+        return pointwise(meta, [product, b], meta.dtype, lambda p, c: ir.ops.binary("add", p, c, meta.dtype))
+    if not _pads_pay(x.dtype, math.prod(x.shape[:-1]), w.shape[0], w.shape[1]):
+        return None             # no padding to gain: eager's linear kernel (one GEMM)
+    return matmul(g, meta, x, w_t())

@@ -249,3 +249,52 @@ def test_mutation_of_an_intermediate_through_a_view_is_kept():
         _, out, grads = _run(ember, fn, partition_fn, arrays)
         np.testing.assert_allclose(out, e_out, rtol=1e-6)
         np.testing.assert_allclose(grads[0], e_grads[0], rtol=1e-6)
+
+
+def _bf16_loss(lib, x, w):
+    # autocast's pattern: a bf16 product, the loss in float32 (sin's backward reads its float32 input)
+    h = (x.to(lib.bfloat16) @ w.to(lib.bfloat16)).float()
+    return h.sin().sum()
+
+
+def _saved_dtypes(record):
+    return sorted(str(n.meta["val"].dtype).split(".")[-1] for n in record["bw"].graph.nodes
+                  if n.op == "placeholder" and not n.name.startswith("tangents"))
+
+
+def test_a_widening_cast_is_saved_as_its_bf16_source_and_redone_in_the_backward():
+    # PyTorch's default partition saves the float32 cast; ember's saves the bf16 product (half the
+    # bytes) and the backward casts it again: the same values, bitwise
+    arrays = _arrays([(4, 6), (6, 5)])
+    record, out, grads = _run(ember, lambda *a: _bf16_loss(ember, *a), default_partition, arrays)
+    torch_record, _, _ = _run(torch, lambda *a: _bf16_loss(torch, *a), torch_partitioners.default_partition, arrays)
+    assert _saved_dtypes(torch_record).count("float32") == _saved_dtypes(record).count("float32") + 1
+    assert _saved_bytes(record) < _saved_bytes(torch_record)
+    assert any(_op(n) == "aten::_to_copy" and n.meta["val"].dtype == ember.float32 and
+               n.args[0].meta["val"].dtype == ember.bfloat16 for n in record["bw"].graph.nodes if n.op == "call_function")
+    e_out, e_grads = _eager(lambda *a: _bf16_loss(ember, *a), arrays)
+    np.testing.assert_array_equal(out, e_out)
+    for g, eg in zip(grads, e_grads):
+        np.testing.assert_array_equal(g, eg)
+
+
+def test_a_narrowing_cast_is_saved_as_it_is():
+    def narrowing(lib, x, w):          # float32 -> bf16: saved as it is (fewer bytes than its source)
+        return (x.to(lib.bfloat16).sin() * w.sum()).sum()
+    record, _, _ = _run(ember, lambda *a: narrowing(ember, *a), default_partition, _arrays([(4, 6), (6, 5)]))
+    assert "_to_copy" in _saved(record) and "bfloat16" in _saved_dtypes(record)
+
+
+def test_a_cast_of_a_value_mutated_later_is_saved_as_it_is():
+    # the backward must see the value the cast read, not the source after an in-place op
+    def fn(lib, x, w):
+        h = x.to(lib.bfloat16) * 2
+        wide = h.float()
+        h.add_(100)
+        return (wide.sin() * w.sum()).sum() + h.float().sum()
+    arrays = _arrays([(4, 6), (6, 5)])
+    record, out, grads = _run(ember, lambda *a: fn(ember, *a), default_partition, arrays)
+    e_out, e_grads = _eager(lambda *a: fn(ember, *a), arrays)
+    np.testing.assert_allclose(out, e_out, rtol=1e-6)
+    for g, eg in zip(grads, e_grads):
+        np.testing.assert_allclose(g, eg, rtol=1e-5, atol=1e-6)

@@ -251,4 +251,5 @@ def test_looped_row_recomputes_a_member_read_only_at_its_own_element():
     run(fn, x, t)
     _, src = codegen_source(fn, [("cuda", ember.float32, (rows, cols)), ("cuda", ember.int64, (rows,))])
     (kernel,) = src.split("@triton.jit")[1:]
-    assert kernel.count("tl.store(") == 1 and kernel.count("for ") == 3 and "debug_barrier" not in kernel, kernel
+    # the max and the sum are independent: one loop computes both (codegen_triton_reduction._place_loop)
+    assert kernel.count("tl.store(") == 1 and kernel.count("for ") == 2 and "debug_barrier" not in kernel, kernel

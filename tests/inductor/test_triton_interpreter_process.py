@@ -1,4 +1,4 @@
-"""Runs test_triton_codegen.py and test_triton_columns.py (the Triton code generator's kernels under
+"""Runs test_triton_codegen.py, test_triton_columns.py and test_triton_loss.py (the Triton code generator's kernels under
 TRITON_INTERPRET=1, compared with eager ember) in a process of its own: triton.jit picks interpreter or GPU per
 decorated function from the environment, so a process whose other tests imported Triton or the
 fuser's Triton helpers differently cannot host it."""
@@ -16,7 +16,7 @@ def test_triton_codegen_under_the_interpreter_in_its_own_process():
     env = dict(os.environ, EMBER_TRITON_INTERPRETER_RUN="1", TRITON_INTERPRET="1", OMP_NUM_THREADS="1")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
                           "-o", "addopts=", os.path.join(here, "test_triton_codegen.py"),
-                          os.path.join(here, "test_triton_columns.py")],
+                          os.path.join(here, "test_triton_columns.py"), os.path.join(here, "test_triton_loss.py")],
                          cwd=os.path.dirname(os.path.dirname(here)), env=env, capture_output=True, text=True,
                          timeout=1800)      # ~3.5 min alone; the full suite on a loaded 2-core machine: several times that
     assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-6000:] + run.stderr[-3000:]
