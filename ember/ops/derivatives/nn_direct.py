@@ -11,9 +11,12 @@ from math import prod
 import numpy as np
 
 from .. import native
+from ..._core import dtype as _dt
 from ..._core.tensor import wrap
 
 _GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_F32 = np.dtype(np.float32)
+_HALF = (np.dtype(np.float16), _dt.bfloat16.np)
 
 
 def native_linear(grad, input, weight, bias, needs_grad):
@@ -23,13 +26,23 @@ def native_linear(grad, input, weight, bias, needs_grad):
     if weight.ndim != 2 or input.ndim < 2 or not native.direct_backward(grad, input, weight):
         return None
     g, x, w = grad._data, input._data, weight._data
-    if g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or w.dtype is not g.dtype or g.ndim != x.ndim:
+    dt = g.dtype
+    if x.dtype is not dt or w.dtype is not dt or g.ndim != x.ndim:
+        return None
+    if dt in _HALF:     # (autocast's layers) computed in float32 and rounded once, as the formula's matmuls
+        g, x, w = g.astype(_F32), x.astype(_F32), w.astype(_F32)
+    elif dt not in _GEMM_DTYPES:
         return None
     rows = prod(x.shape[:-1])    # (not -1: a layer with no outputs still has a batch size)
     g2 = g.reshape(rows, g.shape[-1])
-    return (wrap(g2.dot(w).reshape(x.shape)) if needs_grad[0] else None,
-            wrap(g2.T.dot(x.reshape(rows, x.shape[-1]))) if needs_grad[1] else None,
-            wrap(np.add.reduce(g2, axis=0)) if bias is not None and needs_grad[2] else None)
+    return (_rounded(g2.dot(w).reshape(x.shape), dt) if needs_grad[0] else None,
+            _rounded(g2.T.dot(x.reshape(rows, x.shape[-1])), dt) if needs_grad[1] else None,
+            _rounded(np.add.reduce(g2, axis=0), dt) if bias is not None and needs_grad[2] else None)
+
+
+def _rounded(arr, dt):
+    """A tensor of `arr` in dtype `dt` (a float32 result of a half-precision gradient rounded once)."""
+    return wrap(arr if arr.dtype is dt else arr.astype(dt))
 
 
 def native_embedding(grad, weight_shape, indices, padding_idx):
