@@ -11,12 +11,10 @@ from math import prod
 import numpy as np
 
 from .. import native
-from ..._core import dtype as _dt
 from ..._core.tensor import wrap
 
 _GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_F32 = np.dtype(np.float32)
-_HALF = (np.dtype(np.float16), _dt.bfloat16.np)
+_F32, _HALF = native.F32, native.HALF
 
 
 def native_linear(grad, input, weight, bias, needs_grad):
@@ -75,6 +73,9 @@ def native_sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale)
     g, q, k, v = grad._data, query._data, key._data, value._data
     if any(a.dtype is not q.dtype for a in (g, k, v)) or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
         return None
+    half = q.dtype if q.dtype in _HALF else None
+    if half is not None:    # (autocast's attention) in float32, as the forward computed it, rounded once
+        g, q, k, v = g.astype(_F32), q.astype(_F32), k.astype(_F32), v.astype(_F32)
     sc = (1.0 / float(np.sqrt(q.shape[-1]))) if scale is None else scale
     attn = native_probs(q, k, is_causal, sc)
     backward = native.kernel("softmax_bwd", q.dtype)
@@ -86,4 +87,7 @@ def native_sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale)
     backward(ga, attn, gs, attn.size // attn.shape[-1], attn.shape[-1], False)
     gq, gk = np.matmul(gs, k), np.matmul(gs.swapaxes(-1, -2), q)
     scale_t = q.dtype.type(sc)
-    return wrap(np.multiply(gq, scale_t, out=gq)), wrap(np.multiply(gk, scale_t, out=gk)), wrap(gv), None
+    gq, gk = np.multiply(gq, scale_t, out=gq), np.multiply(gk, scale_t, out=gk)
+    if half is not None:
+        return _rounded(gq, half), _rounded(gk, half), _rounded(gv, half), None
+    return wrap(gq), wrap(gk), wrap(gv), None

@@ -1,6 +1,10 @@
-"""A half-precision linear layer's backward (autocast's layers) through the direct GEMM path: float32
-products rounded once, the composed formula's gradients (which round each matmul once too) bit for
-bit, and PyTorch's within half precision; refused where it does not apply."""
+"""Half-precision (float16 / bfloat16: autocast's) backward of linear, gelu and attention through the
+native paths, computed in float32 and rounded once as ATen's CPU kernels compute half types.
+
+linear: the composed formula's gradients (which round each matmul once too) bit for bit. gelu and
+scaled_dot_product_attention: the float32 path's gradients of the same inputs, rounded once, bit for
+bit (the composed formulas round every intermediate op). All within half precision of PyTorch's, and
+refused (the formula) where they do not apply."""
 import ml_dtypes  # noqa: F401  (bfloat16 for NumPy, as ember's)
 import numpy as np
 import pytest
@@ -86,3 +90,65 @@ def test_autocast_training_step_gradients_unchanged_by_the_direct_path(monkeypat
     monkeypatch.setattr("ember.ops.derivatives.nn.native_linear", lambda *args: None)
     want = step()
     assert all(g.dtype == np.float32 and np.array_equal(g, w) for g, w in zip(got, want))
+
+
+def _activation_grads(lib, fn, dtype, arrays, weight):
+    leaves = [lib.tensor(a).to(dtype).requires_grad_() for a in arrays]
+    out = fn(lib, *leaves)
+    (out.float() * lib.tensor(weight)).sum().backward()
+    return [t.grad for t in leaves]
+
+
+def _upcast_grads_rounded(fn, dtype, arrays, weight):
+    """The float32 path on the half inputs' values, its gradients rounded to `dtype` once."""
+    rounded = [ember.tensor(a).to(dtype).float().numpy() for a in arrays]
+    leaves = [ember.tensor(a).requires_grad_() for a in rounded]
+    out = fn(ember, *leaves).to(dtype).float()      # (the forward's rounding: its grad is passed through)
+    (out * ember.tensor(weight)).sum().backward()
+    return [t.grad.to(dtype) for t in leaves]
+
+
+def _gelu(approximate):
+    return lambda lib, x: lib.nn.functional.gelu(x, approximate=approximate)
+
+
+def _attention(lib, q, k, v):
+    return lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+HALF_CASES = [("gelu none", _gelu("none"), [(2, 3, 16)]), ("gelu tanh", _gelu("tanh"), [(5, 7)]),
+              ("sdpa causal", _attention, [(1, 2, 5, 8), (1, 2, 5, 8), (1, 2, 5, 8)])]
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("name,fn,shapes", HALF_CASES, ids=[c[0] for c in HALF_CASES])
+def test_half_backward_is_float32_rounded_once(name, fn, shapes, dtype):
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    e_dt, t_dt = DTYPES[dtype]
+    out_shape = fn(ember, *[ember.tensor(a) for a in arrays]).shape
+    weight = rng.standard_normal(tuple(out_shape)).astype(np.float32)
+    got = _activation_grads(ember, fn, e_dt, arrays, weight)
+    want = _upcast_grads_rounded(fn, e_dt, arrays, weight)
+    for g, w in zip(got, want):
+        assert g.dtype is e_dt and np.array_equal(g.float().numpy(), w.float().numpy())
+    for g, t in zip(got, _activation_grads(torch, fn, t_dt, arrays, weight)):
+        np.testing.assert_allclose(g.float().numpy(), t.float().numpy(), rtol=3e-2, atol=3e-2)
+
+
+def test_half_paths_are_refused_where_they_do_not_apply():
+    """Mixed half dtypes and a non-contiguous input take the composed formulas: same gradients as
+    PyTorch's within half precision (no native kernel reads a strided or mismatched array)."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((6, 4)).astype(np.float32)
+    for lib, dt in ((ember, ember.bfloat16), (torch, torch.bfloat16)):
+        t = lib.tensor(x).to(dt).requires_grad_()
+        lib.nn.functional.gelu(t.t(), approximate="tanh").float().sum().backward()   # a strided input
+        if lib is ember:
+            e_grad = t.grad.float().numpy()
+        else:
+            np.testing.assert_allclose(e_grad, t.grad.float().numpy(), rtol=3e-2, atol=3e-2)
+    q = ember.tensor(rng.standard_normal((1, 3, 4)).astype(np.float32)).to(ember.bfloat16).requires_grad_()
+    k = ember.tensor(rng.standard_normal((1, 3, 4)).astype(np.float32)).to(ember.float16).requires_grad_()
+    with pytest.raises(RuntimeError):      # mixed dtypes: the forward refuses, as PyTorch's
+        ember.nn.functional.scaled_dot_product_attention(q, k, k)
