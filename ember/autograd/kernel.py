@@ -377,9 +377,9 @@ def make_kernel(op, formula: Formula):
             elif isinstance(v, Tensor):
                 kw[param] = tuple(v.shape)
         edges, dtypes = [], []
-        if single_positions is not None:
-            for i in single_positions:
-                x = args[i]
+        for i, is_list in tensor_args:
+            v = args[i]
+            for x in ((v or ()) if is_list else (v,)):
                 if isinstance(x, Tensor) and x._keys & AUTOGRAD_BIT:
                     meta = x._autograd      # (gradient_edge's first case, without its call)
                     edges.append((meta.grad_fn, meta.output_nr) if meta is not None and meta.grad_fn is not None
@@ -388,19 +388,8 @@ def make_kernel(op, formula: Formula):
                 else:
                     edges.append(_NO_EDGE)
                     dtypes.append(None)
-            slots = fixed_slots
-        else:
-            for i, is_list in tensor_args:
-                v = args[i]
-                for x in ((v or ()) if is_list else (v,)):
-                    if isinstance(x, Tensor) and x._keys & AUTOGRAD_BIT:
-                        edges.append(gradient_edge(x))
-                        dtypes.append((x._data.shape, x.dtype))
-                    else:
-                        edges.append(_NO_EDGE)
-                        dtypes.append(None)
-            slots = tuple((arguments[i].name, is_list, len(args[i] or ()) if is_list else 1)
-                          for i, is_list in tensor_args)
+        slots = tuple((arguments[i].name, is_list, len(args[i] or ()) if is_list else 1)
+                      for i, is_list in tensor_args) if has_list else fixed_slots
         tls.exclude = excluded | AUTOGRAD_BIT
         try:
             out = redispatch(keys, *args)
