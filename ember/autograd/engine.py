@@ -151,7 +151,8 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
                 grads = [buf.get(i) for i in range(max(buf) + 1)]
             buf = None
             is_accumulator = isinstance(node, AccumulateGrad)
-            if node._hooked or is_accumulator:   # (hook containers exist only on nodes that were given one)
+            # (hook containers exist only on nodes that were given one; a leaf's tensor hooks live on its meta)
+            if node._hooked or is_accumulator and getattr(node.variable._autograd, "hooks", None):
                 grads = run_pre_hooks(node, grads)
             if capture:
                 for (cnode, nr), pos in capture.items():
