@@ -169,9 +169,8 @@ class Module:
     def __getattr__(self, name):
         d = self.__dict__
         for store in ("_parameters", "_buffers", "_modules"):
-            store = d.get(store)
-            if store is not None and name in store:
-                return store[name]
+            if store in d and name in d[store]:
+                return d[store][name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
