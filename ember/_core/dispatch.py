@@ -203,6 +203,9 @@ class OperatorHandle:
         self.schema = schema
         self.kernels: dict = {}     # DispatchKey -> kernel, as registered
         self.table: list = [None] * NUM_KEYS
+        # the keys whose table entry is a kernel (not a fallthrough): `redispatch` finds the highest
+        # key of a call that runs something in one step, not by walking past fallthrough keys
+        self.live_keys = BACKEND_MASK
         self.is_backend = [k in BACKEND_KEYS for k in range(NUM_KEYS)]
         self.composite = None       # CompositeImplicitAutograd kernel: runs for Autograd and backends
         _all_ops.append(self)
@@ -233,6 +236,10 @@ class OperatorHandle:
             if kernel is None:
                 kernel = FALLTHROUGH if k in _FALLTHROUGH_BY_DEFAULT else _missing(self, k)
             self.table[k] = None if kernel is FALLTHROUGH else kernel
+            if kernel is FALLTHROUGH:
+                self.live_keys &= ~(1 << k)
+            else:
+                self.live_keys |= 1 << k
 
     # -- calling --------------------------------------------------------------------------
     def call(self, keys: int, *args):
@@ -256,19 +263,17 @@ class OperatorHandle:
         return self.redispatch(keys, *args)
 
     def redispatch(self, keys: int, *args):
-        """Run the kernel of the highest key in `keys` (already TLS-adjusted)."""
-        table = self.table
-        while keys:
-            k = keys.bit_length() - 1
-            kernel = table[k]
-            if kernel is not None:
-                if k <= 2:  # backend
-                    if keys & BACKEND_MASK & ~(1 << k):
-                        args = _mixed_devices(self, keys, args)
-                    return kernel(*args)
-                return kernel(self, keys & ((1 << k) - 1), *args)
-            keys &= ~(1 << k)
-        raise NoKernelError(f"'{self.name}': no kernel to dispatch to (no tensor arguments?)")
+        """Run the kernel of the highest key in `keys` (already TLS-adjusted) that has one."""
+        live = keys & self.live_keys
+        if not live:
+            raise NoKernelError(f"'{self.name}': no kernel to dispatch to (no tensor arguments?)")
+        k = live.bit_length() - 1
+        kernel = self.table[k]
+        if k <= 2:  # backend
+            if keys & BACKEND_MASK & ~(1 << k):
+                args = _mixed_devices(self, keys, args)
+            return kernel(*args)
+        return kernel(self, keys & ((1 << k) - 1), *args)
 
     def __repr__(self):
         return f"<OperatorHandle {self.name}>"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from .._core import dtype as _dt
-from .._core.dispatch import DispatchKey, tls
+from .._core.dispatch import CPU_BIT, CUDA_BIT, FAKE_BIT, DispatchKey, tls
 from .._core.tensor import Tensor
 
 _AUTOCAST_BIT = 1 << DispatchKey.Autocast
@@ -62,17 +62,24 @@ def clear_autocast_cache() -> None:
     _state["cache"].clear()
 
 
-def _cast(value, device_type, to, from_, cache=None):
-    if isinstance(value, Tensor) and value.dtype in from_ and value.device.type == device_type:
-        if cache is not None and value.dtype is _dt.float32 and _is_parameter_like(value):
-            key = (id(value), to)
-            hit = cache.get(key)
-            if hit is None:
-                hit = cache[key] = (value, value.to(to))   # the leaf is held: its id stays its own
-            return hit[1]
-        return value.to(to)
+def _cast(value, device_bit, device_type, to, from_, cache=None):
+    if isinstance(value, Tensor):
+        keys = value._keys
+        # on the autocast device: its backend key (a fake tensor's device is its own: a Meta backend
+        # stands in for it), which costs no device object per argument
+        if (keys & device_bit if not keys & FAKE_BIT else value.device.type == device_type):
+            dtype = value.dtype
+            if dtype in from_:
+                if cache is not None and dtype is _dt.float32 and _is_parameter_like(value):
+                    key = (id(value), to)
+                    hit = cache.get(key)
+                    if hit is None:
+                        hit = cache[key] = (value, value.to(to))   # the leaf is held: its id stays its own
+                    return hit[1]
+                return value.to(to)
+        return value
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
-        return type(value)(_cast(v, device_type, to, from_, cache) for v in value)
+        return type(value)(_cast(v, device_bit, device_type, to, from_, cache) for v in value)
     return value
 
 
@@ -82,6 +89,8 @@ def _is_parameter_like(t) -> bool:
     return t.requires_grad and (meta is None or (meta.grad_fn is None and meta.view_base is None))
 
 
+_HALVES = (_dt.float16, _dt.bfloat16)
+_DEVICE_BITS = {"cpu": CPU_BIT, "cuda": CUDA_BIT}    # the backend key of each autocast device type
 _LOWER_FROM = {d: (_dt.float32,) + tuple(f for f in _FLOATS if f is not d and f is not _dt.float64)
                for d in (_dt.float16, _dt.bfloat16)}     # autocast dtype -> the dtypes cast down to it
 
@@ -89,12 +98,13 @@ _LOWER_FROM = {d: (_dt.float32,) + tuple(f for f in _FLOATS if f is not d and f 
 def _kernel(policy):
     def autocast_kernel(op, keys, *args):
         device_type, dtype, cache_enabled = _state["stack"][-1]
+        bit = _DEVICE_BITS[device_type]
         if policy == "lower":
             from_ = _LOWER_FROM[dtype]
             cache = _state["cache"] if cache_enabled else None
-            args = tuple(_cast(a, device_type, dtype, from_, cache) for a in args)
+            args = [_cast(a, bit, device_type, dtype, from_, cache) for a in args]
         elif device_type in policy:
-            args = tuple(_cast(a, device_type, _dt.float32, (_dt.float16, _dt.bfloat16)) for a in args)
+            args = [_cast(a, bit, device_type, _dt.float32, _HALVES) for a in args]
         return op.redispatch(keys, *args)
     return autocast_kernel
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import heapq
 
-from .graph import AccumulateGrad, gradient_edge
+from .graph import AccumulateGrad, gradient_edge, meta_of
 from .hooks import run_pre_hooks, run_post_hooks
 from .grad_mode import set_grad_enabled
 from .._core.dispatch import tls, DispatchKey
+from .._core.tensor import Tensor
 
 _PROFILER_BIT = 1 << DispatchKey.Profiler
 
@@ -150,7 +151,8 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
                 grads = [buf.get(i) for i in range(max(buf) + 1)]
             buf = None
             is_accumulator = isinstance(node, AccumulateGrad)
-            if node._hooked or is_accumulator:   # (hook containers exist only on nodes that were given one)
+            # (hook containers exist only on nodes that were given one; a leaf's tensor hooks live on its meta)
+            if node._hooked or is_accumulator and getattr(node.variable._autograd, "hooks", None):
                 grads = run_pre_hooks(node, grads)
             if capture:
                 for (cnode, nr), pos in capture.items():
@@ -200,7 +202,6 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
 
 
 def _make_grads(tensors, grad_tensors, create_graph):
-    from .._core.tensor import Tensor
     out = []
     for t, g in zip(tensors, grad_tensors):
         if g is None:
@@ -222,7 +223,6 @@ def _make_grads(tensors, grad_tensors, create_graph):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """``ember.autograd.backward``: accumulate d(tensors)/d(leaves) into the leaves' ``.grad``."""
-    from .._core.tensor import Tensor
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     if grad_tensors is None:
         grad_tensors = [None] * len(tensors)
@@ -237,7 +237,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                            allow_unused=True, accumulate=False)
         for t, g in zip(inputs, got):
             if g is not None:
-                from .graph import meta_of
                 meta = meta_of(t)
                 with set_grad_enabled(bool(create_graph)):
                     meta.grad = (g if create_graph else g.clone()) if meta.grad is None else meta.grad + g
@@ -249,7 +248,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          is_grads_batched=False, materialize_grads=False):
     """``ember.autograd.grad``: the gradients of `outputs` with respect to `inputs`, returned
     (``.grad`` is left alone)."""
-    from .._core.tensor import Tensor
     single = isinstance(inputs, Tensor)
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     inputs = [inputs] if single else list(inputs)

@@ -27,7 +27,7 @@ import inspect
 
 from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, CPU_BIT, _ExcludeDispatchKeyGuard, register_fallback, tls
 from .._core.tensor import Tensor
-from .graph import Node, SavedTensor, gradient_edge, meta_of, next_sequence_nr
+from .graph import AutogradMeta, Node, SavedTensor, gradient_edge, next_sequence_nr
 
 _EXCLUDE = DispatchKey.Autograd
 
@@ -39,6 +39,9 @@ class Formula:
         self.fn = fn
         self.params = tuple(inspect.signature(fn).parameters)
         self.param_set = frozenset(self.params)
+        # what FormulaNode.apply passes besides the recorded values, read once here
+        self.wants_grad, self.wants_grads = "grad" in self.param_set, "grads" in self.param_set
+        self.wants_needs_grad = "needs_grad" in self.param_set
 
 
 def _camel(name: str) -> str:
@@ -134,10 +137,7 @@ class FormulaNode(Node):
         self.out_meta = out_meta  # per output: (shape, dtype, device) or None (not differentiable)
 
     def _unpack(self, name):
-        s = self.saved[name]
-        if isinstance(s, list):
-            return [x.unpack(self.name()) if x is not None else None for x in s]
-        return None if s is None else s.unpack(self.name())
+        return _unpack_saved(self.saved[name], type(self).__name__)
 
     def apply(self, grads):
         out_meta = self.out_meta
@@ -151,15 +151,18 @@ class FormulaNode(Node):
         formula = self.formula
         params = formula.param_set
         kwargs = self.kw.copy()
-        if "grad" in params:
+        if formula.wants_grad:
             kwargs["grad"] = grads[0]
-        if "grads" in params:
+        if formula.wants_grads:
             kwargs["grads"] = tuple(grads[:len(out_meta)])
-        if "needs_grad" in params:
+        if formula.wants_needs_grad:
             kwargs["needs_grad"] = self._needs_grad()
-        for name in self.saved:
+        node_name = None
+        for name, s in self.saved.items():
             if name in params:
-                kwargs[name] = self._unpack(name)
+                if node_name is None:
+                    node_name = type(self).__name__
+                kwargs[name] = _unpack_saved(s, node_name)
         if len(kwargs) != len(formula.params):
             missing = next(p for p in formula.params if p not in kwargs)
             raise RuntimeError(f"derivative of {self.op.name}: unknown formula parameter '{missing}'")
@@ -181,8 +184,8 @@ class FormulaNode(Node):
             if meta is None:  # the input needs no gradient (PyTorch leaves it undefined)
                 g = None
             elif g is not None:
-                shape, dtype = meta
-                if g.shape != shape:
+                shape, dtype = meta     # (the input's array shape: a tuple, compared without making a Size)
+                if g._data.shape != shape:
                     g = sum_to(g, shape)
                 if g.dtype is not dtype:
                     g = g.to(dtype)
@@ -202,6 +205,13 @@ class FormulaNode(Node):
             for x in (s if isinstance(s, list) else [s]):
                 if x is not None:
                     x.release()
+
+
+def _unpack_saved(s, node_name):
+    """A saved value (SavedTensor, a list of them for Tensor[], or None), unpacked for `node_name`."""
+    if s.__class__ is list:
+        return [x.unpack(node_name) if x is not None else None for x in s]
+    return None if s is None else s.unpack(node_name)
 
 
 def _materialize(grads, out_meta):
@@ -316,10 +326,24 @@ def make_kernel(op, formula: Formula):
     wants_result = "result" in wants or "results" in wants
     redispatch = op.redispatch
     table = op.table
+    # Where a tensor can come: the binding converts every other argument (numbers, int lists ...), so
+    # a call with all its arguments is checked at these positions only; a shorter one (a caller past
+    # the binding) everywhere.
+    single_positions = None if has_list else tuple(i for i, _ in tensor_args)
+    n_args = len(arguments)
 
     def kernel(op_, keys, *args):
         excluded = tls.exclude
-        if not _any_requires_grad(args):
+        if single_positions is None or len(args) < n_args:
+            grad_needed = _any_requires_grad(args)
+        else:
+            grad_needed = False
+            for i in single_positions:
+                x = args[i]
+                if isinstance(x, Tensor) and x._keys & AUTOGRAD_BIT:
+                    grad_needed = True
+                    break
+        if not grad_needed:
             tls.exclude = excluded | AUTOGRAD_BIT
             try:
                 if keys == CPU_BIT and table[0] is not None:   # what redispatch would pick, without its loop
@@ -357,7 +381,9 @@ def make_kernel(op, formula: Formula):
             v = args[i]
             for x in ((v or ()) if is_list else (v,)):
                 if isinstance(x, Tensor) and x._keys & AUTOGRAD_BIT:
-                    edges.append(gradient_edge(x))
+                    meta = x._autograd      # (gradient_edge's first case, without its call)
+                    edges.append((meta.grad_fn, meta.output_nr) if meta is not None and meta.grad_fn is not None
+                                 else gradient_edge(x))
                     dtypes.append((x._data.shape, x.dtype))
                 else:
                     edges.append(_NO_EDGE)
@@ -386,16 +412,19 @@ def make_kernel(op, formula: Formula):
                    if isinstance(o, Tensor) else None for nr, o in enumerate(outs)]
             saved["result"] = res[0]
             saved["results"] = res
-        for nr, o in enumerate(outs):
-            if out_meta[nr] is None:
-                continue
-            o._keys |= AUTOGRAD_BIT
-            meta = o._autograd
-            if meta is None or inplace:
-                meta = meta_of(o)
-            meta.grad_fn, meta.output_nr = node, nr
-            if is_view and isinstance(args[0], Tensor):
-                meta.view_base = args[0]
+        view_base = args[0] if is_view and isinstance(args[0], Tensor) else None
+        nr = 0
+        for o in outs:
+            if out_meta[nr] is not None:
+                o._keys |= AUTOGRAD_BIT
+                meta = o._autograd
+                if meta is None:
+                    meta = o._autograd = AutogradMeta(node, nr)
+                else:
+                    meta.grad_fn, meta.output_nr = node, nr
+                if view_base is not None:
+                    meta.view_base = view_base
+            nr += 1
         return out
     kernel.__name__ = f"autograd_{schema.name}"
     return kernel

@@ -7,13 +7,13 @@ import weakref
 
 from .._core.dispatch import AUTOGRAD_BIT
 from .._core.tensor import Tensor
+from .engine import backward as _run_backward
 from .graph import meta_of, _Handle
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
-    from .engine import backward as run
-    run([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+    _run_backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
 
 
 def register_hook(self, hook):

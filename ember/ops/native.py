@@ -21,7 +21,11 @@ import os
 import numpy as np
 
 from .._core.dispatch import AUTOGRAD_BIT, CPU_BIT, CUDA_BIT, DispatchKey, tls
+from .._core import dtype as _dt
 from .._core.tensor import wrap
+
+F32 = np.dtype(np.float32)
+HALF = (np.dtype(np.float16), _dt.bfloat16.np)     # computed in float32 by the native backward paths
 
 enabled = os.environ.get("EMBER_NATIVE", "1") != "0"
 # The profiler only observes: under it the native paths stay on (a profiled run computes the same
@@ -81,16 +85,21 @@ def plain_cuda_backward(*tensors) -> bool:
 
 def pointwise_backward(name: str, grad, x):
     """`name`'s native kernel applied to (grad, x) -> a new tensor, when both are C-contiguous
-    float32/float64 arrays of one dtype and shape and `plain_backward` holds; else None."""
+    float32/float64 arrays of one dtype and shape and `plain_backward` holds; else None. A float16 /
+    bfloat16 pair is computed in float32 and rounded once, as ATen's CPU kernels compute half types
+    (autocast's activations)."""
     if not plain_backward(grad, x):
         return None
     g, a = grad._data, x._data
     if g.dtype is not a.dtype or g.shape != a.shape or not a.flags.c_contiguous:
         return None
+    half = a.dtype if a.dtype in HALF else None
+    if half is not None:
+        g, a = g.astype(F32), a.astype(F32)
     g = np.ascontiguousarray(g)    # e.g. the expanded ones of sum()'s backward
     fn = kernel(name, a.dtype)
     if fn is None:
         return None
     out = np.empty_like(a)
     fn(g, a, out, a.size)
-    return wrap(out)
+    return wrap(out if half is None else out.astype(half))

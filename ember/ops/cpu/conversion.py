@@ -39,8 +39,12 @@ def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blo
         import cupy
         with cupy.cuda.Device(device.index or 0):
             return _make(cupy.asarray(np.asarray(_cast(arr, target), order="C")), CUDA_BIT)  # (0-d stays 0-d)
-    out = np.array(_cast(arr, target) if arr.dtype is not target else arr, order="C" if memory_format == "contiguous_format" else "K", copy=True)
-    return wrap(out)
+    order = "C" if memory_format == "contiguous_format" else "K"
+    if arr.dtype is target:
+        return wrap(np.array(arr, order=order, copy=True))
+    if arr.dtype.kind == "c" and target.kind != "c":
+        arr = arr.real
+    return wrap(arr.astype(target, order=order))     # (astype copies: one pass, not astype and a copy)
 
 
 def to_copy_meta(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):

@@ -56,7 +56,10 @@ def linear(x, w, b=None):
     y = _matmul(X, W.T if W.ndim == 2 else W)
     if b is not None:
         B = acc(b._data)
-        y = y + B if y.ndim == 0 or np.broadcast_shapes(y.shape, B.shape) != y.shape else np.add(y, B, out=y)
+        if B.shape == y.shape[-1:] and y.ndim:     # a layer's [out] bias: added in place, no broadcast check
+            np.add(y, B, out=y)
+        else:
+            y = y + B if y.ndim == 0 or np.broadcast_shapes(y.shape, B.shape) != y.shape else np.add(y, B, out=y)
     return result(y, dt.np)
 
 

@@ -222,10 +222,16 @@ def reshape_as(self, other):
     return _call("reshape", "default", self, other.shape)
 
 
+_HANDLES: dict = {}     # (name, overload) -> the operator handle `_call` calls (looked up once: views are hot)
+
+
 def _call(name, overload, *args, **kwargs):
     """Call another operator through the dispatcher (composites must, for autograd)."""
-    from ..registry import aten
-    return getattr(getattr(aten, name), overload)(*args, **kwargs)
+    handle = _HANDLES.get((name, overload))
+    if handle is None:
+        from ..registry import aten
+        handle = _HANDLES[(name, overload)] = getattr(getattr(aten, name), overload)
+    return handle(*args, **kwargs)
 
 
 def flatten(self, start_dim=0, end_dim=-1):

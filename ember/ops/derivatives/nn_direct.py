@@ -14,6 +14,7 @@ from .. import native
 from ..._core.tensor import wrap
 
 _GEMM_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_F32, _HALF = native.F32, native.HALF
 
 
 def native_linear(grad, input, weight, bias, needs_grad):
@@ -23,13 +24,23 @@ def native_linear(grad, input, weight, bias, needs_grad):
     if weight.ndim != 2 or input.ndim < 2 or not native.direct_backward(grad, input, weight):
         return None
     g, x, w = grad._data, input._data, weight._data
-    if g.dtype not in _GEMM_DTYPES or x.dtype is not g.dtype or w.dtype is not g.dtype or g.ndim != x.ndim:
+    dt = g.dtype
+    if x.dtype is not dt or w.dtype is not dt or g.ndim != x.ndim:
+        return None
+    if dt in _HALF:     # (autocast's layers) computed in float32 and rounded once, as the formula's matmuls
+        g, x, w = g.astype(_F32), x.astype(_F32), w.astype(_F32)
+    elif dt not in _GEMM_DTYPES:
         return None
     rows = prod(x.shape[:-1])    # (not -1: a layer with no outputs still has a batch size)
     g2 = g.reshape(rows, g.shape[-1])
-    return (wrap(g2.dot(w).reshape(x.shape)) if needs_grad[0] else None,
-            wrap(g2.T.dot(x.reshape(rows, x.shape[-1]))) if needs_grad[1] else None,
-            wrap(np.add.reduce(g2, axis=0)) if bias is not None and needs_grad[2] else None)
+    return (_rounded(g2.dot(w).reshape(x.shape), dt) if needs_grad[0] else None,
+            _rounded(g2.T.dot(x.reshape(rows, x.shape[-1])), dt) if needs_grad[1] else None,
+            _rounded(np.add.reduce(g2, axis=0), dt) if bias is not None and needs_grad[2] else None)
+
+
+def _rounded(arr, dt):
+    """A tensor of `arr` in dtype `dt` (a float32 result of a half-precision gradient rounded once)."""
+    return wrap(arr if arr.dtype is dt else arr.astype(dt))
 
 
 def native_embedding(grad, weight_shape, indices, padding_idx):
@@ -62,6 +73,9 @@ def native_sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale)
     g, q, k, v = grad._data, query._data, key._data, value._data
     if any(a.dtype is not q.dtype for a in (g, k, v)) or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
         return None
+    half = q.dtype if q.dtype in _HALF else None
+    if half is not None:    # (autocast's attention) in float32, as the forward computed it, rounded once
+        g, q, k, v = g.astype(_F32), q.astype(_F32), k.astype(_F32), v.astype(_F32)
     sc = (1.0 / float(np.sqrt(q.shape[-1]))) if scale is None else scale
     attn = native_probs(q, k, is_causal, sc)
     backward = native.kernel("softmax_bwd", q.dtype)
@@ -73,4 +87,7 @@ def native_sdpa(grad, query, key, value, attn_mask, dropout_p, is_causal, scale)
     backward(ga, attn, gs, attn.size // attn.shape[-1], attn.shape[-1], False)
     gq, gk = np.matmul(gs, k), np.matmul(gs.swapaxes(-1, -2), q)
     scale_t = q.dtype.type(sc)
-    return wrap(np.multiply(gq, scale_t, out=gq)), wrap(np.multiply(gk, scale_t, out=gk)), wrap(gv), None
+    gq, gk = np.multiply(gq, scale_t, out=gq), np.multiply(gk, scale_t, out=gk)
+    if half is not None:
+        return _rounded(gq, half), _rounded(gk, half), _rounded(gv, half), None
+    return wrap(gq), wrap(gk), wrap(gv), None

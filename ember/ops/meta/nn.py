@@ -42,6 +42,13 @@ def check_param_dtype(op: str, x: Tensor, *params) -> None:
 # linear, bilinear, embedding
 # ---------------------------------------------------------------------------------------
 def linear_rule(x, w, b):
+    X, W = x._data, w._data
+    xs, ws = X.shape, W.shape
+    if len(ws) == 2 and xs and xs[-1] == ws[1] and X.dtype == W.dtype and X.dtype.kind != "b" and (
+            b is None or (b._data.shape == ws[:1] and b._data.dtype == X.dtype)):
+        # the common case, read off the arrays (a layer's [out, in] weight and [out] bias, one dtype):
+        # the checks below could not fail; ~40% of a small layer's forward on the CPU
+        return xs[:-1] + ws[:1], x.dtype
     if x.ndim == 0 or w.ndim == 0:
         raise RuntimeError(f"linear(): both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
                            f"and {w.ndim}D")

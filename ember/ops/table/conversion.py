@@ -50,11 +50,18 @@ def to(self, *args, **kwargs):
     """``t.to(dtype)``, ``t.to(device)``, ``t.to(device, dtype)``, ``t.to(other)``; returns self
     when nothing changes and ``copy=False``."""
     if not kwargs and len(args) == 1 and args[0].__class__ is _dt.dtype:
-        # t.to(dtype) -- autocast's casts, their gradients, .float()/.half() -- needs no parsing
+        # t.to(dtype) -- autocast's casts, .float()/.half() -- needs no parsing
         dtype = args[0]
         if dtype is self.dtype:
             return self
         return aten._to_copy.default(self, dtype=dtype, device=None, memory_format=None)
+    if not kwargs and len(args) == 2 and args[0].__class__ is _device and args[1].__class__ is _dt.dtype:
+        # t.to(device, dtype) -- the gradient of a cast (ToCopyBackward0) -- needs none either
+        device, dtype = args
+        if device is self.device or device == self.device:
+            if dtype is self.dtype:
+                return self
+        return aten._to_copy.default(self, dtype=dtype, device=device, memory_format=None)
     dtype, device, copy, memory_format = _parse_to(args, kwargs)
     same_dtype = dtype is None or dtype is self.dtype
     same_device = device is None or device == self.device

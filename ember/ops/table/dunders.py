@@ -3,6 +3,11 @@
 Reflected operators (``2 - t``) call the op with the operands swapped; the kernels of these
 ops accept a Python number in either position.
 """
+import numpy as np
+
+from ..._core import dtype as _dt
+from ..._core.tensor import wrap
+
 DUNDERS = {
     "__add__": ("add", False), "__radd__": ("add", True), "__iadd__": ("add_", False),
     "__sub__": ("sub", False), "__rsub__": ("rsub", False), "__isub__": ("sub_", False),
@@ -32,7 +37,6 @@ _NUMBERS = (int, float, bool, complex)
 
 def install(tensor_cls, methods: dict) -> None:
     """Attach every dunder whose op exists."""
-    import numpy as np
     for dunder, (name, reflected) in DUNDERS.items():
         fn = methods.get(name)
         if fn is None:
@@ -60,22 +64,17 @@ def install(tensor_cls, methods: dict) -> None:
         setattr(tensor_cls, dunder, method)
 
 
-def _wide():
-    from ..._core import dtype as _dt
-    return {_dt.FLOAT: _dt.float64, _dt.COMPLEX: _dt.complex128}
+_WIDE = {_dt.FLOAT: _dt.float64, _dt.COMPLEX: _dt.complex128}
 
 
 def _scalar_tensor(value, like):
     """A 0-d tensor for a Python number on `like`'s device (promotes like a wrapped number)."""
-    import numpy as np
-    from ..._core import dtype as _dt
-    from ..._core.tensor import wrap
     if isinstance(value, (np.number, np.bool_)):
         value = value.item()
     # stored in double precision, as ATen's wrapped_scalar_tensor stores it: a float rounded to the
     # default dtype first would lose digits against a float64 tensor (2/sqrt(pi) * t)
     dtype = _dt.scalar_dtype(value)
-    arr = np.array(value, dtype=_wide().get(dtype.category, dtype).np)
+    arr = np.array(value, dtype=_WIDE.get(dtype.category, dtype).np)
     t = wrap(arr) if like.is_cpu else wrap(arr).to(like.device)
     t._wrapped_number = True  # promotes like a Python number, not like a 0-d tensor
     return t
