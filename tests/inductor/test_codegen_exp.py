@@ -113,3 +113,23 @@ def test_zero_d_empty_and_short_inputs(shape):
     check(lambda t: ember.exp(t) + 1.0, x)
     if shape and shape[-1]:
         check(lambda t: ember.softmax(t, -1), x)
+
+
+def test_machines_without_avx512_get_the_inline_polynomial_and_libmvec(monkeypatch):
+    """The `#else` branch of codegen_c_exp.AVX512, built here with AVX2 flags: same programs, same
+    accuracy bound as expi_f's, eager's values."""
+    from ember._inductor import config
+    flags = tuple("-march=x86-64-v3" if f == "-march=native" else f for f in config.cflags)
+    monkeypatch.setattr(config, "cflags", flags)
+    ember.compiler.reset()
+    x = np.concatenate([np.linspace(-110, 90, 50_001, dtype=np.float32), [-np.inf, np.inf, np.nan]]).astype(np.float32)
+    got = compiled_exp(x)
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    finite = np.isfinite(want)
+    steps = np.abs(got[finite].view(np.int32).astype(np.int64) - want[finite].view(np.int32).astype(np.int64))
+    assert steps.max() <= 2 and got[-3] == 0 and got[-2] == np.inf and np.isnan(got[-1])
+    t = ember.from_numpy(np.random.default_rng(5).standard_normal((4, 300)).astype(np.float32) * 4)
+    check_many([("softmax", lambda a: ember.softmax(a, -1)), ("sigmoid", lambda a: ember.sigmoid(a)),
+                ("gelu_tanh", lambda a: F.gelu(a, approximate="tanh")), ("silu", lambda a: F.silu(a))], t)
+    ember.compiler.reset()
