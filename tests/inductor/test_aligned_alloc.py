@@ -119,3 +119,35 @@ def test_installed_at_the_first_cpu_kernel_not_at_import(align):
     assert lines[3] == "-1.0 True"
     if align:                                 # without it, malloc's alignment is whatever it is
         assert lines[4] == "True"
+
+
+def _huge_kib(arr) -> int:
+    """AnonHugePages (kB) of the mapping holding `arr`'s middle byte (/proc/self/smaps; the advice
+    splits the block's first page off into a mapping of its own)."""
+    addr, inside = arr.ctypes.data + arr.nbytes // 2, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and all(c in "0123456789abcdef-" for c in head):
+                lo, hi = (int(v, 16) for v in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == "AnonHugePages:":
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux only")
+def test_large_blocks_get_huge_pages_where_numpys_own_allocator_does():
+    """Oracle: NumPy's default allocator (a fresh thread's) on the same machine and kernel settings."""
+    sizes = 64 << 20
+    seen = {}
+
+    def with_numpys_allocator():
+        a = np.ones(sizes // 4, np.float32)
+        seen["numpy"] = _huge_kib(a)
+    t = threading.Thread(target=with_numpys_allocator)
+    t.start()
+    t.join()
+    ours = np.ones(sizes // 4, np.float32)
+    assert aligned_alloc.current_handler_name(ours) == aligned_alloc.HANDLER_NAME
+    assert (_huge_kib(ours) > 0) == (seen["numpy"] > 0), (_huge_kib(ours), seen)
