@@ -18,8 +18,8 @@ handler in a context variable: threads started later begin with NumPy's default 
 The allocator: malloc/calloc/realloc of size + 64 bytes, the block handed out at the first 64-byte
 boundary at least 8 bytes in, and the distance back to malloc's pointer stored in the 8 bytes just
 before it (calloc keeps the kernel's lazily zeroed pages for large np.zeros); blocks of 4 MiB and
-more get madvise(MADV_HUGEPAGE) as NumPy's own allocator gives them (without it NumPy's ops on
-4 MB arrays ran 3x slower and the kernels at 1e7 elements up to 2x slower: page faults and TLB misses).
+more get madvise(MADV_HUGEPAGE) as NumPy's own allocator gives them (without it the kernels at 1e7
+elements ran up to 2x slower: 4 KiB page faults and TLB misses).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ static size_t aligned_offset(const char *raw) {
     return (size_t)((((uintptr_t)raw + sizeof(size_t) + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1)) - (uintptr_t)raw);
 }
 /* NumPy's own allocator asks for transparent huge pages on blocks of 4 MiB and more; without that a
-   40 MB array takes 4 KiB page faults and TLB misses (NumPy's ops ran 3x slower at 1e6 elements) */
+   40 MB array takes 4 KiB page faults and TLB misses (the kernels at 1e7 elements ran up to 2x slower) */
 static void ask_huge_pages(char *raw, size_t size) {
 #ifdef MADV_HUGEPAGE
     if (size >= ((size_t)1 << 22)) {

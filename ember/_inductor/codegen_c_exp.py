@@ -16,7 +16,7 @@ e^x = 2^(k/16) e^r with k = round(16 x / ln 2) and r = x - k ln2/16 (|r| <= ln2/
     does not add half an ulp;
   - 2^floor(k/16) is applied by vscalefps, which overflows to inf and rounds subnormal results
     itself (no two-half scaling as in expi_f), after x is clamped to [-104, 89] (NaN passes).
-20 vector instructions for 16 lanes against the polynomial's ~28, at most 1 ulp from the correctly
+16 vector operations (and constant loads) for 16 lanes against ~28, at most 1 ulp from the correctly
 rounded exp (tests/inductor/test_codegen_exp.py). It is a call (GCC vectorises no intrinsics inside
 a loop it vectorises itself): 0.23 ns an element in an L1 loop, where the same steps inlined take
 0.16 and expi_f 0.28; libmvec's expf is a call too and costs 0.30. The builtins are GCC's own
