@@ -17,7 +17,7 @@ import math
 import re
 
 from .._core import dtype as _dt
-from . import ir
+from . import codegen_c_exp, ir
 
 # -- the prelude (the libmvec prototypes come from machine.vector_math_prelude(): one list) --------
 _MVEC_1 = ("exp", "log", "sin", "cos", "tan", "tanh", "erf", "erfc", "log1p", "expm1", "log2", "log10",
@@ -61,10 +61,9 @@ _FLOAT_HELPERS = "\n".join(
 # (generic: a float or a double argument)
 _RECIP_OK = "#define recip_ok(b) (fabs((double)(b)) > 0x1p-125 && fabs((double)(b)) < 0x1p125)"
 
-# exp through libmvec (gelu_tanh's, and double's), with arguments whose result is exactly 0 (-inf: a
-# causal mask) kept off the vector expf: it sends a whole vector with one such lane to scalar code
-# (5x slower). gelu_tanh keeps it: there the inline expi_f below measured 10% slower (490 vs 540 us
-# at 1e6), a sigmoid-like x / (1 + exp) loop no faster.
+# exp through libmvec (double's; float32 sigmoid/silu/gelu_tanh's where codegen_c_exp has no vector
+# exp), with arguments whose result is exactly 0 (-inf: a causal mask) kept off the vector expf: it
+# sends a whole vector with one such lane to scalar code (5x slower).
 _EXP = "\n".join(
     f"static inline {t} exp_{n}({t} x) {{ int under = x < {limit}; return sel_{n}(under, 0, exp{s}(sel_{n}(under, 0, x))); }}"
     for t, n, s, limit in (("float", "f", "f", "-105.0f"), ("double", "d", "", "-746.0")))
@@ -96,7 +95,7 @@ static inline float philox_uniform(int64_t seed, int64_t offset) {
 }
 """
 
-# float32 exp inline, for the exp op (softmax, log_softmax, logsumexp): no call, so nothing is
+# float32 exp inline, for the exp op where codegen_c_exp has no vector exp (no AVX-512): no call, so nothing is
 # spilled around one and no -inf guard is needed (exp_f's call spilled the guard's mask and every
 # live vector: a softmax row's exp loop ran 10-27% slower through it). n = round(x / ln 2) by the
 # 1.5 * 2^23 trick, r = x - n ln 2 in two parts (Cody-Waite), e^r by a degree-6 polynomial (relative
@@ -114,7 +113,7 @@ static inline float expi_f(float x) { x = sel_f(x < -104.0f, -104.0f, x); x = se
     lo.i = (half + 127) << 23; hi.i = (e - half + 127) << 23; return p * lo.f * hi.f; }
 """
 
-HELPERS = (_SELECT + "\n" + _RECIP_OK + "\n" + _EXP + "\n" + _EXP_INLINE + "\n" + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS
+HELPERS = (_SELECT + "\n" + _RECIP_OK + "\n" + _EXP + "\n" + _EXP_INLINE + codegen_c_exp.AVX512 + _FLOAT_HELPERS + "\n" + _INT_HELPERS + "\n" + _HALF_HELPERS
            + _PHILOX)
 
 
@@ -128,17 +127,17 @@ UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t",
             "uint8_t": "uint8_t", "_Bool": "_Bool"}
 _FLOAT_UNARY = {
     "neg": "(-{x})", "abs": "fabs{s}({x})", "rsqrt": "({one} / sqrt{s}({x}))", "reciprocal": "({one} / {x})",
-    "sigmoid": "({one} / ({one} + exp{s}(-{x})))", "silu": "({x} / ({one} + exp{s}(-{x})))",
+    "sigmoid": "({one} / ({one} + expa_{n}(-{x})))", "silu": "({x} / ({one} + expa_{n}(-{x})))",
     "round": "nearbyint{s}({x})", "relu": "sel_{n}({x} < 0, 0, {x})", "frac": "({x} - trunc{s}({x}))",
     "square": "({x} * {x})", "sign": "sel_{n}({x} > 0, {one}, sel_{n}({x} < 0, -{one}, {x}))",
     "gelu": "({half} * {x} * ({one} + erf{s}({x} * ({one} / sqrt{s}(2 * {one})))))",
     # 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)): libmvec's exp is ~1.3x faster than its tanh
-    "gelu_tanh": "({x} / ({one} + exp_{n}(-1.5957691216057308{s} * ({x} + 0.044715{s} * {x} * {x} * {x}))))",
+    "gelu_tanh": "({x} / ({one} + expa_{n}(-1.5957691216057308{s} * ({x} + 0.044715{s} * {x} * {x} * {x}))))",
     "isnan": "({x} != {x})", "isinf": "(isinf({x}) != 0)", "isfinite": "(isfinite({x}) != 0)",
     "logical_not": "(!{x})"}
 for _f in _MVEC_1 + ("sqrt", "floor", "ceil", "trunc"):
     _FLOAT_UNARY[_f] = _f + "{s}({x})"
-_FLOAT_UNARY["exp"] = "exp{i}_{n}({x})"       # float: the inline expi_f, double: libmvec's
+_FLOAT_UNARY["exp"] = "expv_{n}({x})"       # expv_f/expa_f/expv_d/expa_d: codegen_c_exp.py
 _INT_UNARY = {
     "neg": "(({t})(0 - ({u}){x}))", "abs": "sel_{t}({x} < 0, ({t})(0 - ({u}){x}), {x})", "floor": "{x}",
     "ceil": "{x}", "trunc": "{x}", "round": "{x}", "relu": "sel_{t}({x} < 0, 0, {x})",
@@ -296,7 +295,7 @@ class CEmitter:
         t = ctype(dtype)
         if dtype.is_floating_point:
             s = "f" if t == "float" else ""
-            text = _FLOAT_UNARY[name].format(x=x, s=s, n=s or "d", one="1.0" + s, half="0.5" + s, i="i" if s else "")
+            text = _FLOAT_UNARY[name].format(x=x, s=s, n=s or "d", one="1.0" + s, half="0.5" + s)
         else:
             table = _BOOL_UNARY if t == "_Bool" else _INT_UNARY
             text = table[name].format(x=x, t=t, u=UNSIGNED[t])

@@ -41,6 +41,9 @@ cache_size_limit = 1 << 30
 # and run under Triton's interpreter (set TRITON_INTERPRET=1 first): tests of the Triton kernels
 # on a machine without a GPU (compile_triton.py). CUDA graphs always get Triton kernels.
 cpu_codegen = "c"
+# True: from the first CPU kernel launch on, NumPy allocates 64-byte aligned blocks, as PyTorch's CPU
+# allocator does (aligned_alloc.py: unaligned inputs cost the kernels 8-14%); read once per process.
+align_allocations = True
 # A compiled graph's output of at least this many bytes reuses the previous call's array when no
 # reference to it is left (wrapper.Alloc): a fresh 40 MB array costs ~3 ms of page faults here. The
 # graph keeps that one array per output between calls. 0 or None: every output is a fresh array.

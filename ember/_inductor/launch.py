@@ -252,7 +252,23 @@ def launcher():
                 warnings.warn(f"ember._inductor: the launcher extension did not build ({e.source_path}); "
                               f"kernels are launched through ctypes", RuntimeWarning, stacklevel=2)
                 _launcher = ctypes_launch
+            if config.align_allocations:
+                _align_allocations()
     return _launcher
+
+
+def _align_allocations() -> None:
+    """From the first CPU kernel on, NumPy allocates 64-byte aligned blocks (aligned_alloc.py says
+    why); where the allocator does not build, one warning (config.strict raises) and arrays stay as
+    NumPy aligns them."""
+    from . import aligned_alloc
+    try:
+        aligned_alloc.install()
+    except codecache.CCompileError as e:
+        if config.strict:
+            raise
+        warnings.warn(f"ember._inductor: the aligned allocator did not build ({e.source_path}); "
+                      f"arrays keep NumPy's 16-byte alignment", RuntimeWarning, stacklevel=3)
 
 
 def set_num_threads(n) -> None:
