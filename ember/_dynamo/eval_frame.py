@@ -149,7 +149,8 @@ class _CompileOptions:
 def _replayed_from_cuda_graphs(backend, registered):
     def compile_then_cudagraphify(gm, example_inputs):
         from .backends.cudagraphs import aot_backend, cudagraphify
-        aot = aot_backend(registered)     # an AOT backend: its forward and backward replayed (training too)
+        from . import config           # an AOT backend: its forward and backward replayed (training too)
+        aot = aot_backend(registered) if config.cudagraph_training else None
         if aot is not None:
             return aot(gm, example_inputs)
         compiled = backend(gm, example_inputs)

@@ -41,7 +41,8 @@ def counted(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_dynamo():
+def _fresh_dynamo(monkeypatch):
+    monkeypatch.setattr(ember._dynamo.config, "cudagraph_training", True)    # off by default (config says why)
     ember._dynamo.reset()
     yield
     ember._dynamo.reset()

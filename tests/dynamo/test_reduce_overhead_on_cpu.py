@@ -105,7 +105,8 @@ def test_random_op_detection_in_aot_graphs():
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
-def test_reduce_overhead_training_on_cpu_is_the_default_mode(backend, cudagraph_logs):
+def test_reduce_overhead_training_on_cpu_is_the_default_mode(backend, cudagraph_logs, monkeypatch):
+    monkeypatch.setattr(ember._dynamo.config, "cudagraph_training", True)
     # the AOT backends wrap their compiled forward and backward (not the dynamo graph's callable):
     # on the CPU both say why they run as they are, and train as default mode does
     def build():
