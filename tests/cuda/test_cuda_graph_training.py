@@ -227,10 +227,13 @@ def test_out_of_range_indices_at_a_replay_raise_eagers_error(counted, backend, c
     with ember.no_grad():
         for _ in range(3):
             _assert_same(compiled(w, good), fn(w, good), 1e-6, "in range")
+        # (the embedding's indices are checked on the device: reported at the next sync, eager too)
         with pytest.raises(Exception) as eager_error:
             fn(w, bad)
+            ember.cuda.synchronize()
         with pytest.raises(eager_error.type) as replay_error:
             compiled(w, bad)
+            ember.cuda.synchronize()
         assert str(replay_error.value) == str(eager_error.value)
         _assert_same(compiled(w, good), fn(w, good), 1e-6, "in range after the error")
     assert counted["captured"] == 1 and counted["replayed"] == 4

@@ -1,7 +1,8 @@
 """A half linear's backward with an odd output dim (the tied LM head, scaled down) pads its
 gradient once for both products (ember/_cuda/attention.linear_backward: blas.gemm's `memo`): the
 gradients equal, bit for bit, those of the two products padded separately, and match PyTorch
-CUDA; small-integer operands make every float32 sum exact, so torch agrees bit for bit too."""
+CUDA; small-integer operands make every float32 sum exact, so torch agrees bit for bit in float16
+(in bfloat16 to 2 ulps: its product rounds partial sums)."""
 import numpy as np
 import pytest
 import torch
@@ -36,7 +37,10 @@ def test_head_backward_pads_its_gradient_once(dtype, monkeypatch):
         grads[lib] = [t.grad.float().cpu().numpy() for t in (x, w)]
     assert in_backward.count((M, V + 1)) == 1, in_backward     # the gradient, padded once for dx and dw
     for mine, theirs in zip(grads[ember], grads[torch]):
-        np.testing.assert_array_equal(mine, theirs)
+        if dtype == "float16":
+            np.testing.assert_array_equal(mine, theirs)
+        else:   # PyTorch's bf16 product rounds partial sums (2 ulps apart, H100): bf16's ulp at 512 is 4
+            np.testing.assert_allclose(mine, theirs, rtol=2 ** -6, atol=4)
     # the same products without sharing: the same bits
     G = ember.tensor(g0.reshape(M, V), device="cuda").to(getattr(ember, dtype))._data
     X = ember.tensor(x0.reshape(M, C), device="cuda").to(getattr(ember, dtype))._data

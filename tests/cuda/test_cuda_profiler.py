@@ -23,7 +23,7 @@ def test_cuda_operators_get_device_time_and_the_table_shows_it():
     rows = {e.key: e for e in p.key_averages()}
     mm, add = rows["aten::matmul"], rows["aten::add"]
     # each op's device time spans its own launches (the GPU waits for the host between them)
-    assert mm.count == 5 and alone_us / 4 < mm.device_time_total < alone_us * 4
+    assert mm.count == 5 and alone_us / 8 < mm.device_time_total < alone_us * 8    # (the same order, not host time)
     assert mm.self_device_time_total <= mm.device_time_total and mm.cuda_time_total == mm.device_time_total
     assert add.device_time_total == 0            # a CPU tensor: not timed on the device
     table = p.key_averages().table(sort_by="cuda_time_total", row_limit=5)

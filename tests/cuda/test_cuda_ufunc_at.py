@@ -24,9 +24,13 @@ def test_ufunc_at_matches_numpy_with_repeated_targets(name, dtype):
     from ember._cuda.array_module import xp
     if name in ("maximum", "minimum") and np.dtype(dtype).kind == "c":
         pytest.skip("PyTorch orders no complex numbers")
-    # float sums go through atomics in any order: equal up to rounding; everything else exactly
-    compare = np.testing.assert_array_equal if name != "add" or np.dtype(dtype).kind not in "f" else \
-        (lambda got, want: np.testing.assert_allclose(got, want, rtol=5e-3 if dtype == "float16" else 1e-6))
+    # float sums go through atomics in any order: equal up to rounding; complex products as NumPy's
+    # up to rounding (the device's complex multiply contracts into FMAs, NumPy's does not, H100);
+    # everything else exactly
+    inexact = (name == "add" and np.dtype(dtype).kind == "f") or (name == "multiply" and np.dtype(dtype).kind == "c")
+    compare = np.testing.assert_array_equal if not inexact else \
+        (lambda got, want: np.testing.assert_allclose(got, want, rtol=5e-3 if dtype == "float16" else
+                                                      1e-5 if dtype == "complex64" else 1e-6))
     rng = np.random.default_rng(0)
     base = _draw(rng, (5, 4), dtype)
     for view in (lambda a: a, _moved):
