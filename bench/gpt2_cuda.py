@@ -224,6 +224,9 @@ def main():
     p.add_argument("--profile", action="store_true")
     p.add_argument("--only-ember", action="store_true", help="skip torch (profiling runs)")
     p.add_argument("--compiled", action="store_true", help="add ember.compile and torch.compile columns")
+    p.add_argument("--only-compiled", action="store_true",
+                   help="time the compiled columns alone (each library's allocator then holds one model's memory, "
+                        "not two: with four columns on one card ember's CuPy pool runs short and frees/reallocates)")
     p.add_argument("--reduce-overhead", action="store_true",
                    help="with --compiled: add the mode='reduce-overhead' (CUDA graphs) columns of both")
     p.add_argument("--check-loss", action="store_true", help="exit 1 if a compiled loss leaves eager's")
@@ -252,6 +255,9 @@ def main():
         libs["torch"] = (torch, tmodel, topt, tx, ty)
     if args.compiled:
         libs.update(compiled_columns(torch, args, weights, tx, ty, ex, ey, not args.only_ember))
+    if args.only_compiled:
+        for eager in ("ember", "torch"):
+            libs.pop(eager, None)
     if args.loss_curve:
         curves = loss_curve(torch, libs, args)
         for a, b in CURVE_PAIRS:     # torch vs torch.compile: the spread of two correct bf16 trainings
@@ -299,7 +305,7 @@ def main():
         mfu = 6 * n_params * tps / (peak * 1e12)
         print(f"{name:<19}{t * 1e3:>10.1f}{statistics.median(queued[name]) * 1e3:>10.1f}{tps:>12.0f}{mfu:>7.1%}"
               f"   {losses[name][0]:.4f}, {losses[name][-1]:.4f}")
-    if "torch" in result:
+    if "torch" in result and "ember" in result:
         print(f"ember/torch tokens/s: {result['ember'] / result['torch']:.2f}x  (N = {n_params / 1e6:.1f}M)")
     if "ember.compile" in result:
         for peer in ("torch", "torch.compile"):
@@ -310,7 +316,7 @@ def main():
             if peer in result:
                 print(f"ember.compile(ro)/{peer} tokens/s: {result['ember.compile(ro)'] / result[peer]:.2f}x")
     for column in ("ember.compile", "ember.compile(ro)"):
-        if column not in result:
+        if column not in result or "ember" not in losses:
             continue
         worst = loss_gap(losses["ember"], losses[column])
         print(f"{column} vs ember eager: largest loss difference {worst:.2e} over {len(losses['ember'])} steps "
