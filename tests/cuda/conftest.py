@@ -42,3 +42,22 @@ def _no_device_error_left():
     checks = sys.modules.get("ember._cuda.device_checks")
     if checks is not None and checks.pending:
         ember.cuda.synchronize()
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts of graphs captured and replayed by CUDAGraph (reduce-overhead's tests)."""
+    from ember._cuda import graphs
+    counts = {"captured": 0, "replayed": 0}
+    end, replay = graphs.CUDAGraph.capture_end, graphs.CUDAGraph.replay
+
+    def counting_end(self):
+        end(self)
+        counts["captured"] += 1
+
+    def counting_replay(self):
+        counts["replayed"] += 1
+        replay(self)
+    monkeypatch.setattr(graphs.CUDAGraph, "capture_end", counting_end)
+    monkeypatch.setattr(graphs.CUDAGraph, "replay", counting_replay)
+    return counts

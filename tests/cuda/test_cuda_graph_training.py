@@ -14,30 +14,12 @@ import numpy as np
 import pytest
 
 import ember
-from ember._cuda import graphs as graph_impl
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from _gpt_modules import gpt2_classes  # noqa: E402
 
 F = ember.nn.functional
 TOL = {"aot_eager": 1e-5, "inductor": 1e-4}
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    counts = {"captured": 0, "replayed": 0}
-    end, replay = graph_impl.CUDAGraph.capture_end, graph_impl.CUDAGraph.replay
-
-    def counting_end(self):
-        end(self)
-        counts["captured"] += 1
-
-    def counting_replay(self):
-        counts["replayed"] += 1
-        replay(self)
-    monkeypatch.setattr(graph_impl.CUDAGraph, "capture_end", counting_end)
-    monkeypatch.setattr(graph_impl.CUDAGraph, "replay", counting_replay)
-    return counts
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 import ember
-from ember._cuda import graphs as graph_impl
 
 
 def _program(lib, x, w):
@@ -181,23 +180,6 @@ def test_host_syncs_and_copies_are_refused_and_cuda_keeps_working(sync):
 
 
 # -- mode="reduce-overhead" ----------------------------------------------------------------
-@pytest.fixture
-def counted(monkeypatch):
-    """Counts of graphs captured and replayed by CUDAGraph."""
-    counts = {"captured": 0, "replayed": 0}
-    end, replay = graph_impl.CUDAGraph.capture_end, graph_impl.CUDAGraph.replay
-
-    def counting_end(self):
-        end(self)
-        counts["captured"] += 1
-
-    def counting_replay(self):
-        counts["replayed"] += 1
-        replay(self)
-    monkeypatch.setattr(graph_impl.CUDAGraph, "capture_end", counting_end)
-    monkeypatch.setattr(graph_impl.CUDAGraph, "replay", counting_replay)
-    return counts
-
 
 def _fn(x, w):
     return _program(ember, x, w)

@@ -5,7 +5,6 @@ the graph (autocast's loss) read as bf16, strided inputs, targets out of range (
 eager's, from the kernel's error bit), and the cases left to eager's kernel (weights, label
 smoothing, probability targets). Runs in its own process (test_triton_interpreter_process.py)."""
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -19,22 +18,11 @@ torch = pytest.importorskip("torch", reason="Triton's interpreter takes torch te
 
 import ember  # noqa: E402
 from ember._functorch import make_fx  # noqa: E402
-from ember._inductor import config  # noqa: E402
 from ember._inductor.compile_fx import compile_fx  # noqa: E402
 from test_lowering import assert_same, extern_ops  # noqa: E402
+from test_triton_codegen import _triton_on_cpu  # noqa: E402,F401  (autouse: Triton's interpreter, strict)
 
 F = ember.nn.functional
-
-
-@pytest.fixture(autouse=True)
-def _triton_on_cpu(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    helpers = sys.modules.get("ember._inductor.triton_helpers")
-    if helpers is not None and type(helpers.set_error).__name__ != "InterpretedFunction":
-        import importlib
-        importlib.reload(helpers)
-    monkeypatch.setattr(config, "cpu_codegen", "triton")
-    monkeypatch.setattr(config, "strict", True)
 
 
 def logits(n, c, seed=0, dtype=np.float32, scale=3.0):
