@@ -28,6 +28,16 @@ if [ "${TG:-200}" != 0 ]; then
     --kernel-profile ember ember.compile ${GPT2_ARGS:-} > $LOG/gpt2.log 2>&1
   grep -B1 -A10 "ms/step" $LOG/gpt2.log; grep -A3 "GPU kernels of one step" $LOG/gpt2.log
 fi
+if [ -n "${PAIRS:-}" ]; then   # issue 17's and 18's GPT-2 pairs, each in a process of its own (no four-column pool contention)
+  timeout 150 $PY bench/gpt2_cuda.py --check-loss --steps ${STEPS:-8} --warmup 2 > $LOG/pair_eager.log 2>&1
+  echo "eager pair rc $?"; grep -A4 "ms/step" $LOG/pair_eager.log
+  timeout 200 $PY bench/gpt2_cuda.py --compiled --only-compiled --check-loss --steps ${STEPS:-8} --warmup 2 ${GPT2_ARGS:-} > $LOG/pair_compiled.log 2>&1
+  echo "compiled pair rc $?"; grep -A4 "ms/step" $LOG/pair_compiled.log
+fi
+if [ -n "${HOSTPROF:-}" ]; then   # cProfile of ember eager's and ember.compile's steps (host time)
+  timeout ${HOSTPROF} $PY bench/gpt2_cuda.py --only-ember --compiled --profile --steps 3 --warmup 2 ${GPT2_ARGS:-} > $LOG/hostprof.log 2>&1
+  echo "host profile rc $?"; grep -A4 "ms/step" $LOG/hostprof.log
+fi
 if [ "${TL:-150}" != 0 ]; then
   timeout ${TL:-150} $PY bench/gpt2_cuda.py ${LOSS_ARGS---only-ember} --compiled --check-loss --loss-curve ${LOSS_STEPS:-200} \
     --loss-csv $LOG/gpt2_loss_curve.csv > $LOG/loss_curve.log 2>&1

@@ -38,6 +38,9 @@ if DEVICE == "cuda":
     # now, not lazily: a test that seeds torch with a number CUDA's generator refuses (2**64 - 1)
     # would otherwise queue an error that fails every later CUDA call of the worker
     torch.cuda.init()
+    # PyTorch's cuDNN convolutions default to TF32 (10-bit mantissa); ember's CUDA convolutions are
+    # exact float32, so the reference is PyTorch's float32 result
+    torch.backends.cudnn.allow_tf32 = False
 
 
 class _default_device:

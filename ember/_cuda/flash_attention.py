@@ -218,6 +218,27 @@ def _strides(t):
     return tuple(int(s) for s in t.stride())
 
 
+_compiled: dict = {}     # (kernel, what Triton specialises on) -> its CompiledKernel
+
+
+def _launch(kernel, grid, args, num_warps=4, num_stages=None, **constexprs):
+    """``kernel[grid](*args, **constexprs, num_warps=, num_stages=)``. Once Triton has compiled the
+    kernel for these exact scalars, tensor dtypes and pointer alignments (all it specialises on,
+    and more), later calls with the same go to that compiled kernel's launcher: no binder, no
+    specialisation and cache key per call (Triton's JIT entry took ~60-100 us of host time a
+    launch, 48 launches a GPT-2 step). Under Triton's interpreter every call takes the JIT entry."""
+    key = (kernel, grid[1], num_warps, num_stages, tuple(constexprs.items()),
+           tuple((a.dtype, a.data_ptr() % 16) if hasattr(a, "data_ptr") else (a.__class__, a) for a in args))
+    compiled = _compiled.get(key)
+    if compiled is not None:
+        compiled[grid](*args, *constexprs.values())
+        return
+    options = {"num_warps": num_warps} if num_stages is None else {"num_warps": num_warps, "num_stages": num_stages}
+    result = kernel[grid](*args, **constexprs, **options)
+    if type(result).__name__ == "CompiledKernel" and list(constexprs) == kernel.arg_names[len(args):]:
+        _compiled[key] = result
+
+
 def forward(q, k, v, out, lse, is_causal, scale, config=None):
     """out[...] = softmax(q k^T * scale) v; lse[b, h, i] = the logsumexp of row i's scaled scores."""
     B, H, L, D = q.shape
@@ -225,9 +246,9 @@ def forward(q, k, v, out, lse, is_causal, scale, config=None):
     block_m, block_n, warps, stages = config or CONFIGS[D][0]
     sm_scale = default_scale(D, scale)
     grid = (triton.cdiv(L, block_m), B * H)
-    _flash_fwd[grid](q, k, v, out, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(out), H, L, S,
-                     sm_scale * _LOG2E, CAUSAL=bool(is_causal), D=D, BLOCK_M=block_m, BLOCK_N=block_n,
-                     num_warps=warps, num_stages=stages)
+    _launch(_flash_fwd, grid, (q, k, v, out, lse, *_strides(q), *_strides(k), *_strides(v), *_strides(out), H, L,
+                               S, sm_scale * _LOG2E), CAUSAL=bool(is_causal), D=D, BLOCK_M=block_m, BLOCK_N=block_n,
+            num_warps=warps, num_stages=stages)
 
 
 def backward(dout, q, k, v, out, lse, delta, dq, dk, dv, is_causal, scale, config=None):
@@ -237,11 +258,12 @@ def backward(dout, q, k, v, out, lse, delta, dq, dk, dv, is_causal, scale, confi
     S = k.shape[2]
     block_m, block_n, warps, stages = config or CONFIGS[D][1]
     sm_scale = default_scale(D, scale)
-    _flash_bwd_delta[(triton.cdiv(L, 64), B * H)](out, dout, delta, *_strides(out), *_strides(dout), H, L, D=D,
-                                                 BLOCK_M=64)
+    _launch(_flash_bwd_delta, (triton.cdiv(L, 64), B * H),
+            (out, dout, delta, *_strides(out), *_strides(dout), H, L), D=D, BLOCK_M=64)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(dout))
     meta = dict(CAUSAL=bool(is_causal), D=D, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
-    _flash_bwd_dkdv[(triton.cdiv(S, block_n), B * H)](q, k, v, dout, lse, delta, dk, dv, *strides, *_strides(dk),
-                                                      *_strides(dv), H, L, S, sm_scale * _LOG2E, sm_scale, **meta)
-    _flash_bwd_dq[(triton.cdiv(L, block_m), B * H)](q, k, v, dout, lse, delta, dq, *strides, *_strides(dq), H, L, S,
-                                                    sm_scale * _LOG2E, sm_scale, **meta)
+    _launch(_flash_bwd_dkdv, (triton.cdiv(S, block_n), B * H), (q, k, v, dout, lse, delta, dk, dv, *strides,
+                                                                *_strides(dk), *_strides(dv), H, L, S,
+                                                                sm_scale * _LOG2E, sm_scale), **meta)
+    _launch(_flash_bwd_dq, (triton.cdiv(L, block_m), B * H), (q, k, v, dout, lse, delta, dq, *strides, *_strides(dq),
+                                                              H, L, S, sm_scale * _LOG2E, sm_scale), **meta)

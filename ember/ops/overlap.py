@@ -52,19 +52,29 @@ def _dense(arr) -> bool:
         arr.shape, tuple(s // item for s in arr.strides))
 
 
+def _address(arr):
+    """The address of `arr`'s first element: NumPy's, or CuPy's device pointer; None for arrays
+    without memory (meta)."""
+    if arr.__class__ is _ndarray:
+        return arr.__array_interface__["data"][0]
+    return getattr(getattr(arr, "data", None), "ptr", None)
+
+
 def overlap_status(a, b) -> str:
     """How the memory of arrays `a` and `b` overlaps (ATen's get_overlap_status)."""
     if a is b:
         return FULL
-    if not a.size or not b.size or a.__class__ is not _ndarray or b.__class__ is not _ndarray:
-        return NO  # meta arrays have no memory; CUDA arrays are not checked here
-    if a.base is None and b.base is None:
-        return NO  # two arrays that own their memory
-    if not _dense(a) or not _dense(b):
-        return TOO_HARD
+    if not a.size or not b.size or a.__class__ is MetaArray or b.__class__ is MetaArray:
+        return NO  # meta arrays have no memory
+    if a.__class__ is _ndarray and b.__class__ is _ndarray and a.base is None and b.base is None:
+        return NO  # two NumPy arrays that own their memory (CuPy views made from a pointer have no base)
     # (memory addresses, not storage identity: NumPy arrays wrapped by from_numpy share
     # memory without sharing a base array)
-    a0, b0 = a.__array_interface__["data"][0], b.__array_interface__["data"][0]
+    a0, b0 = _address(a), _address(b)
+    if a0 is None or b0 is None or a.__class__ is not b.__class__:
+        return NO  # different devices
+    if not _dense(a) or not _dense(b):
+        return TOO_HARD
     a1, b1 = a0 + a.nbytes, b0 + b.nbytes
     if a0 == b0 and a1 == b1:
         return FULL if a.strides == b.strides and a.itemsize == b.itemsize else PARTIAL

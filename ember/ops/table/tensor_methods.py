@@ -94,6 +94,11 @@ def _volatile(self):
     return False
 
 
+def _is_shared(self) -> bool:
+    """CUDA memory counts as shared (PyTorch: "always True for CUDA tensors"); CPU memory once marked."""
+    return self.device.type == "cuda" or self.__dict__.get("_shared", False)
+
+
 def share_memory_(self):
     """ember's CPU memory is process memory: the tensor is marked shared, as a no-op move."""
     self.__dict__["_shared"] = True
@@ -227,7 +232,7 @@ TENSOR_ATTRIBUTES = {
     "apply_": apply_, "map_": map_, "map2_": map2_, "new": new, "dim_order": dim_order,
     "const_data_ptr": lambda self: self.data_ptr(),
     "H": property(_conj_transpose), "mH": property(lambda self: self.adjoint()),
-    "is_set_to": is_set_to, "is_shared": lambda self: self.__dict__.get("_shared", False),
+    "is_set_to": is_set_to, "is_shared": _is_shared,
     "is_distributed": lambda self: False, "share_memory_": share_memory_,
     "xpu": _not_compiled("XPU"), "mtia": _not_compiled("MTIA"), "ipu": _ipu,
     "record_stream": _record_stream, "volatile": property(_volatile), "name": property(lambda self: None),
