@@ -165,10 +165,6 @@ def test_out_and_inplace_alias_like_torch():
     torch.testing.assert_close(torch.from_numpy(eb.cpu().numpy()), tb.cpu(), rtol=2e-7, atol=0)
 
 
-@pytest.mark.xfail(strict=True, reason="a known gap, not of the direct launches: ember/ops/overlap.py leaves CUDA "
-                   "arrays unchecked (views built on a MemoryPointer have no base), so CuPy's ufunc computes "
-                   "partially overlapping in-place/out= calls (copying the input first) where PyTorch raises. "
-                   "The direct launches decline such calls (test_direct_launch_declines_what_it_does_not_cover)")
 def test_partial_overlap_refused_like_torch():
     e, t = _both(np.arange(10, dtype=np.float32))
     for lib, x in ((torch, t), (ember, e)):
