@@ -231,7 +231,7 @@ def _launch(kernel, grid, args, num_warps=4, num_stages=None, **constexprs):
            tuple((a.dtype, a.data_ptr() % 16) if hasattr(a, "data_ptr") else (a.__class__, a) for a in args))
     compiled = _compiled.get(key)
     if compiled is not None:
-        compiled[grid](*args, *constexprs.values())
+        compiled[(grid[0], grid[1], 1)](*args, *constexprs.values())    # (its launcher takes three dims)
         return
     options = {"num_warps": num_warps} if num_stages is None else {"num_warps": num_warps, "num_stages": num_stages}
     result = kernel[grid](*args, **constexprs, **options)

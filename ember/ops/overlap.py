@@ -184,10 +184,12 @@ def checker(schema, derived: bool, late=False):
                 continue
             for names, allow_full in ((rule.disjoint, False), (rule.partial, True)):
                 if names == ALL or a.name in names:
-                    # inline: the same array (fine unless disjoint) and two arrays that own their
-                    # memory (which never overlap) are decided without a call
+                    # inline: the same array (fine unless disjoint) and two NumPy arrays that own
+                    # their memory (which never overlap) are decided without a call (CuPy views
+                    # made from a pointer have no base: always checked)
                     same = "d is not data and" if allow_full else "d is data or"
-                    test = f"if {same} (d.base is not None or data.base is not None): _check(data, d, {allow_full})"
+                    test = (f"if {same} (d.base is not None or data.base is not None or d.__class__ is not _ndarray): "
+                            f"_check(data, d, {allow_full})")
                     if a.is_list:
                         lines += [f"{pad}for t in a{i} or ():", f"{pad}    if t is not None:",
                                   f"{pad}        d = t._data", f"{pad}        {test}"]
@@ -204,12 +206,10 @@ def checker(schema, derived: bool, late=False):
             raise RuntimeError(f"{op}(): {INTERNAL_MESSAGE}")
 
     def _check(data, d, allow_full):
-        if d is not data and (d.__class__ is not _ndarray or data.__class__ is not _ndarray):
-            return
         status = overlap_status(data, d)
         if status == PARTIAL or (status == FULL and not allow_full):
             raise RuntimeError(f"{op}(): {PARTIAL_MESSAGE}")
-    namespace = {"_internal": _internal, "_check": _check, "_NUMBERS": _NUMBERS}
+    namespace = {"_internal": _internal, "_check": _check, "_NUMBERS": _NUMBERS, "_ndarray": _ndarray}
     from .codegen import compile_function
     return compile_function(src, "check", f"<overlap check {op}>", namespace)
 

@@ -237,6 +237,9 @@ def _scatter(self, dim, index, src, reduce=None, include_self=True, op="scatter"
     out = self._data.copy().reshape(-1) if zero_d else self._data.copy()
     if index.numel() == 0:
         return wrap(out.reshape(self.shape))
+    if ON_CUDA and reduce not in (None, "sum") and self.dtype.category == _dt.COMPLEX:   # PyTorch CUDA's has none
+        raise NotImplementedError(f'"cuda_scatter_gather_base_kernel_func" not implemented for '
+                                  f"'{self.dtype.c10_name}'")
     idx = index._data.reshape(-1) if index.ndim == 0 else index._data
     _bounds(idx, out.shape[dim], dim, negative=False)
     key = _scatter_key(idx, dim)

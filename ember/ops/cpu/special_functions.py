@@ -234,6 +234,9 @@ def heaviside(x, values):
     return finish(np.where(a == 0, v, (a > 0).astype(a.dtype)), x.dtype.np)
 
 
+_INF_BITS = {"float16": 0x7C00, "bfloat16": 0x7F80, "float32": 0x7F800000}   # +inf's bits; above: NaN
+
+
 def nextafter(a, b):
     """The next value after a towards b, stepped on the bits in the dtype's own width (no float32
     widening of half types; CuPy's float32 nextafter flushes subnormals, PyTorch's CUDA one does not)."""
@@ -243,15 +246,24 @@ def nextafter(a, b):
     x = np.asarray(a._data if hasattr(a, "_data") else a).astype(common.np)
     y = np.asarray(b._data if hasattr(b, "_data") else b).astype(common.np)
     x, y = np.broadcast_arrays(x, y)
-    unsigned, wide = np.dtype(f"u{common.itemsize}"), np.dtype(f"i{2 * common.itemsize}") if common.itemsize < 8 \
-        else np.dtype(np.uint64)
+    size = common.itemsize
+    unsigned, wide = np.dtype(f"u{size}"), np.dtype(f"i{2 * size}") if size < 8 else np.dtype(np.uint64)
     bits = x.view(unsigned).astype(wide)
-    smallest_negative = (1 << (8 * common.itemsize - 1)) | 1     # sign bit and the lowest mantissa bit
-    away_from_zero = (x < y) == (x > 0)
-    step = np.where(x == 0, np.where(y < 0, np.array(smallest_negative, wide), np.array(1, wide)),
-                    np.where(away_from_zero, bits + 1, bits - 1))
+    if size < 8:   # decided on the bits: CuPy's float32 comparisons treat subnormals as zero (bf16 widens to them)
+        top = 1 << (8 * size - 1)
+        sx, sy = x.view(f"i{size}").astype(wide), y.view(f"i{size}").astype(wide)
+        kx, ky = np.where(sx >= 0, sx, -top - sx), np.where(sy >= 0, sy, -top - sy)   # ordered like the values
+        inf = _INF_BITS[common.name]
+        nan, zero = ((sx & (top - 1)) > inf) | ((sy & (top - 1)) > inf), (sx & (top - 1)) == 0
+        x_below_y, x_positive, equal, y_negative = kx < ky, kx > 0, kx == ky, ky < 0
+    else:
+        nan, zero = np.isnan(x) | np.isnan(y), x == 0
+        x_below_y, x_positive, equal, y_negative = x < y, x > 0, x == y, y < 0
+    smallest_negative = (1 << (8 * size - 1)) | 1     # sign bit and the lowest mantissa bit
+    step = np.where(zero, np.where(y_negative, np.array(smallest_negative, wide), np.array(1, wide)),
+                    np.where(x_below_y == x_positive, bits + 1, bits - 1))
     out = step.astype(unsigned).view(common.np)
-    out = np.where(x == y, y, np.where(np.isnan(x) | np.isnan(y), np.array(np.nan, common.np), out))
+    out = np.where(equal, y, np.where(nan, np.array(np.nan, common.np), out))
     return wrap(np.ascontiguousarray(out))
 
 
