@@ -24,6 +24,8 @@ import math
 import triton
 import triton.language as tl
 
+from .triton_stream import follow_cupy_stream
+
 HEAD_DIMS = (16, 32, 64, 128)
 _LOG2E = 1.4426950408889634
 # head dim -> (forward BLOCK_M, BLOCK_N, warps, stages), (backward BLOCK_M, BLOCK_N, warps, stages).
@@ -234,6 +236,8 @@ def _launch(kernel, grid, args, num_warps=4, num_stages=None, **constexprs):
         compiled[(grid[0], grid[1], 1)](*args, *constexprs.values())    # (its launcher takes three dims)
         return
     options = {"num_warps": num_warps} if num_stages is None else {"num_warps": num_warps, "num_stages": num_stages}
+    if type(kernel).__name__ != "InterpretedFunction":
+        follow_cupy_stream()
     result = kernel[grid](*args, **constexprs, **options)
     if type(result).__name__ == "CompiledKernel" and list(constexprs) == kernel.arg_names[len(args):]:
         _compiled[key] = result

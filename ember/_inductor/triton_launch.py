@@ -33,6 +33,7 @@ import numpy as np
 from .._core.tensor import CUDA_BIT
 from .._cuda.graphs import captures_underway, defer_check
 from . import diskstore
+from .._cuda.triton_stream import follow_cupy_stream
 from .wrapper import GuardMismatch, _Named, _plain_enough
 
 TUNE_CONFIGS = ((512, 4), (1024, 4), (2048, 8), (4096, 8))
@@ -236,6 +237,7 @@ class KernelCall(_Named):
             return
         compiled = self.compiled
         if compiled is None or any(p & 15 for p in ptrs):
+            follow_cupy_stream()
             compiled = self.fn[(self.grid_x,)](*tensors, **self.options)
             if self.compiled is None and not any(p & 15 for p in ptrs):
                 self._compiled_now(compiled)
@@ -249,6 +251,7 @@ class KernelCall(_Named):
     def _tune(self, tensors):
         """Time each of TUNE_CONFIGS on these buffers (the kernel writes only its outputs); keep the best."""
         import cupy
+        follow_cupy_stream()
         best = None
         for xblock, warps in TUNE_CONFIGS:
             self._set_block(xblock, warps)
