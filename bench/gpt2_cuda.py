@@ -330,7 +330,7 @@ def main():
     for column in args.kernel_profile:
         kernel_profile(torch, column, *libs[column])
     if args.profile:      # ember eager's step, then the compiled column's (host time: its wrapper's launches)
-        for name in ("ember", "ember.compile"):
+        for name in ("ember", "ember.compile", "ember.compile(ro)"):
             if name in libs:
                 profile_ember(torch, *libs[name][1:], name=name)
 

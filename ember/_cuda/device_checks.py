@@ -65,6 +65,7 @@ pending: dict = {}     # device id -> {sequence number: (exception type, message
 _flags: dict = {}      # device id -> uint64[2] device array: first failing sequence number, its value
 _sequence = [0]
 captured: dict = {}    # sequence number -> (exception type, message) of the checks in CUDA graphs
+readers: dict = {}     # device id -> [functions that read a kernel's own error flag and raise its error]
 
 
 def _capturing() -> bool:
@@ -87,6 +88,17 @@ def register(exc, message: str):
         captured[_sequence[0]] = (exc, message)
     pending.setdefault(device, {})[_sequence[0]] = (exc, message)
     return flag, _sequence[0]
+
+
+def defer_read(read) -> None:
+    """Run `read` (it reads device memory and raises the error eager would) at the next report
+    instead of now: the fuser's kernels' error flags and the checks of a CUDA graph replay, as
+    PyTorch's compiled kernels report a device-side assert at the next synchronising call."""
+    device = cupy.cuda.runtime.getDevice()
+    readers.setdefault(device, []).append(read)
+    pending.setdefault(device, {})
+    if BLOCKING or len(readers[device]) >= LIMIT:
+        raise_pending()
 
 
 def after_launch() -> None:
@@ -122,10 +134,14 @@ def raise_pending() -> None:
     """Read the flag of every device with pending checks; raise the first failed check's
     exception (its flag cleared), else forget the checks."""
     for device in list(pending):
-        checks = pending.pop(device)
-        flag = _flags[device]
+        checks, reads = pending.pop(device), readers.pop(device, ())
+        flag = _flags.get(device)
         with cupy.cuda.Device(device):
             cupy.cuda.runtime.deviceSynchronize()   # (a check may have run on another stream)
+            for read in reads:                      # (each clears its flag when it raises)
+                read()
+            if flag is None:
+                continue
             seq, value = (int(v) for v in flag.get())
             if not seq:
                 continue

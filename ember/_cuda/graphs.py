@@ -134,8 +134,10 @@ class CUDAGraph:
         checks = sys.modules.get("ember._cuda.device_checks")
         if checks is not None and checks.captured:    # its index checks may set the flag: read it at the next sync
             checks.pending.setdefault(_cupy().cuda.runtime.getDevice(), {})
-        for check in self._checks:     # each reads the device (a sync) and raises eager's error
-            check()
+        if self._checks:               # each reads the device and raises eager's error: at the next sync
+            from .device_checks import defer_read
+            for check in self._checks:
+                defer_read(check)
 
     def reset(self) -> None:
         """Drop the captured graph and this graph's hold on its pool."""

@@ -321,10 +321,18 @@ def error_flag():
 
 
 def raise_if_error(flag):
-    """Raise eager's exception for the lowest error bit the kernel set (a device read: a sync); under
-    a CUDA graph capture, after each replay (graphs.defer_check; the kernels guard their accesses)."""
-    if captures_underway[0] and defer_check(lambda: raise_if_error(flag)):
+    """Eager's exception for the lowest error bit the kernel set, raised where the host next reads
+    the device (`_cuda.device_checks.defer_read`: reading the flag now would stop the host until
+    the GPU caught up, every call); under a CUDA graph capture, after each replay (graphs.defer_check;
+    the kernels guard their accesses)."""
+    if captures_underway[0] and defer_check(lambda: read_error(flag)):
         return
+    from .._cuda.device_checks import defer_read
+    defer_read(lambda: read_error(flag))
+
+
+def read_error(flag):
+    """Read the kernel's error flag (a device read) and raise eager's exception for its lowest bit."""
     rc = int(flag._data[0].get())
     if rc:
         flag._data.fill(0)
