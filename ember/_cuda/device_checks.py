@@ -138,8 +138,16 @@ def raise_pending() -> None:
         flag = _flags.get(device)
         with cupy.cuda.Device(device):
             cupy.cuda.runtime.deviceSynchronize()   # (a check may have run on another stream)
-            for read in reads:                      # (each clears its flag when it raises)
-                read()
+            first = None
+            for read in reads:    # every one, each clearing its flag, before the first error is raised
+                try:
+                    read()
+                except Exception as exc:  # noqa: BLE001 (re-raised below)
+                    first = first or exc
+            if first is not None:
+                if flag is not None:
+                    flag.fill(0)     # (the index checks' own report is dropped with theirs)
+                raise first
             if flag is None:
                 continue
             seq, value = (int(v) for v in flag.get())
