@@ -193,9 +193,7 @@ def test_random_forward_runs_as_it_is_as_default_mode_does(counted, capsys):
 
 
 @pytest.mark.parametrize("backend, case", [
-    pytest.param("eager", "index_add", marks=pytest.mark.xfail(
-        strict=True, reason="index_add's capture is still refused by a device read after its bounds check "
-                            "(unidentified: no device time left); the call runs as it is")),
+    ("eager", "index_add"),
     ("inductor", "embedding")])
 def test_out_of_range_indices_at_a_replay_raise_eagers_error(counted, backend, case):
     # a capture cannot read the device: index_add's bounds and the fuser's kernel error flags are

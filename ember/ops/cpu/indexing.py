@@ -331,12 +331,13 @@ def index_add(self, dim, index, source, alpha=1):
     out = self._data.copy()
     idx = index._data.reshape(-1)
     n = out.shape[dim] if out.ndim else 1
-    if _ON_CUDA and idx.size and _capturing():
+    if _ON_CUDA and idx.size and _capturing():     # (a capture cannot read the device: checked after each replay)
         idx = _bounds_after_replay(idx, n, dim, out.ndim <= 1)
-    elif out.ndim <= 1 and _oob(idx, n, negative=False) is not None:
-        # PyTorch's 0-d / 1-d index_add_ kernel: an IndexError naming no index (a RuntimeError above)
-        raise IndexError("index_add_(): index out of range in self")
-    _bounds(idx, n, dim, negative=False)
+    else:
+        if out.ndim <= 1 and _oob(idx, n, negative=False) is not None:
+            # PyTorch's 0-d / 1-d index_add_ kernel: an IndexError naming no index (a RuntimeError above)
+            raise IndexError("index_add_(): index out of range in self")
+        _bounds(idx, n, dim, negative=False)
     src = source._data
     if alpha != 1:
         a = R.checked_scalar(alpha, self.dtype) if self.dtype.category != _dt.BOOL else alpha
