@@ -229,9 +229,9 @@ def main():
                         "not two: with four columns on one card ember's CuPy pool runs short and frees/reallocates)")
     p.add_argument("--reduce-overhead", action="store_true",
                    help="with --compiled: add the mode='reduce-overhead' (CUDA graphs) columns of both")
-    p.add_argument("--cudagraph-training", action="store_true",
-                   help="with --reduce-overhead: ember replays the training step's AOT graphs from CUDA graphs too "
-                        "(ember._dynamo.config.cudagraph_training)")
+    p.add_argument("--no-cudagraph-training", action="store_true",
+                   help="with --reduce-overhead: ember's training steps run as in default mode "
+                        "(ember._dynamo.config.cudagraph_training = False)")
     p.add_argument("--check-loss", action="store_true", help="exit 1 if a compiled loss leaves eager's")
     p.add_argument("--kernel-profile", nargs="*", default=(), metavar="COLUMN",
                    help="after the timing, the GPU kernels of one step of these columns (torch.profiler / CUPTI)")
@@ -239,7 +239,7 @@ def main():
                    help="instead of timing: train STEPS steps on a Markov token stream, compare the loss curves")
     p.add_argument("--loss-csv", default=None, help="where --loss-curve writes the losses")
     args = p.parse_args()
-    ember._dynamo.config.cudagraph_training = args.cudagraph_training
+    ember._dynamo.config.cudagraph_training = not args.no_cudagraph_training
     card = torch.cuda.get_device_name()
     peak = args.peak_tflops or next((v for k, v in PEAKS.items() if k in card), 989.0)
     print(f"# card: {card} | torch {torch.__version__} | cupy {__import__('cupy').__version__} | "

@@ -31,10 +31,10 @@ optimize_ddp = True
 # ints read from the frame are specialised (CONSTANT_MATCH), as torch 2.13 does for ints by default
 specialize_int = True
 # mode="reduce-overhead" also replays the AOT forward and backward graphs of training steps from
-# CUDA graphs (backends/cudagraphs.aot_backend). Off: GPT-2 small's losses left eager's under it on
-# an H100 (0.15 relative by step 8, then nan; an MLP and a GPT block matched), cause not found, so
-# training steps run as in default mode until it is (tests/cuda/test_cuda_graph_training.py turn it on)
-cudagraph_training = False
+# CUDA graphs (backends/cudagraphs.aot_backend). (GPT-2 small's losses once left eager's under it:
+# the flash-attention kernels went through Triton's own launcher, which launched on PyTorch's
+# stream, outside the capture; _cuda/triton_stream.py.) False: training steps run as in default mode
+cudagraph_training = True
 
 _DEFAULTS = {name: value for name, value in dict(globals()).items()
              if not name.startswith("_") and isinstance(value, (bool, int, float, str))}
