@@ -134,6 +134,17 @@ def make(shape, dtype="float32", *, low=-3, high=3, seed=None):
     return arr.astype(dtype)
 
 
+def lib_tensor(lib, v, dtype=None):
+    """A tensor of `v` in lib (int64 / bool / float32 inferred like torch.tensor), on lib's default
+    device: with EMBER_ORACLE_DEVICE=cuda the indices are on the GPU with the data, so the suite tests
+    the CUDA kernels (mixing CPU indices with GPU data: tests/cuda/test_cuda_device_rules.py)."""
+    arr = np.array(v)
+    if arr.dtype.kind == "f":
+        arr = arr.astype(np.float32)
+    t = lib.from_numpy(arr).to(lib.get_default_device())
+    return t if dtype is None else t.to(getattr(lib, dtype))
+
+
 def device_scope():
     """Factories of both libraries default to DEVICE inside (nothing to do on the CPU)."""
     import contextlib

@@ -239,7 +239,7 @@ def cross_entropy(math_path):
     def cross_entropy_loss(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
         if not _ce_applies(x, target, weight, reduction, label_smoothing):
             return math_path(x, target, weight, reduction, ignore_index, label_smoothing)
-        from ..ops.meta import nn as meta
+        from ..ops.meta import loss as meta
         from .kernels import wrap_cuda
         _, dt = meta.cross_entropy_rule(x, target, weight, ignore_index, label_smoothing)
         X, T = cupy.ascontiguousarray(x._data), cupy.ascontiguousarray(target._data)

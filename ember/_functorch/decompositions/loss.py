@@ -1,5 +1,5 @@
 """Decompositions of the losses (ember/ops/table/nn.py; ``reduction``: 0 none, 1 mean, 2 sum) into
-pointwise ops, reductions and gather, after the op's own checks (ember/ops/meta/nn.py).
+pointwise ops, reductions and gather, after the op's own checks (ember/ops/meta/loss.py).
 cross_entropy is ATen's composite: log_softmax, then nll (class indices) or -sum(p * logp)
 (probabilities), with label smoothing. nll's targets equal to ignore_index are replaced by 0 before
 the gather and masked after, as ATen's decomposition does."""

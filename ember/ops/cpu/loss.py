@@ -1,6 +1,6 @@
 """CPU kernels of the loss functions (ATen's signatures: ``reduction`` is 0 none, 1 mean, 2 sum).
 
-Shape/dtype rules are shared with the Meta kernels (``ember/ops/meta/nn.py``, "losses"). Half
+Shape/dtype rules are shared with the Meta kernels (``ember/ops/meta/loss.py``). Half
 types are computed in float32 and rounded once; ``log_softmax`` is rounded to the input dtype
 before ``nll_loss`` like ATen's composite ``cross_entropy``.
 """
@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._core import dtype as _dt
 from .. import native
-from ..meta import nn as meta
+from ..meta import loss as meta
 from .nn import acc, result
 from .pointwise import ON_CUDA
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..registry import Op
 from ..cpu import attention as cpu_attention, nn as cpu, loss as cpu_loss
+from ..meta import loss as meta_loss
 from ..meta import nn as meta
 
 NN = "nn.functional"
@@ -85,24 +86,24 @@ OPS = [
     # losses (reduction: 0 none, 1 mean, 2 sum)
     Op("cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, "
        "SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor", cpu=cpu_loss.cross_entropy_loss,
-       meta=meta.cross_entropy_loss, **HIDDEN),
+       meta=meta_loss.cross_entropy_loss, **HIDDEN),
     Op("nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) "
-       "-> Tensor", cpu=cpu_loss.nll_loss_nd, meta=meta.nll_loss_nd, **HIDDEN),
+       "-> Tensor", cpu=cpu_loss.nll_loss_nd, meta=meta_loss.nll_loss_nd, **HIDDEN),
     Op("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", cpu=cpu_loss.mse_loss,
-       meta=meta.mse_loss, **HIDDEN),
-    Op("l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", cpu=cpu_loss.l1_loss, meta=meta.l1_loss,
+       meta=meta_loss.mse_loss, **HIDDEN),
+    Op("l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", cpu=cpu_loss.l1_loss, meta=meta_loss.l1_loss,
        **HIDDEN),
     Op("smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.) -> Tensor",
-       cpu=cpu_loss.smooth_l1_loss, meta=meta.smooth_l1_loss, **HIDDEN),
+       cpu=cpu_loss.smooth_l1_loss, meta=meta_loss.smooth_l1_loss, **HIDDEN),
     Op("huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.) -> Tensor",
-       cpu=cpu_loss.huber_loss, meta=meta.huber_loss, **HIDDEN),
+       cpu=cpu_loss.huber_loss, meta=meta_loss.huber_loss, **HIDDEN),
     Op("binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor",
-       cpu=cpu_loss.binary_cross_entropy, meta=meta.binary_cross_entropy, **HIDDEN),
+       cpu=cpu_loss.binary_cross_entropy, meta=meta_loss.binary_cross_entropy, **HIDDEN),
     Op("binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, "
        "Tensor? pos_weight=None, int reduction=1) -> Tensor", cpu=cpu_loss.binary_cross_entropy_with_logits,
-       meta=meta.binary_cross_entropy_with_logits, **FN),
+       meta=meta_loss.binary_cross_entropy_with_logits, **FN),
     Op("kl_div(Tensor self, Tensor target, int reduction=1, *, bool log_target=False) -> Tensor",
-       cpu=cpu_loss.kl_div, meta=meta.kl_div, **FN),
+       cpu=cpu_loss.kl_div, meta=meta_loss.kl_div, **FN),
 ]
 
 _UPSAMPLE = (  # (aten name, cpu kernel, spatial dims, float only, has align_corners)
