@@ -62,6 +62,7 @@ AUTOGRAD_BIT = 1 << DispatchKey.Autograd
 FAKE_BIT = 1 << DispatchKey.Fake
 INFERENCE_BIT = 1 << DispatchKey.Inference
 _CPU_AUTOGRAD = CPU_BIT | AUTOGRAD_BIT
+_CUDA_AUTOGRAD = CUDA_BIT | AUTOGRAD_BIT
 _AUTOGRAD_KEY = int(DispatchKey.Autograd)
 _CUDA_KEY = int(DispatchKey.CUDA)
 
@@ -246,7 +247,7 @@ class OperatorHandle:
         """Dispatch with the key set computed from the arguments (before TLS is applied).
 
         The common {CPU} set is answered here, in one Python frame (bench/dispatch_overhead.py
-        measures it), and so are {CPU, Autograd} and {CUDA}; any other set goes through `redispatch`."""
+        measures it), and so are {CPU, Autograd}, {CUDA} and {CUDA, Autograd}; any other set goes through `redispatch`."""
         keys = (keys | tls.include) & ~tls.exclude
         if keys == CPU_BIT:
             kernel = self.table[0]
@@ -260,6 +261,10 @@ class OperatorHandle:
             kernel = self.table[_CUDA_KEY]
             if kernel is not None:
                 return kernel(*args)
+        elif keys == _CUDA_AUTOGRAD:
+            kernel = self.table[_AUTOGRAD_KEY]
+            if kernel is not None:
+                return kernel(self, CUDA_BIT, *args)
         return self.redispatch(keys, *args)
 
     def redispatch(self, keys: int, *args):

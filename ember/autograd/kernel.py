@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import inspect
 
-from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, CPU_BIT, _ExcludeDispatchKeyGuard, register_fallback, tls
+from .._core.dispatch import (DispatchKey, AUTOGRAD_BIT, CPU_BIT, CUDA_BIT, _ExcludeDispatchKeyGuard, register_fallback,
+                              tls)
 from .._core.tensor import Tensor
 from .graph import AutogradMeta, Node, SavedTensor, gradient_edge, next_sequence_nr
 
 _EXCLUDE = DispatchKey.Autograd
+_CUDA_KEY = int(DispatchKey.CUDA)
 
 
 class Formula:
@@ -109,11 +111,15 @@ def node_name(op_name: str) -> str:
         or _camel(qual) + "Backward0"
 
 
-def _node_type(op_name: str, name: str = None):
-    key = (op_name, name)
+def _node_type(op, formula, fixed_slots, has_list, name: str = None):
+    """The node class of `op` (one per op, formula and PyTorch node name: batch_norm has two formulas).
+    What every node of the op shares (its formula, op, argument slots) lives on the class: a
+    recorded op stores only its own values."""
+    key = (op.name, name, formula)
     cls = _NODE_TYPES.get(key)
     if cls is None:
-        cls = _NODE_TYPES[key] = type(name or node_name(op_name), (FormulaNode,), {})
+        cls = _NODE_TYPES[key] = type(name or node_name(op.name), (FormulaNode,), {
+            "formula": formula, "op": op, "slots": fixed_slots, "has_list": has_list})
     return cls
 
 
@@ -123,17 +129,19 @@ class FormulaNode(Node):
     What the formula reads is gathered when the op is recorded (`make_kernel`): ``kw`` holds its
     plain arguments by parameter name (non-tensor arguments, ``<arg>_shape``, ``<arg>_dtype_device``),
     ``saved`` the tensors it reads (SavedTensor, or a list of them for ``Tensor[]``; also ``result`` /
-    ``results``), unpacked and version-checked when the node runs."""
+    ``results``), unpacked and version-checked when the node runs.
 
-    def __init__(self, formula, op, kw, saved, dtypes, slots, has_list, out_meta, next_edges):
+    Class attributes (`_node_type`, one class per op): ``formula``, ``op``, ``slots`` (per tensor
+    arg: (name, is_list, n_edges); a node of an op with a Tensor[] argument sets its own, since
+    the list's length is the call's) and ``has_list`` (whether a tensor arg is a Tensor[], else
+    one edge per slot)."""
+
+    def __init__(self, kw, saved, dtypes, out_meta, next_edges):
         self.next_functions = next_edges    # (node, input_nr) per input, (None, 0) where none
         self.sequence_nr = next_sequence_nr()
-        self.formula, self.op = formula, op
         self.kw = kw              # parameter name -> plain value
         self.saved = saved        # parameter name -> SavedTensor (or list of them)
         self.dtypes = dtypes      # edge index -> (shape, dtype) of the input it feeds, None where no gradient
-        self.slots = slots        # per tensor arg: (name, is_list, n_edges)
-        self.has_list = has_list  # whether a tensor arg is a Tensor[] (else one edge per slot)
         self.out_meta = out_meta  # per output: (shape, dtype, device) or None (not differentiable)
 
     def _unpack(self, name):
@@ -157,12 +165,13 @@ class FormulaNode(Node):
             kwargs["grads"] = tuple(grads[:len(out_meta)])
         if formula.wants_needs_grad:
             kwargs["needs_grad"] = self._needs_grad()
-        node_name = None
+        node_name = type(self).__name__
         for name, s in self.saved.items():
             if name in params:
-                if node_name is None:
-                    node_name = type(self).__name__
-                kwargs[name] = _unpack_saved(s, node_name)
+                if s.__class__ is SavedTensor:     # (_unpack_saved's common case, without its frame)
+                    kwargs[name] = s.unpack(node_name)
+                else:
+                    kwargs[name] = _unpack_saved(s, node_name)
         if len(kwargs) != len(formula.params):
             missing = next(p for p in formula.params if p not in kwargs)
             raise RuntimeError(f"derivative of {self.op.name}: unknown formula parameter '{missing}'")
@@ -194,6 +203,8 @@ class FormulaNode(Node):
 
     def _needs_grad(self):
         """Per Tensor argument: does any of its elements want a gradient (an edge)?"""
+        if not self.has_list:      # one edge per argument
+            return tuple([e[0] is not None for e in self.next_functions])   # an edge is (node, slot)
         out, i = [], 0
         for _, _, n in self.slots:
             out.append(any(e[0] is not None for e in self.next_functions[i:i + n]))   # an edge is (node, slot)
@@ -202,9 +213,12 @@ class FormulaNode(Node):
 
     def release(self):
         for s in self.saved.values():
-            for x in (s if isinstance(s, list) else [s]):
-                if x is not None:
-                    x.release()
+            if s.__class__ is list:
+                for x in s:
+                    if x is not None:
+                        x.release()
+            elif s is not None:
+                s.release()
 
 
 def _unpack_saved(s, node_name):
@@ -313,11 +327,11 @@ def make_kernel(op, formula: Formula):
     is_out = schema.is_out
     is_view = bool(schema.returns) and schema.returns[0].alias is not None and not schema.returns[0].is_write
     wants = formula.param_set
-    node_type = _node_type(op.name)
     name_by_args = NODE_NAME_BY_ARGS.get(op.name.split("::")[-1])
     tensor_args = tuple((i, a.is_list) for i, a in enumerate(arguments) if a.type == "Tensor")
     has_list = any(is_list for _, is_list in tensor_args)
     fixed_slots = tuple((a.name, a.is_list, 1) for a in arguments if a.type == "Tensor")
+    node_type = _node_type(op, formula, fixed_slots, has_list)
     saves = tuple((i, a.name, a.is_list) for i, a in enumerate(arguments) if a.type == "Tensor" and a.name in wants)
     values = tuple((i, a.name) for i, a in enumerate(arguments) if a.type != "Tensor" and a.name in wants)
     shapes = tuple((i, a.name + "_shape", a.is_list) for i, a in enumerate(arguments)
@@ -346,8 +360,11 @@ def make_kernel(op, formula: Formula):
         if not grad_needed:
             tls.exclude = excluded | AUTOGRAD_BIT
             try:
-                if keys == CPU_BIT and table[0] is not None:   # what redispatch would pick, without its loop
+                # a backend alone: what redispatch would pick, a frame sooner (None: it raises NoKernelError)
+                if keys == CPU_BIT and table[0] is not None:
                     return table[0](*args)
+                if keys == CUDA_BIT and table[_CUDA_KEY] is not None:
+                    return table[_CUDA_KEY](*args)
                 return redispatch(keys, *args)
             finally:
                 tls.exclude = excluded
@@ -388,11 +405,14 @@ def make_kernel(op, formula: Formula):
                 else:
                     edges.append(_NO_EDGE)
                     dtypes.append(None)
-        slots = tuple((arguments[i].name, is_list, len(args[i] or ()) if is_list else 1)
-                      for i, is_list in tensor_args) if has_list else fixed_slots
         tls.exclude = excluded | AUTOGRAD_BIT
         try:
-            out = redispatch(keys, *args)
+            if keys == CPU_BIT and table[0] is not None:
+                out = table[0](*args)
+            elif keys == CUDA_BIT and table[_CUDA_KEY] is not None:
+                out = table[_CUDA_KEY](*args)
+            else:
+                out = redispatch(keys, *args)
         finally:
             tls.exclude = excluded
         outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -401,8 +421,11 @@ def make_kernel(op, formula: Formula):
         if name_by_args is not None:
             special = name_by_args(args)
             if special is not None:
-                node_cls = _node_type(op.name, special)
-        node = node_cls(formula, op, kw, saved, dtypes, slots, has_list, out_meta, tuple(edges))
+                node_cls = _node_type(op, formula, fixed_slots, has_list, special)
+        node = node_cls(kw, saved, dtypes, out_meta, tuple(edges))
+        if has_list:    # the call's list lengths
+            node.slots = tuple((arguments[i].name, is_list, len(args[i] or ()) if is_list else 1)
+                               for i, is_list in tensor_args)
         for i, param in devices:
             v = args[i]
             kw[param] = (v.device, v.dtype)
