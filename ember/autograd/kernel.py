@@ -345,8 +345,18 @@ def make_kernel(op, formula: Formula):
     # the binding) everywhere.
     single_positions = None if has_list else tuple(i for i, _ in tensor_args)
     n_args = len(arguments)
+    # the common shape of op gets this plan written out as straight-line code on its first full call
+    generate = [_generated_shape(schema, has_list)]
 
     def kernel(op_, keys, *args):
+        if generate[0] and len(args) == n_args:
+            generate[0] = False
+            generated = _swap_in_generated(op, kernel, dict(
+                n_args=n_args, tensor_args=tensor_args, values=values, saves=saves, shapes=shapes, devices=devices,
+                wants_result=wants_result, is_view=is_view, node_type=node_type, name_by_args=name_by_args,
+                special_type=lambda special: _node_type(op, formula, fixed_slots, has_list, special)))
+            if generated is not None:
+                return generated(op_, keys, *args)
         excluded = tls.exclude
         if single_positions is None or len(args) < n_args:
             grad_needed = _any_requires_grad(args)
@@ -451,6 +461,26 @@ def make_kernel(op, formula: Formula):
         return out
     kernel.__name__ = f"autograd_{schema.name}"
     return kernel
+
+
+def _generated_shape(schema, has_list) -> bool:
+    """Whether kernel_codegen covers `schema`: no Tensor[] argument, one Tensor result, not in-place,
+    no out= (else the planning kernel keeps the op)."""
+    returns = schema.returns
+    return (not has_list and not schema.is_inplace and not schema.is_out and len(returns) == 1
+            and returns[0].type == "Tensor" and not returns[0].is_list and not schema._parenthesised_return)
+
+
+def _swap_in_generated(op, planning_kernel, plan):
+    """Register the generated kernel of `op` (kernel_codegen) where `planning_kernel` is registered;
+    None (and nothing changed) where another kernel has taken its place (a wrapper such as
+    batch_norm's, which picks one of two planning kernels per call, or a library override)."""
+    if op.kernels.get(DispatchKey.Autograd) is not planning_kernel:
+        return None
+    from .kernel_codegen import generate
+    generated = generate(op, plan, planning_kernel)
+    op.register(DispatchKey.Autograd, generated)
+    return generated
 
 
 def _fallback(op, keys, *args):
