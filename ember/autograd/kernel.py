@@ -27,6 +27,7 @@ import inspect
 
 from .._core.dispatch import (DispatchKey, AUTOGRAD_BIT, CPU_BIT, CUDA_BIT, _ExcludeDispatchKeyGuard, register_fallback,
                               tls)
+from .._core.dtype import _FROM_NP
 from .._core.tensor import Tensor
 from .graph import AutogradMeta, Node, SavedTensor, gradient_edge, next_sequence_nr
 
@@ -196,7 +197,7 @@ class FormulaNode(Node):
                 shape, dtype = meta     # (the input's array shape: a tuple, compared without making a Size)
                 if g._data.shape != shape:
                     g = sum_to(g, shape)
-                if g.dtype is not dtype:
+                if _FROM_NP[g._data.dtype] is not dtype:     # (g.dtype without its property)
                     g = g.to(dtype)
             result.append(g)
         return result
