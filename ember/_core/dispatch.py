@@ -62,6 +62,8 @@ AUTOGRAD_BIT = 1 << DispatchKey.Autograd
 FAKE_BIT = 1 << DispatchKey.Fake
 INFERENCE_BIT = 1 << DispatchKey.Inference
 _CPU_AUTOGRAD = CPU_BIT | AUTOGRAD_BIT
+_CUDA_AUTOGRAD = CUDA_BIT | AUTOGRAD_BIT
+_BELOW_AUTOGRAD = AUTOGRAD_BIT - 1
 _AUTOGRAD_KEY = int(DispatchKey.Autograd)
 _CUDA_KEY = int(DispatchKey.CUDA)
 
@@ -246,20 +248,18 @@ class OperatorHandle:
         """Dispatch with the key set computed from the arguments (before TLS is applied).
 
         The common {CPU} set is answered here, in one Python frame (bench/dispatch_overhead.py
-        measures it), and so are {CPU, Autograd} and {CUDA}; any other set goes through `redispatch`."""
+        measures it), and so are sets whose live keys (`_refresh`: never a None entry) are {CPU, Autograd}, {CUDA}
+        or {CUDA, Autograd} (also under autocast, for ops it passes); any other set goes through `redispatch`."""
         keys = (keys | tls.include) & ~tls.exclude
-        if keys == CPU_BIT:
-            kernel = self.table[0]
-            if kernel is not None:
-                return kernel(*args)
-        elif keys == _CPU_AUTOGRAD:    # a CPU op recording autograd: what redispatch picks, a frame sooner
-            kernel = self.table[_AUTOGRAD_KEY]
-            if kernel is not None:
-                return kernel(self, CPU_BIT, *args)
-        elif keys == CUDA_BIT:         # likewise a CUDA op alone (tested after the CPU sets: they pay nothing)
-            kernel = self.table[_CUDA_KEY]
-            if kernel is not None:
-                return kernel(*args)
+        live = keys & self.live_keys
+        if live == CPU_BIT:
+            return self.table[0](*args)
+        if live == _CPU_AUTOGRAD:      # a CPU op recording autograd: what redispatch picks, a frame sooner
+            return self.table[_AUTOGRAD_KEY](self, keys & _BELOW_AUTOGRAD, *args)
+        if live == CUDA_BIT:           # likewise on CUDA (tested after the CPU sets: they pay nothing)
+            return self.table[_CUDA_KEY](*args)
+        if live == _CUDA_AUTOGRAD:
+            return self.table[_AUTOGRAD_KEY](self, keys & _BELOW_AUTOGRAD, *args)
         return self.redispatch(keys, *args)
 
     def redispatch(self, keys: int, *args):

@@ -41,7 +41,8 @@ def root_array(arr: np.ndarray) -> np.ndarray:
 def data_address(arr) -> int:
     if isinstance(arr, np.ndarray):
         return arr.__array_interface__["data"][0]
-    if hasattr(arr, "__cuda_array_interface__"):    # CuPy
+    # CuPy: asked of the class, since the instance's attribute builds the whole interface dict
+    if getattr(type(arr), "__cuda_array_interface__", None) is not None:
         return arr.data.ptr
     return arr.data_ptr()
 

@@ -18,8 +18,11 @@ from __future__ import annotations
 import functools
 
 from .._core import dtype as _dt
-from .._core.dispatch import CPU_BIT, CUDA_BIT, FAKE_BIT, DispatchKey, tls
+from .._core.dispatch import AUTOGRAD_BIT, CPU_BIT, CUDA_BIT, FAKE_BIT, DispatchKey, tls
 from .._core.tensor import Tensor
+
+_FROM_NP = _dt._FROM_NP
+_AUTOGRAD_KEY = int(DispatchKey.Autograd)
 
 _AUTOCAST_BIT = 1 << DispatchKey.Autocast
 
@@ -68,25 +71,22 @@ def _cast(value, device_bit, device_type, to, from_, cache=None):
         # on the autocast device: its backend key (a fake tensor's device is its own: a Meta backend
         # stands in for it), which costs no device object per argument
         if (keys & device_bit if not keys & FAKE_BIT else value.device.type == device_type):
-            dtype = value.dtype
+            dtype = _FROM_NP[value._data.dtype]     # (Tensor.dtype without its property)
             if dtype in from_:
-                if cache is not None and dtype is _dt.float32 and _is_parameter_like(value):
-                    key = (id(value), to)
-                    hit = cache.get(key)
-                    if hit is None:
-                        hit = cache[key] = (value, value.to(to))   # the leaf is held: its id stays its own
-                    return hit[1]
+                # PyTorch's cacheable source: a leaf that requires grad and is not a view (a parameter)
+                if cache is not None and dtype is _dt.float32 and keys & AUTOGRAD_BIT:
+                    meta = value._autograd
+                    if meta is None or (meta.grad_fn is None and meta.view_base is None):
+                        key = (id(value), to)
+                        hit = cache.get(key)
+                        if hit is None:
+                            hit = cache[key] = (value, value.to(to))   # the leaf is held: its id stays its own
+                        return hit[1]
                 return value.to(to)
         return value
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
         return type(value)(_cast(v, device_bit, device_type, to, from_, cache) for v in value)
     return value
-
-
-def _is_parameter_like(t) -> bool:
-    """PyTorch's cacheable cast source: a leaf that requires grad and is not a view."""
-    meta = t._autograd
-    return t.requires_grad and (meta is None or (meta.grad_fn is None and meta.view_base is None))
 
 
 _HALVES = (_dt.float16, _dt.bfloat16)
@@ -96,15 +96,27 @@ _LOWER_FROM = {d: (_dt.float32,) + tuple(f for f in _FLOATS if f is not d and f 
 
 
 def _kernel(policy):
+    lower = policy == "lower"
+
     def autocast_kernel(op, keys, *args):
         device_type, dtype, cache_enabled = _state["stack"][-1]
         bit = _DEVICE_BITS[device_type]
-        if policy == "lower":
+        if lower:
             from_ = _LOWER_FROM[dtype]
             cache = _state["cache"] if cache_enabled else None
-            args = [_cast(a, bit, device_type, dtype, from_, cache) for a in args]
+            # an argument that is None or a tensor already in `dtype` (a bf16 activation) costs no call
+            target = dtype.np
+            args = [a if a is None or (a.__class__ is Tensor and a._data.dtype is target)
+                    else _cast(a, bit, device_type, dtype, from_, cache) for a in args]
         elif device_type in policy:
             args = [_cast(a, bit, device_type, _dt.float32, _HALVES) for a in args]
+        # what op.redispatch would run, a frame sooner, when nothing but the device's backend and
+        # autograd has a kernel (a live key's table entry is never None)
+        live = keys & op.live_keys
+        if live == bit:
+            return op.table[bit.bit_length() - 1](*args)
+        if live == bit | AUTOGRAD_BIT:
+            return op.table[_AUTOGRAD_KEY](op, keys & (AUTOGRAD_BIT - 1), *args)
         return op.redispatch(keys, *args)
     return autocast_kernel
 

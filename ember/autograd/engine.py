@@ -41,15 +41,16 @@ def _collect(roots):
     deps, seen, stack = {}, set(), [node for node, _ in roots]
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:    # (nodes hash by identity: they are the engine's dict keys too)
             continue
-        seen.add(id(node))
+        seen.add(node)
         for edge in node.next_functions:
-            if edge is None or edge[0] is None:
+            if edge is None:
                 continue
             nxt = edge[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            stack.append(nxt)
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                stack.append(nxt)
     return deps
 
 

@@ -191,7 +191,7 @@ class SavedTensor:
         self.node = None
         meta = tensor._autograd
         # The node that produced the tensor, for the error message (PyTorch names it).
-        self.producer = None if is_output or meta is None or meta.grad_fn is None else meta.grad_fn.name()
+        self.producer = None if is_output or meta is None or meta.grad_fn is None else type(meta.grad_fn).__name__
         self.output_nr = output_nr if is_output else (0 if meta is None else meta.output_nr)
         if is_output:
             # An alias without history, and a weak reference to the node that saves it: saving
@@ -207,8 +207,10 @@ class SavedTensor:
                 from .inference import SAVE_MESSAGE
                 raise RuntimeError(SAVE_MESSAGE)
             self.tensor = tensor
-            tensor._shared_version_counter()
-        self.version = tensor._version + expected_bump
+        vc = tensor._version_counter    # (shared with the saved alias; `unpack` reads it directly)
+        if vc is None:
+            vc = tensor._shared_version_counter()
+        self.version = vc.value + expected_bump
         self.released = False
 
     def unpack(self, node_name: str):
@@ -219,7 +221,7 @@ class SavedTensor:
                                "you need to backward through the graph a second time or if you need to access saved "
                                "tensors after calling backward.")
         t = self.tensor
-        if t._version != self.version:
+        if t._version_counter.value != self.version:    # (`_version` without its property: never an inference tensor)
             which = f", which is output {self.output_nr} of {self.producer}," if self.producer else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "

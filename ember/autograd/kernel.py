@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import inspect
 
-from .._core.dispatch import DispatchKey, AUTOGRAD_BIT, CPU_BIT, _ExcludeDispatchKeyGuard, register_fallback, tls
+from .._core.dispatch import (DispatchKey, AUTOGRAD_BIT, CPU_BIT, CUDA_BIT, _ExcludeDispatchKeyGuard, register_fallback,
+                              tls)
+from .._core.dtype import _FROM_NP
 from .._core.tensor import Tensor
 from .graph import AutogradMeta, Node, SavedTensor, gradient_edge, next_sequence_nr
 
 _EXCLUDE = DispatchKey.Autograd
+_CUDA_KEY = int(DispatchKey.CUDA)
 
 
 class Formula:
@@ -109,11 +112,15 @@ def node_name(op_name: str) -> str:
         or _camel(qual) + "Backward0"
 
 
-def _node_type(op_name: str, name: str = None):
-    key = (op_name, name)
+def _node_type(op, formula, fixed_slots, has_list, name: str = None):
+    """The node class of `op` (one per op, formula and PyTorch node name: batch_norm has two formulas).
+    What every node of the op shares (its formula, op, argument slots) lives on the class: a
+    recorded op stores only its own values."""
+    key = (op.name, name, formula)
     cls = _NODE_TYPES.get(key)
     if cls is None:
-        cls = _NODE_TYPES[key] = type(name or node_name(op_name), (FormulaNode,), {})
+        cls = _NODE_TYPES[key] = type(name or node_name(op.name), (FormulaNode,), {
+            "formula": formula, "op": op, "slots": fixed_slots, "has_list": has_list})
     return cls
 
 
@@ -123,17 +130,19 @@ class FormulaNode(Node):
     What the formula reads is gathered when the op is recorded (`make_kernel`): ``kw`` holds its
     plain arguments by parameter name (non-tensor arguments, ``<arg>_shape``, ``<arg>_dtype_device``),
     ``saved`` the tensors it reads (SavedTensor, or a list of them for ``Tensor[]``; also ``result`` /
-    ``results``), unpacked and version-checked when the node runs."""
+    ``results``), unpacked and version-checked when the node runs.
 
-    def __init__(self, formula, op, kw, saved, dtypes, slots, has_list, out_meta, next_edges):
+    Class attributes (`_node_type`, one class per op): ``formula``, ``op``, ``slots`` (per tensor
+    arg: (name, is_list, n_edges); a node of an op with a Tensor[] argument sets its own, since
+    the list's length is the call's) and ``has_list`` (whether a tensor arg is a Tensor[], else
+    one edge per slot)."""
+
+    def __init__(self, kw, saved, dtypes, out_meta, next_edges):
         self.next_functions = next_edges    # (node, input_nr) per input, (None, 0) where none
         self.sequence_nr = next_sequence_nr()
-        self.formula, self.op = formula, op
         self.kw = kw              # parameter name -> plain value
         self.saved = saved        # parameter name -> SavedTensor (or list of them)
         self.dtypes = dtypes      # edge index -> (shape, dtype) of the input it feeds, None where no gradient
-        self.slots = slots        # per tensor arg: (name, is_list, n_edges)
-        self.has_list = has_list  # whether a tensor arg is a Tensor[] (else one edge per slot)
         self.out_meta = out_meta  # per output: (shape, dtype, device) or None (not differentiable)
 
     def _unpack(self, name):
@@ -157,12 +166,13 @@ class FormulaNode(Node):
             kwargs["grads"] = tuple(grads[:len(out_meta)])
         if formula.wants_needs_grad:
             kwargs["needs_grad"] = self._needs_grad()
-        node_name = None
+        node_name = type(self).__name__
         for name, s in self.saved.items():
             if name in params:
-                if node_name is None:
-                    node_name = type(self).__name__
-                kwargs[name] = _unpack_saved(s, node_name)
+                if s.__class__ is SavedTensor:     # (_unpack_saved's common case, without its frame)
+                    kwargs[name] = s.unpack(node_name)
+                else:
+                    kwargs[name] = _unpack_saved(s, node_name)
         if len(kwargs) != len(formula.params):
             missing = next(p for p in formula.params if p not in kwargs)
             raise RuntimeError(f"derivative of {self.op.name}: unknown formula parameter '{missing}'")
@@ -187,13 +197,15 @@ class FormulaNode(Node):
                 shape, dtype = meta     # (the input's array shape: a tuple, compared without making a Size)
                 if g._data.shape != shape:
                     g = sum_to(g, shape)
-                if g.dtype is not dtype:
+                if _FROM_NP[g._data.dtype] is not dtype:     # (g.dtype without its property)
                     g = g.to(dtype)
             result.append(g)
         return result
 
     def _needs_grad(self):
         """Per Tensor argument: does any of its elements want a gradient (an edge)?"""
+        if not self.has_list:      # one edge per argument
+            return tuple([e[0] is not None for e in self.next_functions])   # an edge is (node, slot)
         out, i = [], 0
         for _, _, n in self.slots:
             out.append(any(e[0] is not None for e in self.next_functions[i:i + n]))   # an edge is (node, slot)
@@ -202,9 +214,12 @@ class FormulaNode(Node):
 
     def release(self):
         for s in self.saved.values():
-            for x in (s if isinstance(s, list) else [s]):
-                if x is not None:
-                    x.release()
+            if s.__class__ is list:
+                for x in s:
+                    if x is not None:
+                        x.release()
+            elif s is not None:
+                s.release()
 
 
 def _unpack_saved(s, node_name):
@@ -313,11 +328,11 @@ def make_kernel(op, formula: Formula):
     is_out = schema.is_out
     is_view = bool(schema.returns) and schema.returns[0].alias is not None and not schema.returns[0].is_write
     wants = formula.param_set
-    node_type = _node_type(op.name)
     name_by_args = NODE_NAME_BY_ARGS.get(op.name.split("::")[-1])
     tensor_args = tuple((i, a.is_list) for i, a in enumerate(arguments) if a.type == "Tensor")
     has_list = any(is_list for _, is_list in tensor_args)
     fixed_slots = tuple((a.name, a.is_list, 1) for a in arguments if a.type == "Tensor")
+    node_type = _node_type(op, formula, fixed_slots, has_list)
     saves = tuple((i, a.name, a.is_list) for i, a in enumerate(arguments) if a.type == "Tensor" and a.name in wants)
     values = tuple((i, a.name) for i, a in enumerate(arguments) if a.type != "Tensor" and a.name in wants)
     shapes = tuple((i, a.name + "_shape", a.is_list) for i, a in enumerate(arguments)
@@ -331,8 +346,18 @@ def make_kernel(op, formula: Formula):
     # the binding) everywhere.
     single_positions = None if has_list else tuple(i for i, _ in tensor_args)
     n_args = len(arguments)
+    # the common shape of op gets this plan written out as straight-line code on its first full call
+    generate = [_generated_shape(schema, has_list)]
 
     def kernel(op_, keys, *args):
+        if generate[0] and len(args) == n_args:
+            generate[0] = False
+            generated = _swap_in_generated(op, kernel, dict(
+                n_args=n_args, tensor_args=tensor_args, values=values, saves=saves, shapes=shapes, devices=devices,
+                wants_result=wants_result, is_view=is_view, node_type=node_type, name_by_args=name_by_args,
+                special_type=lambda special: _node_type(op, formula, fixed_slots, has_list, special)))
+            if generated is not None:
+                return generated(op_, keys, *args)
         excluded = tls.exclude
         if single_positions is None or len(args) < n_args:
             grad_needed = _any_requires_grad(args)
@@ -346,8 +371,11 @@ def make_kernel(op, formula: Formula):
         if not grad_needed:
             tls.exclude = excluded | AUTOGRAD_BIT
             try:
-                if keys == CPU_BIT and table[0] is not None:   # what redispatch would pick, without its loop
+                # a backend alone: what redispatch would pick, a frame sooner (None: it raises NoKernelError)
+                if keys == CPU_BIT and table[0] is not None:
                     return table[0](*args)
+                if keys == CUDA_BIT and table[_CUDA_KEY] is not None:
+                    return table[_CUDA_KEY](*args)
                 return redispatch(keys, *args)
             finally:
                 tls.exclude = excluded
@@ -388,11 +416,14 @@ def make_kernel(op, formula: Formula):
                 else:
                     edges.append(_NO_EDGE)
                     dtypes.append(None)
-        slots = tuple((arguments[i].name, is_list, len(args[i] or ()) if is_list else 1)
-                      for i, is_list in tensor_args) if has_list else fixed_slots
         tls.exclude = excluded | AUTOGRAD_BIT
         try:
-            out = redispatch(keys, *args)
+            if keys == CPU_BIT and table[0] is not None:
+                out = table[0](*args)
+            elif keys == CUDA_BIT and table[_CUDA_KEY] is not None:
+                out = table[_CUDA_KEY](*args)
+            else:
+                out = redispatch(keys, *args)
         finally:
             tls.exclude = excluded
         outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -401,8 +432,11 @@ def make_kernel(op, formula: Formula):
         if name_by_args is not None:
             special = name_by_args(args)
             if special is not None:
-                node_cls = _node_type(op.name, special)
-        node = node_cls(formula, op, kw, saved, dtypes, slots, has_list, out_meta, tuple(edges))
+                node_cls = _node_type(op, formula, fixed_slots, has_list, special)
+        node = node_cls(kw, saved, dtypes, out_meta, tuple(edges))
+        if has_list:    # the call's list lengths
+            node.slots = tuple((arguments[i].name, is_list, len(args[i] or ()) if is_list else 1)
+                               for i, is_list in tensor_args)
         for i, param in devices:
             v = args[i]
             kw[param] = (v.device, v.dtype)
@@ -428,6 +462,26 @@ def make_kernel(op, formula: Formula):
         return out
     kernel.__name__ = f"autograd_{schema.name}"
     return kernel
+
+
+def _generated_shape(schema, has_list) -> bool:
+    """Whether kernel_codegen covers `schema`: no Tensor[] argument, one Tensor result, not in-place,
+    no out= (else the planning kernel keeps the op)."""
+    returns = schema.returns
+    return (not has_list and not schema.is_inplace and not schema.is_out and len(returns) == 1
+            and returns[0].type == "Tensor" and not returns[0].is_list and not schema._parenthesised_return)
+
+
+def _swap_in_generated(op, planning_kernel, plan):
+    """Register the generated kernel of `op` (kernel_codegen) where `planning_kernel` is registered;
+    None (and nothing changed) where another kernel has taken its place (a wrapper such as
+    batch_norm's, which picks one of two planning kernels per call, or a library override)."""
+    if op.kernels.get(DispatchKey.Autograd) is not planning_kernel:
+        return None
+    from .kernel_codegen import generate
+    generated = generate(op, plan, planning_kernel)
+    op.register(DispatchKey.Autograd, generated)
+    return generated
 
 
 def _fallback(op, keys, *args):

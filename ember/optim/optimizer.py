@@ -324,6 +324,10 @@ class Optimizer:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros in place)."""
         for group in self.param_groups:
             for param in group["params"]:
+                meta = param._autograd
+                if set_to_none and meta is not None and meta.grad_fn is None:
+                    meta.grad = None    # a leaf's: what the `.grad` property would do, without its two calls
+                    continue
                 grad = param.grad
                 if grad is None:
                     continue

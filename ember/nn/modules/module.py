@@ -168,9 +168,16 @@ class Module:
     # -- attribute protocol ------------------------------------------------------------------
     def __getattr__(self, name):
         d = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
-            if store in d and name in d[store]:
-                return d[store][name]
+        # (each store looked up once: a forward reads its weights here, a dozen times per block)
+        store = d.get("_parameters")
+        if store is not None and name in store:
+            return store[name]
+        store = d.get("_buffers")
+        if store is not None and name in store:
+            return store[name]
+        store = d.get("_modules")
+        if store is not None and name in store:
+            return store[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
