@@ -14,9 +14,11 @@ e^x = 2^(k/16) e^r with k = round(16 x / ln 2) and r = x - k ln2/16 (|r| <= ln2/
   - e^r - 1 = r + r^2 (1/2 + r/6) (truncation error r^4/24 < 1e-8 relative); the table is stored as
     a float plus a float correction (hi + lo), result = hi + (hi q + lo), so the table's own rounding
     does not add half an ulp;
-  - 2^floor(k/16) is applied by vscalefps, which overflows to inf and rounds subnormal results
-    itself (no two-half scaling as in expi_f), after x is clamped to [-104, 89] (NaN passes).
-16 vector operations (and constant loads) for 16 lanes against ~28, at most 1 ulp from the correctly
+  - 2^floor(k/16) is applied by vscalefps (which takes the floor of its exponent operand itself),
+    overflows to inf and rounds subnormal results (no two-half scaling as in expi_f), after x is
+    clamped to [-104, 89] (NaN passes: vmaxps/vminps return their second operand on NaN; one
+    vrangeps would clamp |x| in one op but returns the bound for a quiet NaN).
+15 vector operations (and constant loads) for 16 lanes against ~28, at most 1 ulp from the correctly
 rounded exp (tests/inductor/test_codegen_exp.py). It is a call (GCC vectorises no intrinsics inside
 a loop it vectorises itself): 0.23 ns an element in an L1 loop, where the same steps inlined take
 0.16 and expi_f 0.28; libmvec's expf is a call too and costs 0.30. The builtins are GCC's own
@@ -78,7 +80,7 @@ __attribute__((visibility("hidden"))) ev16 _ZGVeN16v_expv_f(ev16 x) {
     const ei16 j = (ei16)t;                                                      /* low 4 bits: k mod 16 */
     const ev16 h = __builtin_ia32_permvarsf512_mask(hi, j, hi, (unsigned short)-1);
     const ev16 l = __builtin_ia32_permvarsf512_mask(lo, j, lo, (unsigned short)-1);
-    const ev16 m = __builtin_ia32_rndscaleps_mask(k * S16(0.0625f), 9, k, (unsigned short)-1, 4);  /* floor */
+    const ev16 m = k * S16(0.0625f);                           /* k / 16: vscalefps floors it itself */
     const ev16 s = FMA16(h, q, l) + h;
     return __builtin_ia32_scalefps512_mask(s, m, s, (unsigned short)-1, 4);
 }

@@ -13,7 +13,8 @@ adds of consecutive vectors overlap (layer_norm's two row reductions, softmax's 
 Welford (var/std) runs the same way: each lane keeps its own mean and sum of squared deviations
 (all lanes have seen the same count, so 1/count is one scalar division per block, not one per
 element), and the lanes are merged with Chan's pairwise formula. float32 sums add SUM_BLOCK
-elements in float and the blocks in double. max/min propagate NaN (a flag beside the vector max).
+elements in float and the blocks in double. Float max/min propagate NaN (a flag beside the vector max)
+and run as one simd loop (vmaxps has no add-like latency to hide).
 """
 from __future__ import annotations
 
@@ -49,9 +50,11 @@ def _combiner(rt, t, floating, acc):
     cmp = ">" if rt == "max" else "<"
     if floating:
         # OpenMP's own max/min (GCC vectorises it; a declared nanmax reduction stays scalar) plus a
-        # NaN flag: NaN wins, as in eager
+        # NaN flag: NaN wins, as in eager. Written as a C conditional, not sel_f: GCC turns
+        # `v > a ? v : a` in a max reduction into one vmaxps (whose NaN and equal cases keep `a`, as
+        # the conditional does), where sel_f's bit operations cost a compare and a blend
         init = "-INFINITY" if rt == "max" else "INFINITY"
-        merge = lambda a, v: f"{a} = sel_{s}({v} {cmp} {a}, {v}, {a});"         # noqa: E731
+        merge = lambda a, v: f"{a} = {v} {cmp} {a} ? {v} : {a};"                 # noqa: E731
         return (init, (lambda a, v: merge(a, v) + f" {acc}_nan |= ({v} != {v});"), merge,
                 f"reduction({rt}:{acc})", f"{acc}_nan")
     init = _INT_LIMITS[t][0 if rt == "max" else 1]
@@ -59,17 +62,29 @@ def _combiner(rt, t, floating, acc):
     return init, merge, merge, f"reduction({rt}:{acc})", None
 
 
-def _blocked(v, lo, hi, lanes, lines, lane_stmt, tail_stmt, lane_clause=""):
+def _blocked(v, lo, hi, lanes, lines, lane_stmt, tail_stmt):
     """C lines running `lines` for v in [lo, hi): whole blocks of `lanes` through a simd loop whose
     lane index is {v}_j (lane_stmt ends its body), then the rest one at a time (tail_stmt)."""
     out = [f"{{ int64_t {v}_k = {lo};",
            f"for (; {v}_k + {lanes} <= {hi}; {v}_k += {lanes}) {{",
-           f"#pragma omp simd {lane_clause} ERR",
+           "#pragma omp simd ERR",
            f"for (int64_t {v}_j = 0; {v}_j < {lanes}; {v}_j++) {{",
            f"    const int64_t {v} = {v}_k + {v}_j;"]
     out += ["    " + ln for ln in lines] + ["    " + lane_stmt, "}}",
                                                f"for (int64_t {v} = {v}_k; {v} < {hi}; {v}++) {{"]
     return out + ["    " + ln for ln in lines] + ["    " + tail_stmt, "}}"]
+
+
+def _lane_tree(acc, lanes, merge_step):
+    """C lines folding the `lanes` accumulators into `acc` as a tree: halves combined in constant-size
+    loops (GCC's own simd reduction ends in a serial chain of scalar adds, ~50 cycles of latency a
+    row that the next loop waits for: 5% of layer_norm over rows of 1024). `lanes` is a power of 2."""
+    out, width = [], lanes // 2
+    while width:
+        out.append(f"for (int64_t {acc}_j = 0; {acc}_j < {width}; {acc}_j++) "
+                   + merge_step(f"{acc}_v[{acc}_j]", f"{acc}_v[{acc}_j + {width}]"))
+        width //= 2
+    return out + [merge_step(acc, f"{acc}_v[0]")]
 
 
 def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, parallel):
@@ -91,16 +106,16 @@ def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, pa
         t = "int"
     init, combine, merge_step, clause, nan_flag = _combiner(rt, t, floating, acc)
     result = f"({nan_flag} ? NAN : {acc})" if nan_flag else acc
-    lane_clause = f"reduction(|:{nan_flag})" if nan_flag else ""
     nan_decl = f" int {nan_flag} = 0;" if nan_flag else ""
     lanes = lanes_of(t)
-    if not parallel and loops and loops[-1][1] >= 2 * lanes:
+    # a float max/min takes one simd loop: vmaxps's latency (2 cycles) hides under the NaN flag's
+    # work, and in the lanes' blocks GCC ors the flag across the vector after every block
+    if not parallel and loops and loops[-1][1] >= 2 * lanes and not nan_flag:
         v, r = loops[-1]
-        merge = [f"#pragma omp simd {clause}",
-                 f"for (int64_t {acc}_j = 0; {acc}_j < {lanes}; {acc}_j++) {merge_step(acc, f'{acc}_v[{acc}_j]')}"]
+        merge = _lane_tree(acc, lanes, merge_step)
         if rt == "sum" and t == "float" and r > SUM_BLOCK:
             # float blocks of SUM_BLOCK (lanes then tail), added up in double
-            body.append(f"double {acc}_d = 0;{nan_decl}")
+            body.append(f"double {acc}_d = 0;")
             n = _loop_open(loops[:-1], body)
             body.append(f"for (int64_t {v}_b = 0; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{")
             body.append(f"const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};")
@@ -110,16 +125,15 @@ def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, pa
             body.extend(merge)
             body.append(f"{acc}_d += {acc}; }}" + "}" * n)
             return _finish(k, b, group, f"{acc}_d", ot, locals_, body, store, rename)
-        body.append(f"{t} {acc} = {init};{nan_decl} {t} {acc}_v[{lanes}];")
+        body.append(f"{t} {acc} = {init}; {t} {acc}_v[{lanes}];")
         body.append(f"for (int64_t {acc}_j = 0; {acc}_j < {lanes}; {acc}_j++) {acc}_v[{acc}_j] = {init};")
         n = _loop_open(loops[:-1], body)
-        body.extend(_blocked(v, "0", str(r), lanes, lines, combine(f"{acc}_v[{v}_j]", value), combine(acc, value),
-                             lane_clause))
+        body.extend(_blocked(v, "0", str(r), lanes, lines, combine(f"{acc}_v[{v}_j]", value), combine(acc, value)))
         body.append("}" * n)
         body.extend(merge)
         return _finish(k, b, group, result, ot, locals_, body, store, rename)
     lines.append(combine(acc, value))
-    clause = f"{clause} {lane_clause}"
+    clause = f"{clause} reduction(|:{nan_flag})" if nan_flag else clause
     block = rt == "sum" and t == "float" and loops and loops[-1][1] > SUM_BLOCK
     par = (f"#pragma omp parallel for num_threads({threads}) schedule(static) "
            + (f"reduction(+:{acc}_d)" if block else clause)) if parallel else None
