@@ -5,7 +5,7 @@ cross_entropy is ATen's composite: log_softmax, then nll (class indices) or -sum
 the gather and masked after, as ATen's decomposition does."""
 from __future__ import annotations
 
-from ...ops.meta import nn as rules
+from ...ops.meta import loss as rules
 from ._ops import aten, to
 
 
