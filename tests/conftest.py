@@ -24,3 +24,11 @@ def _kernel_cache_dir(tmp_path_factory):
     old_aot, config.aot_cache = config.aot_cache, False
     yield
     config.cache_dir, config.aot_cache = old, old_aot
+
+
+@pytest.fixture
+def strict_fuser(monkeypatch):
+    """ember._inductor.config.strict on: a graph the fuser cannot generate fails the test instead of
+    falling back to eager (modules opt in with ``pytestmark = pytest.mark.usefixtures("strict_fuser")``)."""
+    from ember._inductor import config
+    monkeypatch.setattr(config, "strict", True)

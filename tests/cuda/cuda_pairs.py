@@ -6,6 +6,11 @@ import torch
 import ember
 
 
+def cuda(a):
+    """An ember CUDA tensor holding NumPy array `a`."""
+    return ember.from_numpy(np.ascontiguousarray(a)).cuda()
+
+
 def pair(shape, dtype, seed, requires_grad=False, scale=1.0, shift=0.0):
     """(ember, torch) CUDA tensors of `dtype` holding the same standard-normal draws."""
     a = (np.random.default_rng(seed).standard_normal(shape) * scale + shift).astype(np.float32)

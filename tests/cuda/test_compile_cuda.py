@@ -13,19 +13,12 @@ pytest.importorskip("triton", reason="triton is not installed (pip install ember
 
 import ember  # noqa: E402
 from ember._functorch import make_fx  # noqa: E402
-from ember._inductor import config  # noqa: E402
 from ember._inductor.compile_fx import compile_fx  # noqa: E402
 
+from cuda_pairs import cuda  # noqa: E402
+
 F = ember.nn.functional
-
-
-@pytest.fixture(autouse=True)
-def _strict(monkeypatch):
-    monkeypatch.setattr(config, "strict", True)
-
-
-def cuda(a):
-    return ember.from_numpy(np.ascontiguousarray(a)).cuda()
+pytestmark = pytest.mark.usefixtures("strict_fuser")
 
 
 def _leaves(x):

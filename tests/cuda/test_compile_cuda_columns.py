@@ -12,7 +12,10 @@ if os.environ.get("TRITON_INTERPRET") == "1":
 pytest.importorskip("triton", reason="triton is not installed (pip install ember[gpu])")
 
 import ember  # noqa: E402
-from test_compile_cuda import _strict, check, cuda  # noqa: E402,F401  (the fixture applies here too)
+from cuda_pairs import cuda  # noqa: E402
+from test_compile_cuda import check  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("strict_fuser")
 
 
 def rand(shape, seed=0, dtype=np.float32):

@@ -16,7 +16,7 @@ import torch
 import ember
 from ember._cuda import gemm_padding
 from ember._functorch import make_fx
-from ember._inductor import config, extern_cublas
+from ember._inductor import extern_cublas
 from ember._inductor.compile_fx import compile_fx
 
 pytest.importorskip("triton", reason="triton is not installed (pip install ember[gpu])")
@@ -24,11 +24,7 @@ F = ember.nn.functional
 HALF = [ember.bfloat16, ember.float16]
 # M*N*K >= PAD_MIN_MACS with an odd vocabulary-like dim: the head's shapes, scaled down
 M, C, V = 2048, 768, 2047
-
-
-@pytest.fixture(autouse=True)
-def _strict(monkeypatch):
-    monkeypatch.setattr(config, "strict", True)
+pytestmark = pytest.mark.usefixtures("strict_fuser")
 
 
 def ints(*shape, dtype=ember.bfloat16, seed=0):

@@ -12,7 +12,6 @@ import pytest
 import ember
 from ember._functorch import make_fx
 from ember._functorch.fake_tensor import FakeTensorMode
-from ember._inductor import config
 from ember._inductor.compile_fx import compile_fx, graph_key
 from ember._inductor.wrapper import ExpectLayout
 from gpt2_fake_cuda import gpt2_graphs, lower_for_cuda
@@ -26,11 +25,7 @@ ALLOWED_EXTERNS = {"linear.default", "matmul.default", "scaled_dot_product_atten
                    "index_add.default", "tril.default",
                    "_scaled_dot_product_flash_attention.default",
                    "_scaled_dot_product_flash_attention_backward.default"}
-
-
-@pytest.fixture(autouse=True)
-def _strict(monkeypatch):
-    monkeypatch.setattr(config, "strict", True)      # a graph that cannot be generated fails the test
+pytestmark = pytest.mark.usefixtures("strict_fuser")
 
 
 def aten_ops(gm):

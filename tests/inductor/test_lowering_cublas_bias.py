@@ -9,17 +9,13 @@ import pytest
 
 import ember
 from ember._functorch import make_fx
-from ember._inductor import config, extern_blas, extern_cublas, lowering_blas, lowering_cublas
+from ember._inductor import extern_blas, extern_cublas, lowering_blas, lowering_cublas
 from ember._inductor.compile_fx import compile_fx
 from gpt2_fake_cuda import gpt2_graphs, lower_for_cuda
 from test_lowering import extern_ops
 
 F = ember.nn.functional
-
-
-@pytest.fixture(autouse=True)
-def _strict(monkeypatch):
-    monkeypatch.setattr(config, "strict", True)
+pytestmark = pytest.mark.usefixtures("strict_fuser")
 
 
 @pytest.fixture

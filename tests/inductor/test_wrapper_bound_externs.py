@@ -10,18 +10,13 @@ import pytest
 import ember
 from ember._core.dispatch import DispatchKey
 from ember._functorch import make_fx
-from ember._inductor import config
 from ember._inductor.compile_fx import compile_fx
 from ember._inductor.wrapper import bound_extern
 from ember.ops import registry
 
 AUTOCAST = 1 << DispatchKey.Autocast
 aten = ember.ops.aten
-
-
-@pytest.fixture(autouse=True)
-def _strict(monkeypatch):
-    monkeypatch.setattr(config, "strict", True)
+pytestmark = pytest.mark.usefixtures("strict_fuser")
 
 
 def bound(op):
