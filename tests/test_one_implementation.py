@@ -92,8 +92,7 @@ def test_no_walker_builds_its_own_table_of_public_names():
 # (fx GraphModules, jit plans, next the fuser's wrappers) is written by fx/_codegen.py alone.
 EXEC_SITES = {
     "fx/_codegen.py": "graphs: GraphModule.forward and the jit's plans",
-    "ops/codegen.py": "the bindings of the op table's rows",
-    "autograd/kernel_codegen.py": "an op's Autograd recording kernel: make_kernel's plan as straight-line code",
+    "ops/codegen.py": "the bindings of the op table's rows (and, through compile_function, the overlap checks and the autograd recording kernels)",
     "_core/dispatch.py": "dispatch.fast_call, compiled from the one text of the binding fast path",
     "_dynamo/guards.py": "a compiled frame's guard check",
     "_dynamo/eval_frame.py": "the wrapper that enters a compiled frame",

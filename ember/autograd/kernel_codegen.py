@@ -112,7 +112,7 @@ def generate(op, plan, planning_kernel):
                  "SavedTensor": SavedTensor, "AutogradMeta": AutogradMeta, "gradient_edge": gradient_edge,
                  "NO_EDGE": (None, 0), "node_type": plan["node_type"], "name_by_args": plan["name_by_args"],
                  "special_type": plan["special_type"], "planning_kernel": planning_kernel}
-    exec(compile("\n".join(lines) + "\n", f"<ember autograd kernel {op.name}>", "exec"), namespace)
-    kernel = namespace["kernel"]
+    from ..ops.codegen import compile_function
+    kernel = compile_function("\n".join(lines) + "\n", "kernel", f"<ember autograd kernel {op.name}>", namespace)
     kernel.__name__ = planning_kernel.__name__
     return kernel

@@ -188,8 +188,8 @@ STATS = {"bindings": 0, "seconds": 0.0}  # read by bench/import_time.py
 
 def compile_function(source: str, func_name: str, filename: str, namespace: dict):
     """exec generated `source` (one function `func_name`) in `namespace`; the function keeps its
-    source in ``__source__`` so it can be printed. The one exec of the op layer's generated code:
-    bindings here, per-op overlap checks in ops/overlap.py."""
+    source in ``__source__`` so it can be printed. The one exec of generated op code: bindings
+    here, overlap checks (ops/overlap.py), recording kernels (autograd/kernel_codegen.py)."""
     exec(compile(source, filename, "exec"), namespace)
     fn = namespace[func_name]
     fn.__source__ = source

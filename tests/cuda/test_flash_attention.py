@@ -148,3 +148,21 @@ def test_double_backward_through_flash_matches_torch_math():
         gg, = torch.autograd.grad(g.float().square().sum(), k)
     close(e_g, g, 2e-2)
     close(e_gg, gg, 5e-2)
+
+
+def test_flash_kernels_replay_inside_a_cuda_graph():
+    # Triton's own launcher runs the flash kernels; it must launch on the capturing stream
+    # (_cuda/triton_stream.py). Launched on PyTorch's default stream, a kernel runs once at capture
+    # (or the capture fails) and every replay leaves the captured output as it was.
+    e = [pair((2, 4, 128, 64), "bfloat16", seed)[0] for seed in range(3)]
+    F.scaled_dot_product_attention(*e, is_causal=True)      # compiled before the capture
+    ember.cuda.synchronize()
+    graph = ember.cuda.CUDAGraph()
+    with ember.cuda.graph(graph):
+        out = F.scaled_dot_product_attention(*e, is_causal=True)
+    for seed in (10, 20):
+        for i, t in enumerate(e):
+            t.copy_(pair(tuple(t.shape), "bfloat16", seed + i)[0])
+        graph.replay()
+        want = F.scaled_dot_product_attention(*e, is_causal=True)
+        np.testing.assert_array_equal(out.float().cpu().numpy(), want.float().cpu().numpy())
