@@ -34,12 +34,16 @@ def _loaded():
     return _libs
 
 
+_F32, _F64 = numpy.dtype(numpy.float32), numpy.dtype(numpy.float64)
+
+
 def _compute_type(dtype, flags):
     """cuBLAS's compute type for operands of `dtype`: float32 accumulation (TF32 tensor cores for
-    float32 operands exactly when ``allow_tf32``), float64 for float64."""
-    if dtype == numpy.float64:
+    float32 operands exactly when ``allow_tf32``), float64 for float64. (Against dtype objects:
+    `== numpy.float64` converts the type to a dtype on every call, ~1 us on a tiny product.)"""
+    if dtype == _F64:
         return _COMPUTE_64F
-    return _COMPUTE_32F_FAST_TF32 if dtype == numpy.float32 and flags.allow_tf32 else _COMPUTE_32F
+    return _COMPUTE_32F_FAST_TF32 if dtype == _F32 and flags.allow_tf32 else _COMPUTE_32F
 
 
 def mm2d(x, y):

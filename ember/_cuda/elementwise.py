@@ -187,6 +187,26 @@ def binary(name):
     return run
 
 
+def inplace(name):
+    """``run(x, y)`` writing ufunc `name` of arrays `x` and `y` into `x` by one launch (a tiny
+    ``add_``: the CPU rule's update, CuPy's ``out=`` and the ufunc path are ~5 frames): True when
+    launched, None where the general in-place path must run (another dtype, shape or layout, an
+    operand partly overlapping `x`; y may be x itself, read element for element)."""
+    def run(x, y):
+        if y.__class__ is not _ndarray or y.dtype is not x.dtype or not x._c_contiguous \
+                or not y._c_contiguous or x.shape != y.shape or _partly_overlaps(y, x):
+            return None
+        ptr = _kernel(name, x)
+        if ptr is None:
+            return None
+        n = x.size
+        if n:
+            xp = x.data.ptr
+            _launch4(ptr, min((n + 255) >> 8, 8192), xp, y.data.ptr, xp, n)
+        return True
+    return run
+
+
 def unary(name):
     """``run(args, kwargs)`` for ufunc `name` of one operand (see `binary`)."""
     def run(args, kwargs):

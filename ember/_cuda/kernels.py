@@ -141,6 +141,10 @@ def kernel_for(row, kind: str = "functional"):
     return variant(module_name).OPS[i].cpu
 
 
+# in-place ops whose tensor-operand, alpha-1 form is one elementwise launch (`elementwise.inplace`)
+_DIRECT_INPLACE = {"add_": "add", "sub_": "subtract", "mul_": "multiply", "div_": "true_divide"}
+
+
 def inplace_fast_path(op_name):
     """cpu/inplace.py's direct in-place update for `op_name` (``add_``, ``mul_``, ``addcmul_`` ...)
     on CuPy: the variant's update table and operand rule, with CuPy's ``out=``; None (so the
@@ -148,11 +152,16 @@ def inplace_fast_path(op_name):
     module = variant("ember.ops.cpu.inplace")
     n_operands, update = module.FAST[op_name]
     operand = module._operand
+    from . import elementwise
+    launch = elementwise.inplace(_DIRECT_INPLACE[op_name]) if op_name in _DIRECT_INPLACE else None
 
     def run(self, *args):
         x = self._data
         if x.__class__ is not _cupy_ndarray or x.dtype.kind not in "fc" or x.itemsize == 2:  # (halves: derived)
             return None
+        if launch is not None and (len(args) == 1 or args[1] == 1) and args[0].__class__ is Tensor \
+                and launch(x, args[0]._data):
+            return self          # x op= y of one shape and dtype: one launch (alpha 1 only)
         operands = []
         for v in args[:n_operands]:
             d = operand(v, x.dtype)

@@ -342,9 +342,12 @@ def generate_kernel(group, name, reads):
             lines.extend("    " + ln for ln in body[1:])
     if not k.args and not k.written:
         raise Unsupported("a kernel that writes nothing")
-    warps = 4 if flat else min(16, max(2, _pow2(min(longest, PERSISTENT_LIMIT if persistent else LOOP_RBLOCK)) // 256))
-    return _finish(k, name, lines, {"grid": -(-rows // XBLOCK) if flat else rows, "flat": flat, "num_warps": warps,
-                                    "numel": rows})
+    rblock = _pow2(min(longest, PERSISTENT_LIMIT if persistent else LOOP_RBLOCK))
+    warps = 4 if flat else min(16, max(2, rblock // 256))
+    meta = {"grid": -(-rows // XBLOCK) if flat else rows, "flat": flat, "num_warps": warps, "numel": rows}
+    if not flat:
+        meta["rblock"] = rblock         # a row's lanes: bounds the warps the launcher's tuner tries
+    return _finish(k, name, lines, meta)
 
 
 def _finish(k, name, lines, meta):

@@ -10,7 +10,9 @@ launch of a kernel goes through Triton's JIT (which specialises on the pointers'
 and compiles); later launches call the compiled kernel directly with raw pointers on CuPy's
 current stream (so a CUDA-graph capture on that stream records them), re-entering the JIT only
 when a pointer is not 16-byte aligned. `warm_up` compiles several kernels at once in threads.
-A flat kernel's XBLOCK / num_warps is tuned on its first call over a few configurations; the
+A flat kernel's XBLOCK / num_warps is tuned on its first call over a few configurations, a row
+kernel's num_warps over half, the same and twice the generator's choice (a softmax row of 1024
+bf16 is a 2 KB row: how many warps share it decides how many rows an SM keeps in flight); the
 winner is stored next to the kernel source (`<source>.tune.json`) and read back by a warm process.
 
 Each compiled kernel's cubin is also kept next to the source (`<source>.<kernel>.sm<cc>.cubin` and
@@ -193,10 +195,13 @@ class KernelCall(_Named):
         self.compiled = self.binary = None
         self.grid_x = meta["grid"]
         self.options = {"num_warps": meta["num_warps"]}
-        # a flat kernel of 64K+ elements is tuned on its first call, unless a winner is on disk
-        self.needs_tuning = bool(meta["flat"] and tune_path and meta["numel"] >= 1 << 16)
+        # a flat kernel of 64K+ elements, or a row kernel of 64K+ rows' lanes, is tuned on its first
+        # call, unless a winner is on disk (column kernels, with no "rblock", keep their warps)
+        work = meta["numel"] * (1 if meta["flat"] else meta.get("rblock", 0))
+        self.needs_tuning = bool(tune_path and work >= 1 << 16)
         if meta["flat"]:
             self.options["XBLOCK"] = meta.get("xblock", 1024)
+        if self.needs_tuning:
             tuned = (read_tuning(tune_path) if tuning is None else tuning).get(name)
             if tuned:
                 self._set_block(*tuned)
@@ -212,9 +217,19 @@ class KernelCall(_Named):
         return self._fn
 
     def _set_block(self, xblock, warps):
-        self.options = {"num_warps": warps, "XBLOCK": xblock}
-        self.grid_x = -(-self.meta["numel"] // xblock)
+        """A flat kernel's (XBLOCK, warps), a row kernel's (None, warps): its grid stays a program a row."""
+        if xblock is None:
+            self.options = {"num_warps": warps}
+        else:
+            self.options = {"num_warps": warps, "XBLOCK": xblock}
+            self.grid_x = -(-self.meta["numel"] // xblock)
         self.compiled = None
+
+    def _configs(self):
+        if self.meta["flat"]:
+            return TUNE_CONFIGS
+        w, lanes = self.meta["num_warps"], self.meta["rblock"]
+        return [(None, c) for c in dict.fromkeys((max(1, w // 2), w, 2 * w)) if c <= 16 and 32 * c <= max(lanes, 32)]
 
     def _compiled_now(self, compiled):
         self.compiled = compiled
@@ -253,7 +268,7 @@ class KernelCall(_Named):
         import cupy
         follow_cupy_stream()
         best = None
-        for xblock, warps in TUNE_CONFIGS:
+        for xblock, warps in self._configs():
             self._set_block(xblock, warps)
             fn = self.fn[(self.grid_x,)]
             fn(*tensors, **self.options)
@@ -273,7 +288,7 @@ class KernelCall(_Named):
 
 
 def read_tuning(path) -> dict:
-    """The block sizes tuned for a module's kernels ({name: [XBLOCK, warps]}), {} when none are stored."""
+    """The block sizes tuned for a module's kernels ({name: [XBLOCK or None, warps]}), {} when none are stored."""
     if not path or not os.path.lexists(path):
         return {}
     payload = diskstore.read_json(path)

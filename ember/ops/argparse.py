@@ -80,6 +80,12 @@ def to_bool(x, op, name, pos):
 
 def to_int_list(x, op, name, pos, size=None):
     """A tuple of ints; a single int is accepted (and repeated to `size` when given)."""
+    if x.__class__ is tuple:        # already a tuple of ints (t.view(16)'s sizes): itself, no copy
+        for v in x:
+            if v.__class__ is not int:
+                break
+        else:
+            return x
     if x.__class__ is tuple or x.__class__ is list:
         out = []
         for v in x:

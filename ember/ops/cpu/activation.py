@@ -179,13 +179,23 @@ elu = _floating(_elu, "elu", "elu_cpu")
 selu = _floating(_selu, "selu", "elu_cpu")
 _gelu_kernel = _floating(_gelu, "gelu", "GeluKernelImpl", check=R.check_gelu)
 _GELU_INF_NAN = (_F32, _dt.bfloat16.np)
+_avx512 = []
+
+
+def _nan_at_inf() -> bool:
+    """PyTorch's vectorized exact-gelu float32/bfloat16 CPU kernel gives NaN at +inf where it runs
+    its AVX-512 code (float64/half, and its AVX2 code, give inf): it picks AVX-512 on a CPU with
+    avx512f/bw/vl/dq (torch.backends.cpu.get_cpu_capability())."""
+    if not _avx512:
+        from ..._inductor.machine import cpu_flags
+        _avx512.append({"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(cpu_flags()))
+    return _avx512[0]
 
 
 def gelu(x, approximate="none"):
     """x * Phi(x) (exact, with erf) or its tanh approximation."""
     out = _gelu_kernel(x, approximate)
-    if approximate == "none" and x._data.dtype in _GELU_INF_NAN:
-        # PyTorch's vectorized float32/bfloat16 kernel gives NaN at +inf (float64/half give inf)
+    if approximate == "none" and x._data.dtype in _GELU_INF_NAN and (ON_CUDA or _nan_at_inf()):
         out._data[x._data == np.inf] = np.nan
     return out
 
