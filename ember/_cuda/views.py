@@ -13,10 +13,13 @@ def view(self, size):
     """A non-empty C-contiguous tensor takes any shape of its size with row-major strides
     (what `_views.view` computes for it); anything else goes through the geometry kernel."""
     arr = self._data
-    n = arr.size
-    if n and arr._c_contiguous:
+    if arr.size and arr._c_contiguous and min(size, default=0) >= -1:   # (CuPy takes any negative as -1)
+        try:       # CuPy's reshape infers a -1 as infer_size does; a size it refuses gets PyTorch's error below
+            data = arr.reshape(size)
+        except ValueError:
+            return _views.view(self, size)
         out = object.__new__(Tensor)
-        out._data = arr.reshape(_views.infer_size(size, n))
+        out._data = data
         out._keys = self._keys & BACKEND_MASK
         out._version_counter = self._shared_version_counter()
         return out
