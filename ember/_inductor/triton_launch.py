@@ -264,26 +264,36 @@ class KernelCall(_Named):
                      None, None, *ptrs)
 
     def _tune(self, tensors):
-        """Time each of TUNE_CONFIGS on these buffers (the kernel writes only its outputs); keep the best."""
+        """Time each of `_configs()` on these buffers (the kernel writes only its outputs): compiled
+        first, then timed in 3 interleaved rounds of 10 launches, each config's best round counted.
+        Another config replaces the generator's only when it is > 3% faster (one noisy round on a
+        shared card must not pick a slower block: bf16 softmax at 2^27 took 248 us against 184)."""
         import cupy
         follow_cupy_stream()
-        best = None
-        for xblock, warps in self._configs():
+        default = (self.options.get("XBLOCK"), self.options["num_warps"])
+        configs = list(dict.fromkeys([default, *self._configs()]))
+        launchers = []
+        for xblock, warps in configs:
             self._set_block(xblock, warps)
             fn = self.fn[(self.grid_x,)]
-            fn(*tensors, **self.options)
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            for _ in range(5):
-                fn(*tensors, **self.options)
-            end.record()
-            end.synchronize()
-            ms = cupy.cuda.get_elapsed_time(start, end)
-            if best is None or ms < best[0]:
-                best = (ms, xblock, warps)
-        self._set_block(best[1], best[2])
+            fn(*tensors, **self.options)                   # compiled (and run once) before any timing
+            launchers.append((fn, dict(self.options)))
+        times = [float("inf")] * len(configs)
+        for _ in range(3):
+            for i, (fn, options) in enumerate(launchers):
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record()
+                for _ in range(10):
+                    fn(*tensors, **options)
+                end.record()
+                end.synchronize()
+                times[i] = min(times[i], cupy.cuda.get_elapsed_time(start, end))
+        best = min(range(len(configs)), key=times.__getitem__)
+        if times[best] > 0.97 * times[0]:
+            best = 0
+        self._set_block(*configs[best])
         tuning = read_tuning(self.tune_path)
-        tuning[self.__name__] = [best[1], best[2]]
+        tuning[self.__name__] = list(configs[best])
         diskstore.write_json(self.tune_path, tuning)
 
 

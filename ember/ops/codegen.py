@@ -22,7 +22,7 @@ from __future__ import annotations
 import keyword
 import time
 
-from .._core.dispatch import tls, fast_call_source, CPU_BIT, META_BIT, CUDA_BIT, BACKEND_MASK, default_factory_backend
+from .._core.dispatch import tls, fast_call_source, cuda_call_source, CPU_BIT, META_BIT, CUDA_BIT, BACKEND_MASK, default_factory_backend
 from .._core import dtype as _dt
 from .._core.schema import FunctionSchema
 from .._core.tensor import Tensor
@@ -68,7 +68,9 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
              bound=None) -> str:
     """The source of a binding for `schema` (see the module docstring).
 
-    direct: add the fast path (CPU kernel called straight when the key set is just {CPU}).
+    direct: True adds the fast path (CPU kernel called straight when the key set is just {CPU},
+    the CUDA kernel when it is just {CUDA}); None (a row without the fast path) only the CUDA
+    line; False (`registry.binding(name, direct=False)`): the dispatcher alone.
     bound: (backend key, ignored key mask) for a *bound* binding (registry.bound_binding): when the
     key set, TLS applied and the ignored keys removed, is that backend alone, its kernel straight
     from the op's table; any other set (another device, autograd recording, a mode) the dispatcher.
@@ -170,8 +172,11 @@ def generate(schema: FunctionSchema, *, func_name: str, op_label: str, numbers_a
                  f" _r = _table[{key}]({call_args})  # bound to the backend kernel",
                  f"else: _r = _op.call(_ks, {call_args})"]
     elif direct:  # the fast path; any other key, or any key included in TLS, goes to the dispatcher
-        first, second = fast_call_source("_ks", call_args).splitlines()
-        body += [first + "  # direct binding", second]
+        first, *rest = fast_call_source("_ks", call_args).splitlines()
+        body += [first + "  # direct binding", *rest]
+    elif direct is None:
+        first, second = cuda_call_source("_ks", call_args).splitlines()
+        body += [first + "  # a CUDA-only call: its kernel", second + "  # through the dispatcher"]
     else:
         body.append(f"_r = _op.call(_ks, {call_args})  # through the dispatcher")
     for a, n in zip(args, names):

@@ -196,7 +196,7 @@ def _derived_schema(schema: FunctionSchema, kind: str) -> FunctionSchema:
 def _binding(handle, func_name, entry: Op, *, varargs=False, out_target=None, out_fn=None, direct=None, bound=None):
     schema = handle.schema
     extra = (("requires_grad", False),) if any(a.name == "device" for a in schema.arguments) else ()
-    direct = entry.direct_binding if direct is None else direct
+    direct = (entry.direct_binding or None) if direct is None else direct    # None: the CUDA line only
     check = overlap.checker(schema, derived=handle.derived)  # None for ops that write nothing
     src = codegen.generate(schema, func_name=func_name, op_label=entry.python_name or schema.name,
                            numbers_as_tensors=entry.numbers_as_tensors, varargs=varargs,

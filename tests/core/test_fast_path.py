@@ -68,8 +68,9 @@ def test_binding_source_shows_the_path():
     assert "_table[0](" in direct and "# direct binding" in direct and "_op.call(" in direct
     for name in ("aten::sin", "aten::where.self", "aten::cat", "aten::clamp"):
         src = registry.binding_source(name)
-        assert "_table" not in src and "# direct binding" not in src
+        assert "_table[0]" not in src and "# direct binding" not in src
         assert "_op.call(_ks, " in src
+        assert "_table[1](" in src and "# a CUDA-only call: its kernel" in src   # every row: the {CUDA} line
     # a binding generated with the fast path turned off has no kernel call either
     assert "_table" not in registry.binding("aten::add.Tensor", direct=False).__source__
     assert "_table[0](" in registry.binding("aten::sin", direct=True).__source__
