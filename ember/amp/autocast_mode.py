@@ -65,6 +65,15 @@ def clear_autocast_cache() -> None:
     _state["cache"].clear()
 
 
+# the aten::_to_copy handle, set by _register (the op table imports after this module). A cast is the
+# ``_to_copy`` call the binding of ``value.to(dtype)`` would make (the value is on the autocast device:
+# its key set has a backend), through the dispatcher (Python modes, the profiler and autograd see
+# it), without Tensor.to's argument parsing and the binding's two frames -- as PyTorch's cached_cast
+# calls at::_to_copy, not the Python method. A GPT-2 step casts ~120 arguments.
+_to_copy = None
+_CAST_ARGS = (None, None, None, False, None)    # _to_copy's layout, device, pin_memory, non_blocking, memory_format
+
+
 def _cast(value, device_bit, device_type, to, from_, cache=None):
     if isinstance(value, Tensor):
         keys = value._keys
@@ -80,9 +89,10 @@ def _cast(value, device_bit, device_type, to, from_, cache=None):
                         key = (id(value), to)
                         hit = cache.get(key)
                         if hit is None:
-                            hit = cache[key] = (value, value.to(to))   # the leaf is held: its id stays its own
+                            # (the leaf is held: its id stays its own)
+                            hit = cache[key] = (value, _to_copy.call(keys, value, to, *_CAST_ARGS))
                         return hit[1]
-                return value.to(to)
+                return _to_copy.call(keys, value, to, *_CAST_ARGS)
         return value
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
         return type(value)(_cast(v, device_bit, device_type, to, from_, cache) for v in value)
@@ -122,7 +132,9 @@ def _kernel(policy):
 
 
 def _register():
+    global _to_copy
     from ..ops.registry import OPERATORS
+    _to_copy = OPERATORS["aten::_to_copy"]
     lower, fp32 = _kernel("lower"), {}
     for name, handle in OPERATORS.items():
         base = name.split("::")[1].split(".")[0]
