@@ -37,20 +37,28 @@ def _sum(a, b):
 
 
 def _collect(roots):
-    """Dependency counts of every node reachable from the root edges."""
-    deps, seen, stack = {}, set(), [node for node, _ in roots]
+    """Dependency counts of every node reachable from the root edges. A node is pushed once, when
+    first reached (nodes hash by identity: they are the engine's dict keys too)."""
+    deps, stack = {}, []
+    seen = set()
+    for node, _ in roots:
+        if node not in seen:
+            seen.add(node)
+            stack.append(node)
     while stack:
-        node = stack.pop()
-        if node in seen:    # (nodes hash by identity: they are the engine's dict keys too)
-            continue
-        seen.add(node)
-        for edge in node.next_functions:
+        for edge in stack.pop().next_functions:
             if edge is None:
                 continue
             nxt = edge[0]
-            if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                stack.append(nxt)
+            if nxt is None:
+                continue
+            if nxt in deps:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+                if nxt not in seen:     # (a node first reached here is new unless it is a root)
+                    seen.add(nxt)
+                    stack.append(nxt)
     return deps
 
 
@@ -174,7 +182,7 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
                     outs = [None] * len(node.next_functions)
                 if node._hooked and node.hooks:
                     outs = run_post_hooks(node, outs, grads)
-                if not retain_graph:
+                if not retain_graph and not is_accumulator:     # (an AccumulateGrad saves nothing)
                     node.release()
             else:
                 outs = [None] * len(node.next_functions)
