@@ -71,7 +71,6 @@ def clear_autocast_cache() -> None:
 # it), without Tensor.to's argument parsing and the binding's two frames -- as PyTorch's cached_cast
 # calls at::_to_copy, not the Python method. A GPT-2 step casts ~120 arguments.
 _to_copy = None
-_CAST_ARGS = (None, None, None, False, None)    # _to_copy's layout, device, pin_memory, non_blocking, memory_format
 
 
 def _cast(value, device_bit, device_type, to, from_, cache=None):
@@ -90,9 +89,9 @@ def _cast(value, device_bit, device_type, to, from_, cache=None):
                         hit = cache.get(key)
                         if hit is None:
                             # (the leaf is held: its id stays its own)
-                            hit = cache[key] = (value, _to_copy.call(keys, value, to, *_CAST_ARGS))
+                            hit = cache[key] = (value, _to_copy.call(keys, value, to, None, None, None, False, None))
                         return hit[1]
-                return _to_copy.call(keys, value, to, *_CAST_ARGS)
+                return _to_copy.call(keys, value, to, None, None, None, False, None)
         return value
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
         return type(value)(_cast(v, device_bit, device_type, to, from_, cache) for v in value)
@@ -134,8 +133,7 @@ def _kernel(policy):
 def _register():
     global _to_copy
     from ..ops.registry import OPERATORS
-    _to_copy = OPERATORS["aten::_to_copy"]
-    lower, fp32 = _kernel("lower"), {}
+    lower, fp32, _to_copy = _kernel("lower"), {}, OPERATORS["aten::_to_copy"]
     for name, handle in OPERATORS.items():
         base = name.split("::")[1].split(".")[0]
         if base in _LOWER:

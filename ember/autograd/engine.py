@@ -37,28 +37,20 @@ def _sum(a, b):
 
 
 def _collect(roots):
-    """Dependency counts of every node reachable from the root edges. A node is pushed once, when
-    first reached (nodes hash by identity: they are the engine's dict keys too)."""
-    deps, stack = {}, []
-    seen = set()
-    for node, _ in roots:
-        if node not in seen:
-            seen.add(node)
-            stack.append(node)
+    """Dependency counts of every node reachable from the root edges."""
+    deps, seen, stack = {}, set(), [node for node, _ in roots]
     while stack:
-        for edge in stack.pop().next_functions:
+        node = stack.pop()
+        if node in seen:    # (nodes hash by identity: they are the engine's dict keys too)
+            continue
+        seen.add(node)
+        for edge in node.next_functions:
             if edge is None:
                 continue
             nxt = edge[0]
-            if nxt is None:
-                continue
-            if nxt in deps:
-                deps[nxt] += 1
-            else:
-                deps[nxt] = 1
-                if nxt not in seen:     # (a node first reached here is new unless it is a root)
-                    seen.add(nxt)
-                    stack.append(nxt)
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                stack.append(nxt)
     return deps
 
 

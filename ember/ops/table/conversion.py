@@ -51,26 +51,21 @@ def _parse_to(args, kwargs):
 def to(self, *args, **kwargs):
     """``t.to(dtype)``, ``t.to(device)``, ``t.to(device, dtype)``, ``t.to(other)``; returns self
     when nothing changes and ``copy=False``."""
-    # The two unparsed forms below call the op's handle with the key set its binding would compute
-    # (a tensor's keys hold its backend; a device given replaces it), through the dispatcher but
-    # without the binding's frames: each runs for ~120 casts of a GPT-2 training step.
     if not kwargs and len(args) == 1 and args[0].__class__ is _dt.dtype:
         # t.to(dtype) -- .float()/.half(), a formula's cast -- needs no parsing
         dtype = args[0]
         if dtype is self.dtype:
             return self
-        keys = self._keys
-        if keys & BACKEND_MASK:
-            return aten._to_copy.default.call(keys, self, dtype, None, None, None, False, None)
         return aten._to_copy.default(self, dtype=dtype, device=None, memory_format=None)
     if not kwargs and len(args) == 2 and args[0].__class__ is _device and args[1].__class__ is _dt.dtype:
-        # t.to(device, dtype) -- the gradient of a cast (ToCopyBackward0) -- needs none either
+        # t.to(device, dtype) -- the gradient of a cast (ToCopyBackward0: ~120 a GPT-2 step) -- needs none
+        # either, nor the binding: the handle is called with the key set the binding would compute
         device, dtype = args
         if device is self.device or device == self.device:
             if dtype is self.dtype:
                 return self
-        return aten._to_copy.default.call((self._keys & ~BACKEND_MASK) | _device_bit(device), self, dtype, None,
-                                          device, None, False, None)
+        keys = (self._keys & ~BACKEND_MASK) | _device_bit(device)
+        return aten._to_copy.default.call(keys, self, dtype, None, device, None, False, None)
     dtype, device, copy, memory_format = _parse_to(args, kwargs)
     same_dtype = dtype is None or dtype is self.dtype
     same_device = device is None or device == self.device
