@@ -211,10 +211,11 @@ class SavedTensor:
                 from .inference import SAVE_MESSAGE
                 raise RuntimeError(SAVE_MESSAGE)
             self.tensor = tensor
-        vc = tensor._version_counter    # (shared with the saved alias; `unpack` reads it directly)
-        if vc is None:
-            vc = tensor._shared_version_counter()
-        self.version = vc.value + expected_bump
+        # A tensor without a counter is at version 0, and gets one at its first in-place write or view
+        # (shared with the view): `unpack` reads the tensor's counter then, so none is made here for the
+        # ~200 activations a GPT-2 step saves (a counter and the tensor's __dict__ each: gc-tracked objects).
+        vc = tensor._version_counter    # (an output's is shared with its saved alias)
+        self.version = (0 if vc is None else vc.value) + expected_bump
         self.released = False
 
     def unpack(self, node_name: str):
@@ -225,7 +226,8 @@ class SavedTensor:
                                "you need to backward through the graph a second time or if you need to access saved "
                                "tensors after calling backward.")
         t = self.tensor
-        if t._version_counter.value != self.version:    # (`_version` without its property: never an inference tensor)
+        vc = t._version_counter     # (`_version` without its property: never an inference tensor)
+        if (0 if vc is None else vc.value) != self.version:
             which = f", which is output {self.output_nr} of {self.producer}," if self.producer else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
