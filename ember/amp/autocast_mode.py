@@ -99,6 +99,7 @@ def _cast(value, device_bit, device_type, to, from_, cache=None):
 
 
 _HALVES = (_dt.float16, _dt.bfloat16)
+_PLAIN, _F32 = frozenset((type(None), bool, int, float, str)), _dt.float32.np     # values _cast returns as they are
 _DEVICE_BITS = {"cpu": CPU_BIT, "cuda": CUDA_BIT}    # the backend key of each autocast device type
 _LOWER_FROM = {d: (_dt.float32,) + tuple(f for f in _FLOATS if f is not d and f is not _dt.float64)
                for d in (_dt.float16, _dt.bfloat16)}     # autocast dtype -> the dtypes cast down to it
@@ -113,12 +114,14 @@ def _kernel(policy):
         if lower:
             from_ = _LOWER_FROM[dtype]
             cache = _state["cache"] if cache_enabled else None
-            # an argument that is None or a tensor already in `dtype` (a bf16 activation) costs no call
+            # an argument that is a plain value (None, a number) or a tensor already in `dtype` (a bf16
+            # activation) costs no call; likewise a float32 tensor for a float32 op (a residual stream)
             target = dtype.np
-            args = [a if a is None or (a.__class__ is Tensor and a._data.dtype is target)
+            args = [a if a.__class__ in _PLAIN or (a.__class__ is Tensor and a._data.dtype is target)
                     else _cast(a, bit, device_type, dtype, from_, cache) for a in args]
         elif device_type in policy:
-            args = [_cast(a, bit, device_type, _dt.float32, _HALVES) for a in args]
+            args = [a if a.__class__ in _PLAIN or (a.__class__ is Tensor and a._data.dtype is _F32)
+                    else _cast(a, bit, device_type, _dt.float32, _HALVES) for a in args]
         # what op.redispatch would run, a frame sooner, when nothing but the device's backend and
         # autograd has a kernel (a live key's table entry is never None)
         live = keys & op.live_keys
