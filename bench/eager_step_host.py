@@ -8,7 +8,8 @@ The model is bench/gpt2_cuda.py's (`_gpt_modules.gpt2_classes`) at a tiny size (
 (dispatcher, autograd recording and the backward engine, autocast's casts, Tensor construction)
 and not NumPy's arithmetic: the host path of the CUDA step (issue 17) measured where no GPU is.
 One step is gpt2_cuda.py's: forward and cross-entropy under ``autocast("cpu", dtype=bfloat16)``,
-backward, AdamW, ``zero_grad(set_to_none=True)``. Steps alternate between the libraries; medians.
+backward, AdamW, ``zero_grad(set_to_none=True)``. Steps alternate between the libraries; medians
+of the step and of its three phases (forward with the loss, backward, optimizer with zero_grad).
 ``--profile FILE`` then runs `--steps` ember steps under cProfile, dumps the pstats file and prints
 its top by own time.
 """
@@ -41,16 +42,20 @@ def build(lib, args, weights=None):
     return model, opt
 
 
-def step(lib, model, opt, x, y, autocast):
+def step(lib, model, opt, x, y, autocast, clock=time.perf_counter):
+    """One training step; returns the loss and the clock's readings after forward, backward, optimizer."""
+    t0 = clock()
     if autocast:
         with lib.autocast("cpu", dtype=lib.bfloat16):
             loss = model(x, y)
     else:
         loss = model(x, y)
+    t1 = clock()
     loss.backward()
+    t2 = clock()
     opt.step()
     opt.zero_grad(set_to_none=True)
-    return loss
+    return loss, (t0, t1, t2, clock())
 
 
 def main():
@@ -78,18 +83,21 @@ def main():
                "torch": (torch, t_model, t_opt, torch.from_numpy(x_np), torch.from_numpy(y_np))}
     clock = CLOCKS[args.clock]
     samples = {name: [] for name in columns}
+    phases = {name: ([], [], []) for name in columns}      # forward, backward, optimizer
     losses = {name: [] for name in columns}
     for i in range(args.warmup + args.steps):
         for name, (lib, model, opt, x, y) in columns.items():
-            t0 = clock()
-            loss = step(lib, model, opt, x, y, args.autocast)
-            dt = clock() - t0
+            loss, marks = step(lib, model, opt, x, y, args.autocast, clock)
             losses[name].append(float(loss.item()))
             if i >= args.warmup:
-                samples[name].append(dt * 1e3)
+                samples[name].append((marks[3] - marks[0]) * 1e3)
+                for k in range(3):
+                    phases[name][k].append((marks[k + 1] - marks[k]) * 1e3)
     med = {name: statistics.median(v) for name, v in samples.items()}
     for name in columns:
-        print(f"{name:6s} {med[name]:8.2f} ms/step  (median of {args.steps}, {args.clock} clock)")
+        fwd, bwd, upd = (statistics.median(v) for v in phases[name])
+        print(f"{name:6s} {med[name]:8.2f} ms/step  (median of {args.steps}, {args.clock} clock; forward {fwd:.2f}, "
+              f"backward {bwd:.2f}, optimizer {upd:.2f})")
     print(f"ember/torch {med['ember'] / med['torch']:.2f}x;  last loss ember {losses['ember'][-1]:.4f}, "
           f"torch {losses['torch'][-1]:.4f}")
     if args.profile:
@@ -99,7 +107,7 @@ def main():
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(args.steps):
-            step(lib, model, opt, x, y, args.autocast)
+            step(lib, model, opt, x, y, args.autocast, clock)
         prof.disable()
         prof.dump_stats(args.profile)
         pstats.Stats(args.profile).sort_stats("tottime").print_stats(25)

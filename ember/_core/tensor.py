@@ -128,7 +128,7 @@ class Tensor:
             strides = contiguous_strides(arr.shape)
         else:
             item = arr.itemsize
-            strides = tuple(s // item for s in arr.strides)
+            strides = tuple([s // item for s in arr.strides])   # (a list: no generator to resume per dim)
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, len(strides), "stride")]

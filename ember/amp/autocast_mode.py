@@ -65,6 +65,14 @@ def clear_autocast_cache() -> None:
     _state["cache"].clear()
 
 
+# the aten::_to_copy handle, set by _register (the op table imports after this module). A cast is the
+# ``_to_copy`` call the binding of ``value.to(dtype)`` would make (the value is on the autocast device:
+# its key set has a backend), through the dispatcher (Python modes, the profiler and autograd see
+# it), without Tensor.to's argument parsing and the binding's two frames -- as PyTorch's cached_cast
+# calls at::_to_copy, not the Python method. A GPT-2 step casts ~120 arguments.
+_to_copy = None
+
+
 def _cast(value, device_bit, device_type, to, from_, cache=None):
     if isinstance(value, Tensor):
         keys = value._keys
@@ -80,9 +88,10 @@ def _cast(value, device_bit, device_type, to, from_, cache=None):
                         key = (id(value), to)
                         hit = cache.get(key)
                         if hit is None:
-                            hit = cache[key] = (value, value.to(to))   # the leaf is held: its id stays its own
+                            # (the leaf is held: its id stays its own)
+                            hit = cache[key] = (value, _to_copy.call(keys, value, to, None, None, None, False, None))
                         return hit[1]
-                return value.to(to)
+                return _to_copy.call(keys, value, to, None, None, None, False, None)
         return value
     if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
         return type(value)(_cast(v, device_bit, device_type, to, from_, cache) for v in value)
@@ -90,6 +99,7 @@ def _cast(value, device_bit, device_type, to, from_, cache=None):
 
 
 _HALVES = (_dt.float16, _dt.bfloat16)
+_PLAIN, _F32 = frozenset((type(None), bool, int, float, str)), _dt.float32.np     # values _cast returns as they are
 _DEVICE_BITS = {"cpu": CPU_BIT, "cuda": CUDA_BIT}    # the backend key of each autocast device type
 _LOWER_FROM = {d: (_dt.float32,) + tuple(f for f in _FLOATS if f is not d and f is not _dt.float64)
                for d in (_dt.float16, _dt.bfloat16)}     # autocast dtype -> the dtypes cast down to it
@@ -104,12 +114,14 @@ def _kernel(policy):
         if lower:
             from_ = _LOWER_FROM[dtype]
             cache = _state["cache"] if cache_enabled else None
-            # an argument that is None or a tensor already in `dtype` (a bf16 activation) costs no call
+            # an argument that is a plain value (None, a number) or a tensor already in `dtype` (a bf16
+            # activation) costs no call; likewise a float32 tensor for a float32 op (a residual stream)
             target = dtype.np
-            args = [a if a is None or (a.__class__ is Tensor and a._data.dtype is target)
+            args = [a if a.__class__ in _PLAIN or (a.__class__ is Tensor and a._data.dtype is target)
                     else _cast(a, bit, device_type, dtype, from_, cache) for a in args]
         elif device_type in policy:
-            args = [_cast(a, bit, device_type, _dt.float32, _HALVES) for a in args]
+            args = [a if a.__class__ in _PLAIN or (a.__class__ is Tensor and a._data.dtype is _F32)
+                    else _cast(a, bit, device_type, _dt.float32, _HALVES) for a in args]
         # what op.redispatch would run, a frame sooner, when nothing but the device's backend and
         # autograd has a kernel (a live key's table entry is never None)
         live = keys & op.live_keys
@@ -122,8 +134,9 @@ def _kernel(policy):
 
 
 def _register():
+    global _to_copy
     from ..ops.registry import OPERATORS
-    lower, fp32 = _kernel("lower"), {}
+    lower, fp32, _to_copy = _kernel("lower"), {}, OPERATORS["aten::_to_copy"]
     for name, handle in OPERATORS.items():
         base = name.split("::")[1].split(".")[0]
         if base in _LOWER:

@@ -174,7 +174,7 @@ def _run_graph(tensors, grad_tensors, *, retain_graph=False, create_graph=False,
                     outs = [None] * len(node.next_functions)
                 if node._hooked and node.hooks:
                     outs = run_post_hooks(node, outs, grads)
-                if not retain_graph:
+                if not retain_graph and not is_accumulator:     # (an AccumulateGrad saves nothing)
                     node.release()
             else:
                 outs = [None] * len(node.next_functions)

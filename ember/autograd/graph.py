@@ -154,31 +154,35 @@ class AccumulateGrad(Node):
         g = grads[0] if grads else None
         if g is None:
             return []
-        meta = meta_of(self.variable)
+        variable = self.variable
+        meta = variable._autograd
+        if meta is None:
+            meta = meta_of(variable)
+        grad_enabled = not tls.exclude & AUTOGRAD_BIT     # (is_grad_enabled without its call: one per leaf)
         if meta.grad is None:
             # A copy: the same gradient object may reach several leaves (a + b), and users
             # zero .grad in place. Under create_graph the grad keeps its history. A plain CPU
             # gradient with no mode active (profiler, dispatch modes) is copied as clone's kernel
             # would copy it, without the two dispatches (a training step's parameters: ~30 us each).
-            if is_grad_enabled():
+            if grad_enabled:
                 meta.grad = g
             elif (g._keys == CPU_BIT and g._data.__class__ is np.ndarray or g._keys == CUDA_BIT) \
                     and not tls.include and g.__class__ is Tensor:     # (a CUDA one likewise, on CuPy)
                 arr = g._data
-                if _sole_owner(g, arr) and arr.strides == self.variable._data.strides:
+                if _sole_owner(g, arr) and arr.strides == variable._data.strides:
                     meta.grad = g       # nobody else can see it: kept, not copied (PyTorch steals it too)
                 else:
                     meta.grad = _make(arr.copy(order="K"), g._keys)
             else:
                 meta.grad = g.detach().clone()
-        elif is_grad_enabled():
+        elif grad_enabled:
             meta.grad = meta.grad + g  # create_graph: out of place, so the sum has history
         else:
             with no_grad():  # in place, like PyTorch: `g = x.grad` stays x.grad after backward
                 meta.grad.add_(g)
         if meta.post_accumulate_hooks:
             from .hooks import run_post_accumulate_hooks
-            run_post_accumulate_hooks(self.variable)
+            run_post_accumulate_hooks(variable)
         return []
 
 
@@ -207,10 +211,11 @@ class SavedTensor:
                 from .inference import SAVE_MESSAGE
                 raise RuntimeError(SAVE_MESSAGE)
             self.tensor = tensor
-        vc = tensor._version_counter    # (shared with the saved alias; `unpack` reads it directly)
-        if vc is None:
-            vc = tensor._shared_version_counter()
-        self.version = vc.value + expected_bump
+        # A tensor without a counter is at version 0, and gets one at its first in-place write or view
+        # (shared with the view): `unpack` reads the tensor's counter then, so none is made here for the
+        # ~200 activations a GPT-2 step saves (a counter and the tensor's __dict__ each: gc-tracked objects).
+        vc = tensor._version_counter    # (an output's is shared with its saved alias)
+        self.version = (0 if vc is None else vc.value) + expected_bump
         self.released = False
 
     def unpack(self, node_name: str):
@@ -221,7 +226,8 @@ class SavedTensor:
                                "you need to backward through the graph a second time or if you need to access saved "
                                "tensors after calling backward.")
         t = self.tensor
-        if t._version_counter.value != self.version:    # (`_version` without its property: never an inference tensor)
+        vc = t._version_counter     # (`_version` without its property: never an inference tensor)
+        if (0 if vc is None else vc.value) != self.version:
             which = f", which is output {self.output_nr} of {self.producer}," if self.producer else ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "

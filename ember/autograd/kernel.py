@@ -119,9 +119,24 @@ def _node_type(op, formula, fixed_slots, has_list, name: str = None):
     key = (op.name, name, formula)
     cls = _NODE_TYPES.get(key)
     if cls is None:
-        cls = _NODE_TYPES[key] = type(name or node_name(op.name), (FormulaNode,), {
-            "formula": formula, "op": op, "slots": fixed_slots, "has_list": has_list})
+        body = {"formula": formula, "op": op, "slots": fixed_slots, "has_list": has_list}
+        if not has_list and not any(r.is_list for r in op.schema.returns):
+            body["apply"] = _generating_apply
+        cls = _NODE_TYPES[key] = type(name or node_name(op.name), (FormulaNode,), body)
     return cls
+
+
+def _generating_apply(self, grads):
+    """A node class's first apply: generate its straight-line apply (kernel_codegen.generate_apply;
+    at import it would cost ~0.1 ms for each of hundreds of classes, most never run), install it on
+    the class, and run it."""
+    from .kernel_codegen import generate_apply
+    cls = type(self)
+    helpers = {"fix_grads": _fix_grads, "unpack_saved": _unpack_saved, "sum_to": sum_to, "FROM_NP": _FROM_NP,
+               "results": _results}
+    cls.apply = generate_apply(cls, cls.formula, len(cls.op.schema.returns), FormulaNode.apply, helpers) \
+        or FormulaNode.apply
+    return cls.apply(self, grads)
 
 
 class FormulaNode(Node):
@@ -150,13 +165,7 @@ class FormulaNode(Node):
 
     def apply(self, grads):
         out_meta = self.out_meta
-        if len(grads) < len(out_meta):
-            grads = _materialize(grads, out_meta)
-        else:
-            for g in grads:
-                if g is None:
-                    grads = _materialize(grads, out_meta)
-                    break
+        grads = _fix_grads(grads, out_meta)
         formula = self.formula
         params = formula.param_set
         kwargs = self.kw.copy()
@@ -176,31 +185,7 @@ class FormulaNode(Node):
         if len(kwargs) != len(formula.params):
             missing = next(p for p in formula.params if p not in kwargs)
             raise RuntimeError(f"derivative of {self.op.name}: unknown formula parameter '{missing}'")
-        out = formula.fn(**kwargs)
-        slots = self.slots
-        if not isinstance(out, (tuple, list)) or (len(slots) == 1 and slots[0][1]):
-            out = (out,)
-        if not self.has_list:      # one gradient per slot
-            flat = out[:len(slots)]
-        else:
-            flat = []
-            for (name, is_list, n), g in zip(slots, out):
-                if is_list:
-                    flat.extend(list(g) if g is not None else [None] * n)
-                else:
-                    flat.append(g)
-        result = []
-        for meta, g in zip(self.dtypes, flat):
-            if meta is None:  # the input needs no gradient (PyTorch leaves it undefined)
-                g = None
-            elif g is not None:
-                shape, dtype = meta     # (the input's array shape: a tuple, compared without making a Size)
-                if g._data.shape != shape:
-                    g = sum_to(g, shape)
-                if _FROM_NP[g._data.dtype] is not dtype:     # (g.dtype without its property)
-                    g = g.to(dtype)
-            result.append(g)
-        return result
+        return _results(self, formula.fn(**kwargs))
 
     def _needs_grad(self):
         """Per Tensor argument: does any of its elements want a gradient (an edge)?"""
@@ -220,6 +205,45 @@ class FormulaNode(Node):
                         x.release()
             elif s is not None:
                 s.release()
+
+
+def _fix_grads(grads, out_meta):
+    """The output gradients a formula sees: `grads`, or with zeros where one is missing."""
+    if len(grads) < len(out_meta):
+        return _materialize(grads, out_meta)
+    for g in grads:
+        if g is None:
+            return _materialize(grads, out_meta)
+    return grads
+
+
+def _results(node, out):
+    """The input gradients of `node` from what its formula returned: one per edge, summed back to
+    the input's shape where the op broadcast, cast to its dtype, None where it needs none."""
+    slots = node.slots
+    if not isinstance(out, (tuple, list)) or (len(slots) == 1 and slots[0][1]):
+        out = (out,)
+    if not node.has_list:      # one gradient per slot
+        flat = out[:len(slots)]
+    else:
+        flat = []
+        for (name, is_list, n), g in zip(slots, out):
+            if is_list:
+                flat.extend(list(g) if g is not None else [None] * n)
+            else:
+                flat.append(g)
+    result = []
+    for meta, g in zip(node.dtypes, flat):
+        if meta is None:  # the input needs no gradient (PyTorch leaves it undefined)
+            g = None
+        elif g is not None:
+            shape, dtype = meta     # (the input's array shape: a tuple, compared without making a Size)
+            if g._data.shape != shape:
+                g = sum_to(g, shape)
+            if _FROM_NP[g._data.dtype] is not dtype:     # (g.dtype without its property)
+                g = g.to(dtype)
+        result.append(g)
+    return result
 
 
 def _unpack_saved(s, node_name):

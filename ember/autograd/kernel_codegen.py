@@ -116,3 +116,58 @@ def generate(op, plan, planning_kernel):
     kernel = compile_function("\n".join(lines) + "\n", "kernel", f"<ember autograd kernel {op.name}>", namespace)
     kernel.__name__ = planning_kernel.__name__
     return kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# FormulaNode.apply, per node class
+# ---------------------------------------------------------------------------------------------
+def generate_apply(cls, formula, n_returns, generic_apply, helpers):
+    """A straight-line ``apply`` for the node class `cls` (no Tensor[] argument, `n_returns` results,
+    none a Tensor[]); None where the formula takes keyword-only or variadic parameters. Where the
+    generic `FormulaNode.apply` builds a keyword dict per call and loops over the results, this one
+    reads each parameter where the recording kernel put it and calls the formula positionally: the
+    same values, saved tensors unpacked in recording order (a version error names the same tensor).
+    A parameter the node lacks sends the call to the generic apply, which raises its error."""
+    import inspect
+    params = inspect.signature(formula.fn).parameters
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params.values()):
+        return None
+    n, n_slots, wanted = n_returns, len(cls.slots), formula.param_set
+    lines = ["def apply(self, grads):",
+             "    out_meta, kw, saved = self.out_meta, self.kw, self.saved",
+             f"    if len(out_meta) != {n} or len(grads) != {n}" + "".join(f" or grads[{k}] is None" for k in range(n))
+             + ": grads = fix_grads(grads, out_meta)"]
+    source = {"grad": "grads[0]", "grads": "tuple(grads[:len(out_meta)])", "needs_grad": "(" + "".join(
+        f"self.next_functions[{k}][0] is not None, " for k in range(n_slots)) + ")"}
+    # tensors, in recording order (the op's tensor arguments, then its results); a tensor argument
+    # that was not a tensor was kept in kw
+    for name in [t for t, _, _ in cls.slots if t in wanted] + [r for r in ("result", "results") if r in wanted]:
+        var = source[name] = f"v_{name}"
+        lines += [f"    s = saved.get({name!r}, MISSING)",
+                  f"    {var} = kw.get({name!r}, MISSING) if s is MISSING else s.unpack(NAME) "
+                  "if s.__class__ is SavedTensor else unpack_saved(s, NAME)",
+                  f"    if {var} is MISSING: return generic_apply(self, grads)"]
+    plain = [name for name in params if name not in source]     # values, <arg>_shape, <arg>_dtype_device
+    for k, name in enumerate(plain):
+        source[name] = f"p_{k}"
+    if plain:
+        lines += ["    try: " + "; ".join(f"p_{k} = kw[{name!r}]" for k, name in enumerate(plain)),
+                  "    except KeyError: return generic_apply(self, grads)"]
+    lines += [f"    out = fn({', '.join(source[p] for p in params)})",
+              "    if not isinstance(out, (tuple, list)): out = (out,)",
+              f"    if len(out) < {n_slots}: return results(self, out)",
+              "    dtypes = self.dtypes"]
+    for k in range(n_slots):    # _results' rule per input: summed to its shape, cast to its dtype
+        lines += [f"    m = dtypes[{k}]",
+                  f"    g{k} = None if m is None else out[{k}]",
+                  f"    if g{k} is not None:",
+                  f"        if g{k}._data.shape != m[0]: g{k} = sum_to(g{k}, m[0])",
+                  f"        if FROM_NP[g{k}._data.dtype] is not m[1]: g{k} = g{k}.to(m[1])"]
+    lines.append("    return [" + ", ".join(f"g{k}" for k in range(n_slots)) + "]")
+    namespace = dict(helpers, fn=formula.fn, NAME=cls.__name__, MISSING=_MISSING, SavedTensor=SavedTensor,
+                     generic_apply=generic_apply)
+    from ..ops.codegen import compile_function
+    return compile_function("\n".join(lines) + "\n", "apply", f"<ember autograd apply {cls.__name__}>", namespace)
+
+
+_MISSING = object()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ..._core import dtype as _dt
 from ..._core.device import device as _device
+from ..._core.dispatch import BACKEND_MASK
 from ..._core.tensor import Tensor
+from ..codegen import _device_bit
 from ..registry import Op, aten
 from ..argparse import optional_dtype, PYTHON_TYPE_DTYPES
 from ..cpu import conversion as cpu
@@ -50,18 +52,20 @@ def to(self, *args, **kwargs):
     """``t.to(dtype)``, ``t.to(device)``, ``t.to(device, dtype)``, ``t.to(other)``; returns self
     when nothing changes and ``copy=False``."""
     if not kwargs and len(args) == 1 and args[0].__class__ is _dt.dtype:
-        # t.to(dtype) -- autocast's casts, .float()/.half() -- needs no parsing
+        # t.to(dtype) -- .float()/.half(), a formula's cast -- needs no parsing
         dtype = args[0]
         if dtype is self.dtype:
             return self
         return aten._to_copy.default(self, dtype=dtype, device=None, memory_format=None)
     if not kwargs and len(args) == 2 and args[0].__class__ is _device and args[1].__class__ is _dt.dtype:
-        # t.to(device, dtype) -- the gradient of a cast (ToCopyBackward0) -- needs none either
+        # t.to(device, dtype) -- the gradient of a cast (ToCopyBackward0: ~120 a GPT-2 step) -- needs none
+        # either, nor the binding: the handle is called with the key set the binding would compute
         device, dtype = args
         if device is self.device or device == self.device:
             if dtype is self.dtype:
                 return self
-        return aten._to_copy.default(self, dtype=dtype, device=device, memory_format=None)
+        keys = (self._keys & ~BACKEND_MASK) | _device_bit(device)
+        return aten._to_copy.default.call(keys, self, dtype, None, device, None, False, None)
     dtype, device, copy, memory_format = _parse_to(args, kwargs)
     same_dtype = dtype is None or dtype is self.dtype
     same_device = device is None or device == self.device
