@@ -13,11 +13,13 @@ def view(self, size):
     """A non-empty C-contiguous tensor takes any shape of its size with row-major strides
     (what `_views.view` computes for it); anything else goes through the geometry kernel."""
     arr = self._data
-    if arr.size and arr._c_contiguous and min(size, default=0) >= -1:   # (CuPy takes any negative as -1)
+    if arr.size and arr._c_contiguous:
         try:       # CuPy's reshape infers a -1 as infer_size does; a size it refuses gets PyTorch's error below
             data = arr.reshape(size)
         except ValueError:
             return _views.view(self, size)
+        if data.shape != size and data.shape != _views.infer_size(size, arr.size):
+            return _views.view(self, size)     # (CuPy reads any negative as -1: infer_size raises PyTorch's error)
         out = object.__new__(Tensor)
         out._data = data
         out._keys = self._keys & BACKEND_MASK

@@ -10,10 +10,13 @@ launch of a kernel goes through Triton's JIT (which specialises on the pointers'
 and compiles); later launches call the compiled kernel directly with raw pointers on CuPy's
 current stream (so a CUDA-graph capture on that stream records them), re-entering the JIT only
 when a pointer is not 16-byte aligned. `warm_up` compiles several kernels at once in threads.
-A flat kernel's XBLOCK / num_warps is tuned on its first call over a few configurations, a row
-kernel's num_warps over half, the same and twice the generator's choice (a softmax row of 1024
-bf16 is a 2 KB row: how many warps share it decides how many rows an SM keeps in flight); the
+A flat kernel's XBLOCK / num_warps is tuned on its first call over a few configurations; the
 winner is stored next to the kernel source (`<source>.tune.json`) and read back by a warm process.
+Row kernels keep the generator's warps: tuning them (half, same, twice) was tried on an H100 and
+picked a 20% slower block for bf16 layer_norm at 2^27 in one run of five, because the timed
+launches go through Triton's JIT launcher, whose host time (~0.2 ms) exceeds such a kernel's
+(~0.18 ms): the events time the host. `_configs` keeps the row candidates for a tuner that times
+the stored cubin's launches instead (`ROW_TUNING`, off).
 
 Each compiled kernel's cubin is also kept next to the source (`<source>.<kernel>.sm<cc>.cubin` and
 its launch facts in a `.json`: entry name, warps, shared memory, parameter count, options), so a
@@ -39,6 +42,7 @@ from .._cuda.triton_stream import follow_cupy_stream
 from .wrapper import GuardMismatch, _Named, _plain_enough
 
 TUNE_CONFIGS = ((512, 4), (1024, 4), (2048, 8), (4096, 8))
+ROW_TUNING = 0          # 1: row kernels tune their warps too (see the module docstring for why not)
 _modules: dict = {}
 
 
@@ -197,7 +201,7 @@ class KernelCall(_Named):
         self.options = {"num_warps": meta["num_warps"]}
         # a flat kernel of 64K+ elements, or a row kernel of 64K+ rows' lanes, is tuned on its first
         # call, unless a winner is on disk (column kernels, with no "rblock", keep their warps)
-        work = meta["numel"] * (1 if meta["flat"] else meta.get("rblock", 0))
+        work = meta["numel"] * (1 if meta["flat"] else meta.get("rblock", 0) * ROW_TUNING)
         self.needs_tuning = bool(tune_path and work >= 1 << 16)
         if meta["flat"]:
             self.options["XBLOCK"] = meta.get("xblock", 1024)
@@ -266,8 +270,9 @@ class KernelCall(_Named):
     def _tune(self, tensors):
         """Time each of `_configs()` on these buffers (the kernel writes only its outputs): compiled
         first, then timed in 3 interleaved rounds of 10 launches, each config's best round counted.
-        Another config replaces the generator's only when it is > 3% faster (one noisy round on a
-        shared card must not pick a slower block: bf16 softmax at 2^27 took 248 us against 184)."""
+        Another config replaces the generator's only when it is > 3% faster: the launches are
+        Triton's JIT launches, whose host time can exceed a kernel's, so small differences are
+        the host's noise (a one-round tuning of 5 launches once gave bf16 softmax 248 us, not 184)."""
         import cupy
         follow_cupy_stream()
         default = (self.options.get("XBLOCK"), self.options["num_warps"])

@@ -119,13 +119,16 @@ def test_no_tune_path_means_no_tuning(cache):
         assert calls[name].grid_x == launch[name]["grid"]
 
 
-def test_a_row_kernel_tunes_its_warps_and_keeps_a_program_a_row(cache):
-    # softmax over rows of 1024: one program per row; the tuner tries half, the same and twice
-    # the generator's warps, and a stored winner ([None, warps]) changes the warps, not the grid
+def test_a_row_kernel_tunes_its_warps_only_when_row_tuning_is_on(cache, monkeypatch):
+    # softmax over rows of 1024: one program per row. Off (the default): the generator's warps.
+    # On: the tuner tries half, the same and twice them, and a stored winner ([None, warps])
+    # changes the warps, not the grid
     launch = _launch_facts(lambda x: (x * 2).softmax(-1), (256, 1024))
     (name, meta), = [(n, m) for n, m in launch.items() if not m["flat"]]
     assert meta["grid"] == 256 and meta["rblock"] == 1024
     path = _tune_path(cache)
+    assert not triton_launch.KernelCall(_never_loaded, name, meta, path).needs_tuning
+    monkeypatch.setattr(triton_launch, "ROW_TUNING", 1)
     call = triton_launch.KernelCall(_never_loaded, name, meta, path)
     assert call.needs_tuning and call.options == {"num_warps": meta["num_warps"]}
     w = meta["num_warps"]
@@ -135,7 +138,8 @@ def test_a_row_kernel_tunes_its_warps_and_keeps_a_program_a_row(cache):
     assert (tuned.options, tuned.grid_x, tuned.needs_tuning) == ({"num_warps": 2 * w}, 256, False)
 
 
-def test_small_rows_and_column_kernels_are_not_tuned(cache):
+def test_small_rows_and_column_kernels_are_not_tuned(cache, monkeypatch):
+    monkeypatch.setattr(triton_launch, "ROW_TUNING", 1)
     small = _launch_facts(lambda x: x.softmax(-1), (8, 1024))          # 8K lanes: not worth a tuning
     columns = _launch_facts(lambda x: x.sum(0), (4096, 256))          # a column reduction: no "rblock"
     for launch in (small, columns):
