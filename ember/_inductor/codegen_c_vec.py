@@ -70,6 +70,7 @@ static inline vf vf_min(vf a, vf b) { return __builtin_ia32_minps512_mask(a, b, 
 static inline vf vf_sel(vm m, vf a, vf b) { return __builtin_ia32_blendmps_512_mask(b, a, m); }
 static inline vf vf_sqrt(vf x) { return __builtin_ia32_sqrtps512_mask(x, x, (vm)-1, 4); }
 #define vf_exp expv16_inline
+#define vm_bits(m) (m)
 #define EMBER_VW 16
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
 typedef float vf __attribute__((vector_size(32)));
@@ -99,12 +100,14 @@ static inline vf vf_exp(vf x) {
     const vi e = (vi)t - 0x4B400000, half = e >> 1;
     return p * (vf)((half + 127) << 23) * (vf)((e - half + 127) << 23);
 }
+#define vm_bits(m) __builtin_ia32_movmskps256((vf)(m))
 #define EMBER_VW 8
 #endif
 #ifdef EMBER_VW
 static inline vf vf_ld(const float *p) { return *(const vfu *)p; }
 static inline void vf_st(float *p, vf v) { *(vfu *)p = v; }
 static inline vf vf_abs(vf x) { return (vf)((vi)x & 0x7FFFFFFF); }
+static inline int vm_any(vm m) { return vm_bits(m) != 0; }
 #define VLDN(p) vf_ldn((p), vtail_n)          /* a tail step's loads and stores: its first vtail_n lanes */
 #define VSTN(p, v) vf_stn((p), vtail_n, (v))
 #endif
@@ -253,9 +256,10 @@ def _accesses(lines, full):
     return [ln.replace("VLD(", a).replace("VST(", b) for ln in lines]
 
 
-def vector_loop(loops, body, pragma, w):
+def vector_loop(loops, body, pragma, w, scalar_tail=None):
     """C lines: `loops`' outer ones as plain for loops (the first with `pragma`, a `parallel for`,
-    if given), the innermost as whole vectors of `w` then one tail step."""
+    if given), the innermost as whole vectors of `w` then one tail step (or `scalar_tail`'s lines
+    one element at a time)."""
     (var, r), out = loops[-1], []
     n = _loop_open(loops[:-1], out, None, pragma)
     if not loops[:-1] and pragma and r // w > 1:
@@ -265,7 +269,11 @@ def vector_loop(loops, body, pragma, w):
         out.append(f"    const int64_t {var} = {var}_b * {w};")
         out.extend("    " + ln for ln in _accesses(body, True))
         out.append("}")
-    if r % w:
+    if r % w and scalar_tail is not None:
+        out.append(f"for (int64_t {var} = {r - r % w}; {var} < {r}; {var}++) {{")
+        out.extend("    " + ln for ln in scalar_tail)
+        out.append("}")
+    elif r % w:
         out.append(f"{{ const int64_t {var} = {r - r % w}, vtail_n = {r % w};")
         out.extend("    " + ln for ln in _accesses(body, False))
         out.append("}")
@@ -308,3 +316,60 @@ def flat_body(k, group, outer_loops, rename, stores, pragma, w):
         lines.append(em.store_line(b.name, stores[b.name], rename, value))
     hoisted, lines = hoist_invariants(lines, outer_loops)
     return hoisted + vector_loop(outer_loops, lines, pragma, w)
+
+
+def reduction(k, b, loops, rename, locals_, scalar_lines, scalar_value, acc, rt, combine, merge_step, w):
+    """(lines, result) of a float32 sum / max / min over `loops` with vector accumulators; the tail
+    (fewer than a block) runs the scalar lines with `combine`, as codegen_reduction's loops do.
+    A sum keeps codegen_reduction's 64 lanes (64 / w vectors), blocks and tree, so its result is
+    the scalar kernel's to the bit; max/min keep one vector and a NaN mask. Raises Unsupported."""
+    from .codegen_reduction import SUM_BLOCK, _lane_tree, lanes_of
+    v, r = loops[-1]
+    vlines = []
+    em = VecEmitter(k, vlines, rename, locals_, v, in_loop=True)
+    ovars, rvars = b.canonical_vars()
+    with ir.set_handler(em):
+        value = em.vec(b.body.run((ovars, rvars)))
+    hoisted, vlines = hoist_invariants(vlines, loops)
+    vlines = _accesses(vlines, True)
+    tail = scalar_lines + [combine(acc, scalar_value)]
+    if rt in ("max", "min"):
+        init = "-INFINITY" if rt == "max" else "INFINITY"
+        out = hoisted + [f"float {acc} = {init}; int {acc}_nan = 0;",
+                         f"vf {acc}_a = vf_splat({init}); vm {acc}_m = vm_from(0);"]
+        body = vlines + [f"{acc}_a = vf_{rt}({value}, {acc}_a);",       # value > acc ? value : acc
+                         f"{acc}_m = (vm)({acc}_m | VF_CMP({value}, {value}, 3));"]
+        out += vector_loop(loops, body, None, w, tail)
+        out += [f"{acc}_nan |= vm_any({acc}_m); {{ float {acc}_v[{w}]; vf_st({acc}_v, {acc}_a);",
+                f"for (int {acc}_j = 0; {acc}_j < {w}; {acc}_j++) {merge_step(acc, f'{acc}_v[{acc}_j]')} }}"]
+        return out, f"({acc}_nan ? NAN : {acc})"
+    lanes = lanes_of("float")
+    if rt != "sum" or r < 2 * lanes:
+        raise Unsupported(f"{rt} over {r}")
+    nvec = lanes // w
+    blocked = r > SUM_BLOCK
+    lo, hi = (f"{v}_b", f"{v}_e") if blocked else ("0", str(r))
+    out = hoisted + ([f"double {acc}_d = 0;"] if blocked else [])
+    decl = [f"float {acc} = 0;"] + [f"vf {acc}_a{q} = vf_splat(0.0f);" for q in range(nvec)]
+    if not blocked:
+        out += decl
+    n = _loop_open(loops[:-1], out)
+    if blocked:
+        out += [f"for (int64_t {v}_b = 0; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{",
+                f"const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};"] + decl
+    out += [f"{{ int64_t {v}_k = {lo};", f"for (; {v}_k + {lanes} <= {hi}; {v}_k += {lanes}) {{"]
+    for q in range(nvec):           # vector q holds lanes q*w .. q*w + w - 1 of the 64
+        out += [f"    {{ const int64_t {v} = {v}_k + {q * w};"] + ["        " + ln for ln in vlines]
+        out += [f"        {acc}_a{q} += {value}; }}"]
+    out += ["}", f"for (int64_t {v} = {v}_k; {v} < {hi}; {v}++) {{"] + ["    " + ln for ln in tail] + ["}}"]
+    fold = []
+    half = nvec // 2
+    while half:                     # the scalar kernels' tree: lanes j += j + width, halving
+        fold += [f"{acc}_a{q} += {acc}_a{q + half};" for q in range(half)]
+        half //= 2
+    fold += [f"{{ float {acc}_v[{w}]; vf_st({acc}_v, {acc}_a0);"] + _lane_tree(acc, w, merge_step) + ["}"]
+    if blocked:
+        out += fold + [f"{acc}_d += {acc}; }}" + "}" * n]
+        return out, f"{acc}_d"
+    out += ["}" * n] + fold
+    return out, acc
