@@ -39,13 +39,17 @@ class Unsupported(Exception):
 
 def lanes() -> int:
     """16 with AVX-512 (F + VL), 8 with AVX2 + FMA, 0 where the vector emitter is off: another ISA,
-    clang (the prelude uses GCC's builtins), or config.vector_c = False."""
+    clang (the prelude uses GCC's builtins), a -march in config.cflags other than native /
+    x86-64-v3 / x86-64-v4, or config.vector_c = False. Kernels assert it (_Static_assert)."""
     from . import config, machine
     if not getattr(config, "vector_c", True):
         return 0
     facts = machine.probe()
     if not facts or "clang" in facts["cc_version"].lower():
         return 0
+    march = next((f.split("=", 1)[1] for f in config.cflags if f.startswith("-march=")), None)
+    if march != "native":
+        return {"x86-64-v3": 8, "x86-64-v4": 16}.get(march, 0)
     flags = set(facts["isa"]["flags"])
     if {"avx512f", "avx512vl"} <= flags:
         return 16
@@ -261,6 +265,8 @@ def vector_loop(loops, body, pragma, w, scalar_tail=None):
     if given), the innermost as whole vectors of `w` then one tail step (or `scalar_tail`'s lines
     one element at a time)."""
     (var, r), out = loops[-1], []
+    # the lanes Python stepped by are the prelude's (a kernel built for another -march fails to compile)
+    out.append(f'_Static_assert(sizeof(vf) == {4 * w}, "codegen_c_vec.lanes() does not match this target");')
     n = _loop_open(loops[:-1], out, None, pragma)
     if not loops[:-1] and pragma and r // w > 1:
         out.append(pragma + " ERR")
@@ -334,6 +340,8 @@ def reduction(k, b, loops, rename, locals_, scalar_lines, scalar_value, acc, rt,
     vlines = _accesses(vlines, True)
     tail = scalar_lines + [combine(acc, scalar_value)]
     if rt in ("max", "min"):
+        if r < w:
+            raise Unsupported(f"{rt} over {r} < {w} lanes")
         init = "-INFINITY" if rt == "max" else "INFINITY"
         out = hoisted + [f"float {acc} = {init}; int {acc}_nan = 0;",
                          f"vf {acc}_a = vf_splat({init}); vm {acc}_m = vm_from(0);"]

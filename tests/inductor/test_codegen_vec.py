@@ -57,8 +57,10 @@ def check(fn, *arrays, vector_path=True, bits=True, rtol=2e-6, atol=1e-6):
     assert (("vf_ld(" in src or "VLDN(" in src) == vector_path), src
     want, scalar_src = compiled(fn, *arrays, vector=False)
     assert "vf_ld(" not in scalar_src and "VLDN(" not in scalar_src
-    if bits:
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    if bits:            # NaN where the scalar build has NaN (its payload may differ: exp's NaN path)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
     np.testing.assert_allclose(got, eager(fn, *arrays), rtol=rtol, atol=atol, equal_nan=True)
     assert np.array_equal(np.isnan(got), np.isnan(eager(fn, *arrays)))
     return src
@@ -113,7 +115,7 @@ def test_row_programs(cols):
     src = check(lambda x: x.softmax(-1), x, rtol=1e-6, vector_path=vec)
     # a sum keeps codegen_reduction's 64 lanes: rows shorter than two blocks stay one simd loop
     check(lambda x: (x * x).sum(-1), x, rtol=1e-5, atol=1e-5, vector_path=cols >= 128)
-    check(lambda x: x.amax(-1) + x.amin(-1), x, vector_path=vec)
+    check(lambda x: x.amax(-1) + x.amin(-1), x, vector_path=cols >= codegen_c_vec.lanes())
     check(lambda x: F.layer_norm(x, (cols,)), data(6, cols, seed=1, special=False), rtol=1e-5, atol=1e-5,
           vector_path=vec)
     assert ("vf_exp(" in src) == vec
