@@ -147,3 +147,13 @@ def test_zero_d_and_empty():
     e = np.zeros((0, 16), np.float32)
     out, _ = compiled(lambda x: (x + 1).relu(), e)
     assert out.shape == (0, 16)
+
+
+def test_two_threads_split_the_vector_loop(monkeypatch):
+    monkeypatch.setattr(config, "threads", 2)
+    x, y = data(64, 1000 + 3), data(64, 1003, seed=7)
+    src = check(lambda x, y: ((x * 1.5 + y).relu() - x * y).sigmoid() + x.softmax(-1), x, y,
+                bits=codegen_c_vec.lanes() == 16, rtol=1e-5)
+    assert "parallel for" in src
+    flat = check(lambda x: (x * 2).exp().relu(), data(50_003, seed=8))
+    assert "parallel for" in flat and "VSTN(" in flat
