@@ -215,6 +215,8 @@ class VecEmitter:
             return self.scalar.to_dtype(x, src, dst)
         if src == dst == F32 or (src == dst == _dt.bool_ and self.kind(x) == "m"):
             return x
+        if self.kind(x) == "m" and dst == F32:          # a mask as 1.0 / 0.0, as (float)_Bool
+            return self._emit("v", f"vf_sel({x}, vf_splat(1.0f), vf_splat(0.0f))")
         raise Unsupported(f"to_dtype {src} -> {dst}")
 
     def where(self, c, a, b, dtype):

@@ -78,7 +78,8 @@ def selects(x, y):
     # relu, clamp, maximum/minimum, where, compares, abs, neg, sqrt, divide: no exp, so the vector
     # and scalar builds compute the same bits
     a = ember.where(x > y, (x * 1.5 + y).relu(), ember.maximum(x, y) - ember.minimum(y, x))
-    return a.clamp(-2.0, 5.0) + x.abs().sqrt() / (y * y + 1) - (-x).clamp(min=0.25)
+    return (a.clamp(-2.0, 5.0) + x.abs().sqrt() / (y * y + 1) - (-x).clamp(min=0.25)
+            + (x >= 0.5).float() * y)
 
 
 @pytest.mark.parametrize("n", list(range(1, 34)))
