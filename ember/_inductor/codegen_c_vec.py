@@ -314,6 +314,8 @@ def flat_body(k, group, outer_loops, rename, stores, pragma, w):
         if isinstance(b.body, ir.ReductionBody) or b.dtype != F32:
             raise Unsupported("flat member not a float32 pointwise")
         ovars, _ = b.canonical_vars()
+        # its own inner loops all have one iteration: their variables are 0 (dropped, as merge_loops does)
+        em.rename = em.scalar.rename = dict(rename, **{v: None for v in ovars[len(group.outer):]})
         with ir.set_handler(em):
             value = b.body.run((ovars, []))
         if b.name in group.row_local:
@@ -321,7 +323,7 @@ def flat_body(k, group, outer_loops, rename, stores, pragma, w):
             continue
         k.use(b)
         k.written.add(b.name)
-        lines.append(em.store_line(b.name, stores[b.name], rename, value))
+        lines.append(em.store_line(b.name, stores[b.name], em.rename, value))
     hoisted, lines = hoist_invariants(lines, outer_loops)
     return hoisted + vector_loop(outer_loops, lines, pragma, w)
 
