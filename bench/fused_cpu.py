@@ -2,13 +2,16 @@
 the same bytes as the memory roofline. float32, interleaved rounds, medians.
 
     .venv/bin/python bench/fused_cpu.py [--sizes 1e4,1e6,1e7] [--threads 1,2] [--rounds 7] [--png out.png]
-                                        [--only softmax,layer_norm] [--show] [--clock cpu]
+                                        [--only softmax,layer_norm] [--show] [--clock cpu] [--scalar-peer]
 
 --only runs the workloads whose name contains one of the words; --show prints each compiled
 kernel's C source (EMBER_LOGS=output_code for that compile) before its row. --clock cpu times
 with the process's CPU time (user + system, page faults included) instead of the wall clock: on a
 machine shared with other jobs the wall clock counts the time the process waited for a core (1
 thread only: with 2 threads CPU time adds both threads up).
+
+--scalar-peer adds "ember scalar": the same program compiled without the vector-typed C
+(codegen_c_vec.lanes() forced to 0, in a cache directory of its own), interleaved with the rest.
 
 Workloads: gelu_tanh(x*2+1); layer_norm over rows of 1024; softmax over rows of 1024; sum(x*x);
 a 6-op pointwise chain of two inputs. "copy" is a C loop (OpenMP with the same thread count)
@@ -97,7 +100,24 @@ def timed(fn, min_seconds=0.02):
     return (CLOCK() - t0) / n
 
 
-def run(sizes, threads, rounds, only=(), show=False):
+def scalar_compile(fn):
+    """ember.compile of fn with the vector emitter off: a fresh cache directory, so that neither the
+    kernel nor the graph cache returns the vector build; compiled by its first call."""
+    import tempfile
+    from ember._inductor import codegen_c_vec, config
+    compiled = ember.compile(fn)
+
+    def first_call(*args):
+        saved, lanes = config.cache_dir, codegen_c_vec.lanes
+        config.cache_dir, codegen_c_vec.lanes = tempfile.mkdtemp(prefix="ember-scalar-"), lambda: 0
+        try:
+            return compiled(*args)
+        finally:
+            config.cache_dir, codegen_c_vec.lanes = saved, lanes
+    return compiled, first_call
+
+
+def run(sizes, threads, rounds, only=(), show=False, scalar_peer=False):
     import torch
     from ember._inductor import config
     from ember._inductor.codecache import load_c
@@ -130,6 +150,10 @@ def run(sizes, threads, rounds, only=(), show=False):
                 peers = {"ember.compile": lambda: ember_fn(xe, ye), "numpy": lambda: np_fn(xn, yn),
                          "torch": lambda: fn(torch, xt, yt), "torch.compile": lambda: torch_fn(xt, yt),
                          "C copy": lambda: copy(src.ctypes.data, dst.ctypes.data, n_copy, nthreads)}
+                if scalar_peer:
+                    scalar_fn, first = scalar_compile(lambda x, y, fn=fn: fn(ember, x, y))
+                    first(xe, ye)
+                    peers["ember scalar"] = lambda: scalar_fn(xe, ye)
                 t0 = time.perf_counter()
                 if show:
                     from ember._logging import set_logs
@@ -201,6 +225,7 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated words: workloads whose name has one")
     ap.add_argument("--show", action="store_true", help="print the generated C of each workload")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    ap.add_argument("--scalar-peer", action="store_true", help="also time ember without the vector-typed C")
     args = ap.parse_args()
     global CLOCK
     if args.clock == "cpu":
@@ -210,7 +235,7 @@ def main():
     header("fused CPU kernels: ember.compile vs NumPy, torch eager, torch.compile; C copy = memory roofline")
     sizes = [int(float(s)) // ROW * ROW if float(s) >= ROW else int(float(s)) for s in args.sizes.split(",")]
     results = run(sizes, [int(t) for t in args.threads.split(",")], args.rounds,
-                  [w for w in args.only.split(",") if w], args.show)
+                  [w for w in args.only.split(",") if w], args.show, args.scalar_peer)
     if args.png:
         write_png(results, args.png, f"{'CPU' if args.clock == 'cpu' else 'wall'} time, medians of {args.rounds} "
                                      f"interleaved rounds")

@@ -120,7 +120,8 @@ HELPERS = (_SELECT + "\n" + _RECIP_OK + "\n" + _EXP + "\n" + _EXP_INLINE + codeg
 def prelude() -> str:
     """What every kernel source starts with: headers, libmvec's vector prototypes, the helpers."""
     from .machine import vector_math_prelude
-    return "#include <math.h>\n#include <stdint.h>\n" + vector_math_prelude() + "\n" + HELPERS
+    return ("#include <math.h>\n#include <stdint.h>\n" + vector_math_prelude() + "\n" + HELPERS
+            + codegen_c_vec.PRELUDE)
 
 # -- C text of each op ---------------------------------------------------------------------------
 UNSIGNED = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t", "int8_t": "uint8_t",
@@ -455,6 +456,14 @@ def generate_kernel(group, name, reads, threads=1):
         return _finish_kernel(name, k, out, err_clause)
     body, locals_ = [], {}
     flat = all(not group.inner_ranges(b) or math.prod(group.inner_ranges(b)) == 1 for b in group.members)
+    w = codegen_c_vec.lanes()
+    if flat and w:                  # one vector loop for the whole group (codegen_c_vec.py)
+        try:
+            kv = Kernel(name)
+            out = codegen_c_vec.flat_body(kv, group, outer_loops, rename, stores, omp_par, w)
+            return _finish_kernel(name, kv, out, err_clause)
+        except codegen_c_vec.Unsupported:
+            pass
     shared = CEmitter(k, body, rename, locals_)
     for b in group.members:
         inner = list(group.inner_ranges(b))
@@ -481,15 +490,16 @@ def generate_kernel(group, name, reads, threads=1):
                 drop = {f"i{d}": None for d in range(nk)}
                 k.row_arrays[b.name] = drop
                 body.append(f"{ctype(b.dtype)} {b.name}[{math.prod(inner)}];")
-                store = f"{b.name}[{stores[b.name].render({**full_rename, **drop})}] = {{}};"
+                target = (b.name, stores[b.name], {**full_rename, **drop})
             else:
-                store = f"{b.name}[{stores[b.name].render(full_rename)}] = {{}};"
+                target = (b.name, stores[b.name], full_rename)
                 k.use(b)
                 k.written.add(b.name)
+            store = f"{b.name}[{target[1].render(target[2])}] = {{}};"
             pragma = omp_par if par_here else None
-            fast, divisors = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, True)
+            fast, divisors = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, True, target)
             if divisors:        # the reciprocal only where it is finite and exact enough; else divide
-                exact, _ = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, False)
+                exact, _ = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, False, target)
                 body.append(f"if ({' && '.join(f'recip_ok({d})' for d in sorted(divisors))}) {{")
                 body.extend(fast + ["} else {"] + exact + ["}"])
             else:
@@ -537,9 +547,16 @@ def hoist_invariants(lines, loops):
     return hoisted, rest
 
 
-def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_division):
+def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_division, target):
     """C lines of a pointwise member's inner loops (`store` formats the value into its buffer) and
-    the divisors replaced by a hoisted reciprocal (only when `hoist_division`)."""
+    the divisors replaced by a hoisted reciprocal (only when `hoist_division`); vector-typed C
+    (codegen_c_vec.py) where it covers the loop, `target` = (buffer, store index, its rename)."""
+    w = codegen_c_vec.lanes()
+    if w:
+        try:
+            return codegen_c_vec.member_loop(k, b, ovars, loops, rename, locals_, target, pragma, hoist_division, w)
+        except codegen_c_vec.Unsupported:
+            pass
     lines = []
     emitter = CEmitter(k, lines, rename, locals_, in_loop=hoist_division)
     with ir.set_handler(emitter):
@@ -553,4 +570,4 @@ def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_divis
 
 
 from .codegen_reduction import emit_reduction  # noqa: E402  (these import CEmitter from here)
-from . import codegen_columns  # noqa: E402
+from . import codegen_columns, codegen_c_vec  # noqa: E402

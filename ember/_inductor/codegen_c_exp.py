@@ -69,7 +69,7 @@ static const float expv_lo[16] __attribute__((aligned(64))) = {%(lo)s};
 #pragma omp declare simd notinbranch simdlen(16)
 #pragma omp declare simd notinbranch simdlen(8)
 float expv_f(float x);
-__attribute__((visibility("hidden"))) ev16 _ZGVeN16v_expv_f(ev16 x) {
+static inline __attribute__((always_inline)) ev16 expv16_inline(ev16 x) {  /* codegen_c_vec's vf_exp */
     const ev16 hi = *(const ev16 *)expv_hi, lo = *(const ev16 *)expv_lo;    /* one register each */
     x = __builtin_ia32_maxps512_mask(S16(-104.0f), x, x, (unsigned short)-1, 4);   /* NaN: the 2nd */
     x = __builtin_ia32_minps512_mask(S16(89.0f), x, x, (unsigned short)-1, 4);
@@ -84,6 +84,7 @@ __attribute__((visibility("hidden"))) ev16 _ZGVeN16v_expv_f(ev16 x) {
     const ev16 s = FMA16(h, q, l) + h;
     return __builtin_ia32_scalefps512_mask(s, m, s, (unsigned short)-1, 4);
 }
+__attribute__((visibility("hidden"))) ev16 _ZGVeN16v_expv_f(ev16 x) { return expv16_inline(x); }
 __attribute__((visibility("hidden"))) ev8 _ZGVeN8v_expv_f(ev8 x) {   /* an epilogue's 8 lanes */
     const ev16 w = _ZGVeN16v_expv_f(__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
     return __builtin_shufflevector(w, w, 0, 1, 2, 3, 4, 5, 6, 7);

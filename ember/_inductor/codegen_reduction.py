@@ -18,7 +18,8 @@ and run as one simd loop (vmaxps has no add-like latency to hide).
 """
 from __future__ import annotations
 
-from . import ir
+from .._core import dtype as _dt
+from . import codegen_c_vec, ir
 from .codegen_c import CEmitter, _loop_open, ctype, hoist_invariants, to_memory
 
 SUM_BLOCK = 4096
@@ -108,6 +109,15 @@ def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, pa
     result = f"({nan_flag} ? NAN : {acc})" if nan_flag else acc
     nan_decl = f" int {nan_flag} = 0;" if nan_flag else ""
     lanes = lanes_of(t)
+    w = codegen_c_vec.lanes()
+    if w and loops and not parallel and src == _dt.float32 and rt in ("sum", "max", "min"):
+        try:            # vector-typed C (codegen_c_vec.py)
+            vec, result = codegen_c_vec.reduction(k, b, loops, rename, locals_, lines, value, acc, rt, combine,
+                                                  merge_step, w)
+            body.extend(vec)
+            return _finish(k, b, group, result, ot, locals_, body, store, rename)
+        except codegen_c_vec.Unsupported:
+            pass
     # a float max/min takes one simd loop: vmaxps's latency (2 cycles) hides under the NaN flag's
     # work, and in the lanes' blocks GCC ors the flag across the vector after every block
     if not parallel and loops and loops[-1][1] >= 2 * lanes and not nan_flag:

@@ -21,6 +21,8 @@ ldflags = ("-lm",)
 # Link glibc's libmvec when the machine probe finds it usable, so kernels that prepend
 # codecache.vector_math_prelude() get vectorised expf/logf/tanhf/... (appended after ldflags).
 use_libmvec = True
+# innermost contiguous float32 loops as vector-typed C (codegen_c_vec.py) where GCC targets AVX2+FMA or AVX-512
+vector_c = True
 threads = 1              # OpenMP threads of generated kernels (ember.set_num_threads sets it)
 strict = False           # True: a fallback (no compiler, compile error, unsafe cache dir) raises instead
 debug = False            # keep sources and print compiler command lines

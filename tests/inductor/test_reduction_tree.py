@@ -65,11 +65,13 @@ def test_float_max_min_special_rows(n):
         check_many(fns[:2], ember.from_numpy(np.ascontiguousarray(rows.T).astype(dtype)).t())   # strided rows
 
 
-def test_float_max_is_one_simd_loop_with_its_nan_flag():
-    """The generated C: a float amax is a single `reduction(max:)` loop that also ors its NaN flag,
-    written as a C conditional GCC turns into vmaxps (sel_f's bit operations cost a compare and a
-    blend); the lanes' tree is used by sums."""
-    from ember._inductor import codegen_source
+def test_float_max_is_one_simd_loop_with_its_nan_flag(monkeypatch):
+    """The generated scalar C (the vector emitter off: test_codegen_vec.py covers its max): a float
+    amax is a single `reduction(max:)` loop that also ors its NaN flag, written as a C conditional
+    GCC turns into vmaxps (sel_f's bit operations cost a compare and a blend); the lanes' tree is
+    used by sums."""
+    from ember._inductor import codegen_c_vec, codegen_source
+    monkeypatch.setattr(codegen_c_vec, "lanes", lambda: 0)
     _, src = codegen_source(lambda t: (t.amax(1), t.sum(1)), [("cpu", ember.float32, (4, 1024))])
     loop = src.split("reduction(max:")[1].split("}")[0]
     assert "_nan |= (" in loop and " ? " in loop and "sel_f(" not in loop
