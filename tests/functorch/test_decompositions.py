@@ -66,12 +66,14 @@ NO_GRADIENT = {"angle", "isposinf", "isneginf", "isfinite", "isreal", "fix", "fr
 
 
 def test_gelu_of_plus_infinity():
-    """Eager float32 gelu(+inf) is nan (PyTorch's vectorized CPU kernel; ember mirrors it); the
-    decomposition gives the mathematical inf, as PyTorch's own decomposition does."""
+    """Eager float32 gelu(+inf) is what PyTorch's CPU kernel gives on this machine (nan from its
+    AVX-512 code, inf from its AVX2 code; ember mirrors it); the decomposition gives the
+    mathematical inf, as PyTorch's own decomposition does."""
     import torch
     from torch._refs.nn.functional import gelu as torch_gelu
     x = ember.tensor([np.inf], dtype=ember.float32)
-    assert np.isnan(ember.nn.functional.gelu(x).item())
+    eager = torch.nn.functional.gelu(torch.tensor([np.inf], dtype=torch.float32)).item()
+    np.testing.assert_equal(ember.nn.functional.gelu(x).item(), eager)
     expected = torch_gelu(torch.tensor([np.inf], dtype=torch.float32)).item()
     assert TABLE[op_of("gelu")](x).item() == expected == np.inf
 
