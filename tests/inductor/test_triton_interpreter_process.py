@@ -9,14 +9,15 @@ import sys
 import pytest
 
 
-def test_triton_codegen_under_the_interpreter_in_its_own_process():
+# one process per file: the three took 6.5 min as one test on a 2-core machine, the suite's tail
+@pytest.mark.parametrize("name", ["test_triton_codegen.py", "test_triton_columns.py", "test_triton_loss.py"])
+def test_triton_codegen_under_the_interpreter_in_its_own_process(name):
     pytest.importorskip("triton", reason="triton is not installed (pip install ember[test])")
     pytest.importorskip("torch", reason="Triton's interpreter takes torch tensors")
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, EMBER_TRITON_INTERPRETER_RUN="1", TRITON_INTERPRET="1", OMP_NUM_THREADS="1")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist",
-                          "-o", "addopts=", os.path.join(here, "test_triton_codegen.py"),
-                          os.path.join(here, "test_triton_columns.py"), os.path.join(here, "test_triton_loss.py")],
+                          "-o", "addopts=", os.path.join(here, name)],
                          cwd=os.path.dirname(os.path.dirname(here)), env=env, capture_output=True, text=True,
-                         timeout=1800)      # ~3.5 min alone; the full suite on a loaded 2-core machine: several times that
+                         timeout=1800)      # minutes alone; the full suite on a loaded 2-core machine: several times that
     assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-6000:] + run.stderr[-3000:]
