@@ -18,8 +18,8 @@ def view(self, size):
             data = arr.reshape(size)
         except ValueError:
             return _views.view(self, size)
-        if data.shape != size and data.shape != _views.infer_size(size, arr.size):
-            return _views.view(self, size)     # (CuPy reads any negative as -1: infer_size raises PyTorch's error)
+        if data.shape != size:     # a -1 inferred; CuPy reads any negative as -1: infer_size raises PyTorch's error
+            _views.infer_size(size, arr.size)
         out = object.__new__(Tensor)
         out._data = data
         out._keys = self._keys & BACKEND_MASK

@@ -148,6 +148,27 @@ def test_direct_launch_declines_what_it_does_not_cover():
     assert elementwise.direct("maximum") is None
 
 
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "true_divide"])
+def test_inplace_launch_writes_the_ufunc_result_into_x_and_declines_the_rest(name):
+    import cupy
+    from ember._cuda import elementwise
+    run = elementwise.inplace(name)
+    x = cupy.asarray(_values((257, 33), "float32", 10))
+    y = cupy.asarray(_values((257, 33), "float32", 11, positive=True))
+    want, ptr = getattr(cupy, name)(x, y), x.data.ptr
+    assert run(x, y) is True and x.data.ptr == ptr            # in place, one launch
+    np.testing.assert_array_equal(cupy.asnumpy(x), cupy.asnumpy(want))
+    want = getattr(cupy, name)(x, x)
+    assert run(x, x) is True                                   # the operand is x itself: element for element
+    np.testing.assert_array_equal(cupy.asnumpy(x), cupy.asnumpy(want))
+    before = cupy.asnumpy(x)
+    flat = cupy.arange(10, dtype=cupy.float32)
+    for operand in (y[:, :1], y.astype(cupy.float64), y.T.copy().T, cupy.ones(33, cupy.float32)):
+        assert run(x, operand) is None                         # broadcast, dtype, layout: the general path
+    assert run(flat[1:9], flat[:8]) is None                    # partial overlap
+    np.testing.assert_array_equal(cupy.asnumpy(x), before)    # nothing written when declined
+
+
 def test_out_and_inplace_alias_like_torch():
     (ea, ta), (eb, tb) = _both(_values((5, 5), "float32", 8)), _both(_values((5, 5), "float32", 9))
     ec, tc = _both(np.zeros((5, 5), np.float32))
