@@ -12,11 +12,10 @@ current stream (so a CUDA-graph capture on that stream records them), re-enterin
 when a pointer is not 16-byte aligned. `warm_up` compiles several kernels at once in threads.
 A flat kernel's XBLOCK / num_warps is tuned on its first call over a few configurations; the
 winner is stored next to the kernel source (`<source>.tune.json`) and read back by a warm process.
-Row kernels keep the generator's warps: tuning them (half, same, twice) was tried on an H100 and
-picked a 20% slower block for bf16 layer_norm at 2^27 in one run of five, because the timed
-launches go through Triton's JIT launcher, whose host time (~0.2 ms) exceeds such a kernel's
-(~0.18 ms): the events time the host. `_configs` keeps the row candidates for a tuner that times
-the stored cubin's launches instead (`ROW_TUNING`, off).
+A row kernel of 64K+ lanes tunes its warps (half, the same, twice the generator's) the same way.
+The timed launches are the compiled kernel's own `run`, queued behind a spin kernel (`_hold_gpu`)
+so that the events time the GPU: timed through Triton's JIT launcher (~0.2 ms of host a launch,
+more than a 0.18 ms kernel) the tuner once picked a 20% slower block for bf16 layer_norm.
 
 Each compiled kernel's cubin is also kept next to the source (`<source>.<kernel>.sm<cc>.cubin` and
 its launch facts in a `.json`: entry name, warps, shared memory, parameter count, options), so a
@@ -42,7 +41,7 @@ from .._cuda.triton_stream import follow_cupy_stream
 from .wrapper import GuardMismatch, _Named, _plain_enough
 
 TUNE_CONFIGS = ((512, 4), (1024, 4), (2048, 8), (4096, 8))
-ROW_TUNING = 0          # 1: row kernels tune their warps too (see the module docstring for why not)
+ROW_TUNING = 1          # 0: row kernels keep the generator's warps
 _modules: dict = {}
 
 
@@ -270,26 +269,34 @@ class KernelCall(_Named):
     def _tune(self, tensors):
         """Time each of `_configs()` on these buffers (the kernel writes only its outputs): compiled
         first, then timed in 3 interleaved rounds of 10 launches, each config's best round counted.
-        Another config replaces the generator's only when it is > 3% faster: the launches are
-        Triton's JIT launches, whose host time can exceed a kernel's, so small differences are
-        the host's noise (a one-round tuning of 5 launches once gave bf16 softmax 248 us, not 184)."""
+        Each round's launches are the compiled kernels' own (`run`, ~20 us of host each), queued
+        behind a spin kernel that holds the GPU while the host enqueues them, so the events time
+        the GPU, not the host: timed through Triton's JIT launcher (~0.2 ms a launch, more than a
+        0.18 ms kernel) the tuner once gave bf16 softmax a 248 us block, not 184. Another config
+        replaces the generator's only when it is > 3% faster. Under a CUDA graph capture (no
+        timing possible) the generator's config is kept and nothing is stored."""
+        if captures_underway[0]:
+            return
         import cupy
         follow_cupy_stream()
         default = (self.options.get("XBLOCK"), self.options["num_warps"])
         configs = list(dict.fromkeys([default, *self._configs()]))
-        launchers = []
+        ptrs = [t._data.data.ptr for t in tensors]
+        launches = []
         for xblock, warps in configs:
             self._set_block(xblock, warps)
-            fn = self.fn[(self.grid_x,)]
-            fn(*tensors, **self.options)                   # compiled (and run once) before any timing
-            launchers.append((fn, dict(self.options)))
+            compiled = self.fn[(self.grid_x,)](*tensors, **self.options)   # compiled (and run once) first
+            args = (self.grid_x, 1, 1, _stream(), compiled.function, compiled.packed_metadata, None, None,
+                    None, *ptrs, *([xblock] if self.meta["flat"] else []))
+            launches.append((compiled.run, args))
         times = [float("inf")] * len(configs)
         for _ in range(3):
-            for i, (fn, options) in enumerate(launchers):
+            for i, (run, args) in enumerate(launches):
                 start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                _hold_gpu(2.0)
                 start.record()
                 for _ in range(10):
-                    fn(*tensors, **options)
+                    run(*args)
                 end.record()
                 end.synchronize()
                 times[i] = min(times[i], cupy.cuda.get_elapsed_time(start, end))
@@ -300,6 +307,24 @@ class KernelCall(_Named):
         tuning = read_tuning(self.tune_path)
         tuning[self.__name__] = list(configs[best])
         diskstore.write_json(self.tune_path, tuning)
+
+
+_SPIN_SOURCE = r"""extern "C" __global__ void ember_spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) { }
+}"""
+_spin: list = []
+
+
+def _hold_gpu(ms: float) -> None:
+    """Keep the GPU busy for about `ms` milliseconds on the current stream (one thread spinning on
+    its SM clock), so the launches queued after it run back to back once it ends."""
+    cupy = _cuda()[0]
+    if not _spin:
+        rate_khz = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["clockRate"]
+        _spin.append((cupy.RawKernel(_SPIN_SOURCE, "ember_spin"), rate_khz))
+    kernel, rate_khz = _spin[0]
+    kernel((1,), (1,), (np.int64(rate_khz * ms),))
 
 
 def read_tuning(path) -> dict:

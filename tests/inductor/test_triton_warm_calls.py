@@ -119,16 +119,14 @@ def test_no_tune_path_means_no_tuning(cache):
         assert calls[name].grid_x == launch[name]["grid"]
 
 
-def test_a_row_kernel_tunes_its_warps_only_when_row_tuning_is_on(cache, monkeypatch):
-    # softmax over rows of 1024: one program per row. Off (the default): the generator's warps.
-    # On: the tuner tries half, the same and twice them, and a stored winner ([None, warps])
-    # changes the warps, not the grid
+def test_a_row_kernel_tunes_its_warps_unless_row_tuning_is_off(cache, monkeypatch):
+    # softmax over rows of 1024: one program per row. On (the default): the tuner tries half, the
+    # same and twice the generator's warps, and a stored winner ([None, warps]) changes the warps,
+    # not the grid. Off: the generator's warps
     launch = _launch_facts(lambda x: (x * 2).softmax(-1), (256, 1024))
     (name, meta), = [(n, m) for n, m in launch.items() if not m["flat"]]
     assert meta["grid"] == 256 and meta["rblock"] == 1024
     path = _tune_path(cache)
-    assert not triton_launch.KernelCall(_never_loaded, name, meta, path).needs_tuning
-    monkeypatch.setattr(triton_launch, "ROW_TUNING", 1)
     call = triton_launch.KernelCall(_never_loaded, name, meta, path)
     assert call.needs_tuning and call.options == {"num_warps": meta["num_warps"]}
     w = meta["num_warps"]
@@ -136,6 +134,8 @@ def test_a_row_kernel_tunes_its_warps_only_when_row_tuning_is_on(cache, monkeypa
     diskstore.write_json(path, {name: [None, 2 * w]})
     tuned = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)[name]
     assert (tuned.options, tuned.grid_x, tuned.needs_tuning) == ({"num_warps": 2 * w}, 256, False)
+    monkeypatch.setattr(triton_launch, "ROW_TUNING", 0)
+    assert not triton_launch.KernelCall(_never_loaded, name, meta, _tune_path(cache)).needs_tuning
 
 
 def test_small_rows_and_column_kernels_are_not_tuned(cache, monkeypatch):
