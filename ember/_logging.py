@@ -8,7 +8,8 @@ Artifacts: graph (print_tabular under "__compiled_fn_0 <eval_with_key>.1"), grap
 GraphModule's Python), bytecode (ORIGINAL/MODIFIED BYTECODE), guards (seed 003's GUARDS: block),
 recompiles, graph_breaks, output_code, aot_joint_graph (AOT autograd's joint graph), aot_graphs
 (its forward, backward and inference graphs, and why a graph runs eagerly), cudagraphs (why
-mode="reduce-overhead" runs a graph without CUDA graphs), dynamo (everything above). Text goes to sys.stderr as it is
+mode="reduce-overhead" runs a graph without CUDA graphs), autotuning (the Triton tuner's timings and
+pick), dynamo (everything above). Text goes to sys.stderr as it is
 at the time of the call (so pytest's capsys sees it).
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import sys
 
 ARTIFACTS = ("graph", "graph_code", "bytecode", "guards", "recompiles", "graph_breaks", "output_code",
-             "recompiles_verbose", "passes", "aot_graphs", "aot_joint_graph", "schedule", "fusion", "cudagraphs", "dynamo")
+             "recompiles_verbose", "passes", "aot_graphs", "aot_joint_graph", "schedule", "fusion", "cudagraphs", "autotuning", "dynamo")
 # passes: ember.fx.passes.PassManager; aot_graphs / aot_joint_graph: ember._functorch.aot_autograd;
 # schedule / fusion: the fuser (ember/_inductor/scheduler.py)
 

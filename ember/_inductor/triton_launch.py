@@ -36,11 +36,13 @@ import numpy as np
 
 from .._core.tensor import CUDA_BIT
 from .._cuda.graphs import captures_underway, defer_check
+from .._logging import trace_log
 from . import diskstore
 from .._cuda.triton_stream import follow_cupy_stream
 from .wrapper import GuardMismatch, _Named, _plain_enough
 
 TUNE_CONFIGS = ((512, 4), (1024, 4), (2048, 8), (4096, 8))
+TUNE_MARGIN = 0.01      # another config must beat the generator's by this fraction (the timings are GPU-bound)
 ROW_TUNING = 1          # 0: row kernels keep the generator's warps
 _modules: dict = {}
 
@@ -273,7 +275,7 @@ class KernelCall(_Named):
         behind a spin kernel that holds the GPU while the host enqueues them, so the events time
         the GPU, not the host: timed through Triton's JIT launcher (~0.2 ms a launch, more than a
         0.18 ms kernel) the tuner once gave bf16 softmax a 248 us block, not 184. Another config
-        replaces the generator's only when it is > 3% faster. Under a CUDA graph capture (no
+        replaces the generator's only when it is > TUNE_MARGIN faster. Under a CUDA graph capture (no
         timing possible) the generator's config is kept and nothing is stored."""
         if captures_underway[0]:
             return
@@ -301,8 +303,10 @@ class KernelCall(_Named):
                 end.synchronize()
                 times[i] = min(times[i], cupy.cuda.get_elapsed_time(start, end))
         best = min(range(len(configs)), key=times.__getitem__)
-        if times[best] > 0.97 * times[0]:
+        if times[best] > (1 - TUNE_MARGIN) * times[0]:
             best = 0
+        trace_log("autotuning", lambda: f"{self.__name__}: " + ", ".join(
+            f"{c} {t * 100:.1f} us" for c, t in zip(configs, times)) + f" -> {configs[best]}")
         self._set_block(*configs[best])
         tuning = read_tuning(self.tune_path)
         tuning[self.__name__] = list(configs[best])
