@@ -74,6 +74,21 @@ def data(*shape, seed=0, special=True):
     return x
 
 
+def test_exp_bits_on_both_sides_of_the_fast_path():
+    # AVX2's vf_exp takes a vector whose lanes all have |x| <= 87 through the exponent-add path and
+    # any other through the clamped two-halves path: every float in [-87.01, -86.99] and [86.99,
+    # 87.01] (the boundary, alone and mixed in one vector with edge values), a sweep of [-90, 90],
+    # and vectors holding one NaN / inf / subnormal-result lane among ordinary ones; the same bits
+    # as the scalar build's expi_f (AVX-512's table exp: the same bits as its scalar twin)
+    around = [np.arange(np.float32(b) - np.float32(0.01), np.float32(b) + np.float32(0.01),
+                        np.float32(2 ** -16), dtype=np.float32) for b in (-87.0, 87.0)]
+    sweep = np.linspace(-90, 90, 40_001, dtype=np.float32)
+    mixed = np.tile(np.array([1.0, -3.0, 86.0, -86.5, 0.5, 2.0, -1.0, 0.0], np.float32), 10)
+    mixed[3::9] = SPECIAL[np.arange(mixed[3::9].size) % SPECIAL.size]
+    x = np.concatenate(around + [sweep, mixed])
+    check(lambda x: x.exp(), x, rtol=4e-7, atol=3e-45)     # a subnormal result: within 2 of its ulps
+
+
 def selects(x, y):
     # relu, clamp, maximum/minimum, where, compares, abs, neg, sqrt, divide: no exp, so the vector
     # and scalar builds compute the same bits
