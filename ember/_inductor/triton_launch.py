@@ -11,13 +11,14 @@ and compiles); later launches call the compiled kernel directly with raw pointer
 current stream (so a CUDA-graph capture on that stream records them), re-entering the JIT only
 when a pointer is not 16-byte aligned. `warm_up` compiles several kernels at once in threads.
 A flat kernel's XBLOCK / num_warps is tuned on its first call over a few configurations; the
-winner is stored next to the kernel source (`<source>.tune.json`) and read back by a warm process.
+winner is stored next to the kernel source (`<source>.tune.json`, per kernel and size: `tuning_key`)
+and read back by a warm process.
 A row kernel of 64K+ lanes tunes its warps (half, the same, twice the generator's) the same way.
 The timed launches are the compiled kernel's own `run`, queued behind a spin kernel (`_hold_gpu`)
 so that the events time the GPU: timed through Triton's JIT launcher (~0.2 ms of host a launch,
 more than a 0.18 ms kernel) the tuner once picked a 20% slower block for bf16 layer_norm.
 
-Each compiled kernel's cubin is also kept next to the source (`<source>.<kernel>.sm<cc>.cubin` and
+Each compiled kernel's cubin is also kept next to the source (`<source>.<kernel>.<options>.sm<cc>.cubin` and
 its launch facts in a `.json`: entry name, warps, shared memory, parameter count, options), so a
 warm process launches it through CuPy's module loader without importing Triton at all (Triton's
 import, its driver's import of torch and its cache-key hashing cost seconds; issue 18's warm start
@@ -128,9 +129,18 @@ def _capability() -> str:
     return _cuda()[0].cuda.Device().compute_capability
 
 
-def _binary_paths(tune_path: str, name: str) -> tuple:
-    stem = f"{tune_path[:-len('.tune.json')]}.{name}.sm{_capability()}"
+def _binary_paths(tune_path: str, name: str, options: dict) -> tuple:
+    """A cubin per launch options: a row kernel's source serves every row count, each tuned apart."""
+    block = "".join(f".{k[0].lower()}{v}" for k, v in sorted(options.items()))
+    stem = f"{tune_path[:-len('.tune.json')]}.{name}{block}.sm{_capability()}"
     return stem + ".cubin", stem + ".json"
+
+
+def tuning_key(name: str, meta: dict) -> str:
+    """The tune file's key of a kernel at a size: a row kernel's source is the same for any number
+    of rows (one program a row), but its best warps are not (bf16 softmax over 1024: 4 warps at
+    2^20 elements, 2 at 2^27)."""
+    return f"{name}@{meta['numel']}"
 
 
 _PTX_PARAM = re.compile(r"\.param\s+\.\w+")
@@ -164,7 +174,7 @@ def _load_binary(tune_path, name, options):
     """The stored binary of kernel `name` compiled with `options`, or None."""
     if not tune_path:
         return None
-    cubin_path, facts_path = _binary_paths(tune_path, name)
+    cubin_path, facts_path = _binary_paths(tune_path, name, options)
     facts = diskstore.read_json(facts_path) if os.path.lexists(facts_path) else None
     if not isinstance(facts, dict) or facts.get("options") != options:
         return None
@@ -182,7 +192,7 @@ def _store_binary(tune_path, name, options, compiled, n_buffers) -> None:
     extra = _ptx_params(compiled.asm["ptx"], meta.name) - n_buffers
     if not cubin or extra not in (0, 1, 2):     # only Triton's two scratch pointers may follow the buffers
         return
-    cubin_path, facts_path = _binary_paths(tune_path, name)
+    cubin_path, facts_path = _binary_paths(tune_path, name, options)
     diskstore.write_atomic(cubin_path, cubin)
     diskstore.write_json(facts_path, {"entry": meta.name, "warps": meta.num_warps, "shared": meta.shared,
                                       "extra": extra, "options": options, "sha256": diskstore.sha256_hex(cubin)})
@@ -194,7 +204,7 @@ class KernelCall(_Named):
     a warm process with the kernel's binary stored never imports Triton)."""
 
     def __init__(self, fn, name, meta, tune_path=None, tuning=None):
-        """`tuning`: the winners stored at `tune_path` ({name: [XBLOCK, warps]}), when the caller
+        """`tuning`: the winners stored at `tune_path` ({tuning_key: [XBLOCK, warps]}), when the caller
         read them once for all of a module's kernels; None: read here."""
         self._fn, self.meta, self.tune_path = fn, meta, tune_path
         self.compiled = self.binary = None
@@ -207,7 +217,7 @@ class KernelCall(_Named):
         if meta["flat"]:
             self.options["XBLOCK"] = meta.get("xblock", 1024)
         if self.needs_tuning:
-            tuned = (read_tuning(tune_path) if tuning is None else tuning).get(name)
+            tuned = (read_tuning(tune_path) if tuning is None else tuning).get(tuning_key(name, meta))
             if tuned:
                 self._set_block(*tuned)
                 self.needs_tuning = False
@@ -309,7 +319,7 @@ class KernelCall(_Named):
             f"{c} {t * 100:.1f} us" for c, t in zip(configs, times)) + f" -> {configs[best]}")
         self._set_block(*configs[best])
         tuning = read_tuning(self.tune_path)
-        tuning[self.__name__] = list(configs[best])
+        tuning[tuning_key(self.__name__, self.meta)] = list(configs[best])
         diskstore.write_json(self.tune_path, tuning)
 
 
@@ -332,7 +342,7 @@ def _hold_gpu(ms: float) -> None:
 
 
 def read_tuning(path) -> dict:
-    """The block sizes tuned for a module's kernels ({name: [XBLOCK or None, warps]}), {} when none are stored."""
+    """The block sizes tuned for a module's kernels ({tuning_key: [XBLOCK or None, warps]}), {} when none are stored."""
     if not path or not os.path.lexists(path):
         return {}
     payload = diskstore.read_json(path)

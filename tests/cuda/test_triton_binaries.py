@@ -96,7 +96,7 @@ def test_tampered_binary_is_not_loaded_and_unaligned_pointers_take_the_jit(fresh
     _as_in_a_warm_process([call], jit={call.__name__: lambda: jit_fn})
     np.testing.assert_array_equal(compiled(shifted).cpu().numpy(), fn(shifted).cpu().numpy())
     assert call.compiled is not None                     # the unaligned launch went through the JIT
-    cubin, _ = triton_launch._binary_paths(call.tune_path, call.__name__)
+    cubin, _ = triton_launch._binary_paths(call.tune_path, call.__name__, call.options)
     data = bytearray(open(cubin, "rb").read())
     data[len(data) // 2] ^= 0xFF
     diskstore.write_atomic(cubin, bytes(data))

@@ -44,6 +44,10 @@ def _two_flat_kernels():
     return launch, flat
 
 
+def _key(launch, name):
+    return triton_launch.tuning_key(name, launch[name])
+
+
 def _tune_path(cache):
     return str(cache / "ember_triton_test.py.tune.json")
 
@@ -52,7 +56,7 @@ def test_stored_winners_set_block_warps_and_grid(cache):
     launch, flat = _two_flat_kernels()
     tuned, untuned = flat[0], flat[1]
     path = _tune_path(cache)
-    diskstore.write_json(path, {tuned: [4096, 8]})
+    diskstore.write_json(path, {_key(launch, tuned): [4096, 8]})
     calls = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)
     assert set(calls) == set(launch)
     numel = launch[tuned]["numel"]
@@ -69,7 +73,7 @@ def test_stored_winners_set_block_warps_and_grid(cache):
 def test_the_tuning_file_is_read_once_per_module(cache, monkeypatch):
     launch, flat = _two_flat_kernels()
     path = _tune_path(cache)
-    diskstore.write_json(path, {name: [2048, 8] for name in flat})
+    diskstore.write_json(path, {_key(launch, name): [2048, 8] for name in flat})
     reads = []
     real = triton_launch.read_tuning
     monkeypatch.setattr(triton_launch, "read_tuning", lambda p: reads.append(p) or real(p))
@@ -83,7 +87,7 @@ def test_the_tuning_file_is_read_once_per_module(cache, monkeypatch):
 def test_a_launcher_built_alone_reads_the_same_winners(cache):
     launch, flat = _two_flat_kernels()
     path = _tune_path(cache)
-    diskstore.write_json(path, {flat[0]: [512, 4]})
+    diskstore.write_json(path, {_key(launch, flat[0]): [512, 4]})
     alone = triton_launch.KernelCall(_never_loaded, flat[0], launch[flat[0]], path)
     together = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)[flat[0]]
     assert (alone.options, alone.grid_x, alone.needs_tuning) == \
@@ -97,7 +101,7 @@ def test_a_bad_tuning_file_is_ignored_and_the_kernels_tune_again(cache, tamper):
     launch, flat = _two_flat_kernels()
     path = _tune_path(cache)
     if tamper == "digest":
-        diskstore.write_json(path, {flat[0]: [4096, 8]})
+        diskstore.write_json(path, {_key(launch, flat[0]): [4096, 8]})
         with open(path, "r+b") as f:          # the body no longer matches the digest line
             data = f.read()
             f.seek(len(data) - 3)
@@ -131,9 +135,14 @@ def test_a_row_kernel_tunes_its_warps_unless_row_tuning_is_off(cache, monkeypatc
     assert call.needs_tuning and call.options == {"num_warps": meta["num_warps"]}
     w = meta["num_warps"]
     assert call._configs() == [(None, w // 2), (None, w), (None, 2 * w)]
-    diskstore.write_json(path, {name: [None, 2 * w]})
+    diskstore.write_json(path, {_key(launch, name): [None, 2 * w]})
     tuned = compile_triton.kernel_calls(_never_loaded, launch, "cuda", path)[name]
     assert (tuned.options, tuned.grid_x, tuned.needs_tuning) == ({"num_warps": 2 * w}, 256, False)
+    # the same kernel over 4096 rows (the same source, one program a row) is tuned for itself
+    more = _launch_facts(lambda x: (x * 2).softmax(-1), (4096, 1024))
+    assert set(more) == set(launch) and more[name]["grid"] == 4096
+    again = compile_triton.kernel_calls(_never_loaded, more, "cuda", path)[name]
+    assert again.needs_tuning and again.options == {"num_warps": w}
     monkeypatch.setattr(triton_launch, "ROW_TUNING", 0)
     assert not triton_launch.KernelCall(_never_loaded, name, meta, _tune_path(cache)).needs_tuning
 
