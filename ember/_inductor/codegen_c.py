@@ -354,6 +354,9 @@ class Kernel:
         self.written = set()
         self.row_arrays = {}
         self.invariants = set()     # C names of values computed once per outer iteration
+        self.row_var = None         # a row kernel's innermost outer variable (loads prefetch the next row)
+        self.may_stream = False     # single-threaded: large outputs may take streaming stores
+        self.streams = False        # it did: the kernel ends with an sfence
 
     def temp(self):
         self._temps += 1
@@ -455,11 +458,14 @@ def generate_kernel(group, name, reads, threads=1):
         out = codegen_columns.emit(k, group, outer_loops, rename, member_exprs, stores, omp_par)
         return _finish_kernel(name, k, out, err_clause)
     body, locals_ = [], {}
+    k.may_stream = not parallel
+    k.row_var = f"i{nk - 1}" if nk else None
     flat = all(not group.inner_ranges(b) or math.prod(group.inner_ranges(b)) == 1 for b in group.members)
     w = codegen_c_vec.lanes()
     if flat and w:                  # one vector loop for the whole group (codegen_c_vec.py)
         try:
             kv = Kernel(name)
+            kv.may_stream = not parallel
             out = codegen_c_vec.flat_body(kv, group, outer_loops, rename, stores, omp_par, w)
             return _finish_kernel(name, kv, out, err_clause)
         except codegen_c_vec.Unsupported:
@@ -512,6 +518,8 @@ def generate_kernel(group, name, reads, threads=1):
 
 
 def _finish_kernel(name, k, out, err_clause):
+    if k.streams:               # streaming stores are weakly ordered: visible before the kernel returns
+        out = out + ["__builtin_ia32_sfence();"]
     text = "\n".join(out).replace("ERR", err_clause if k.checks_errors else "")
     args = list(k.args.values())
     return kernel_source(name, args, k, text.split("\n")), args, k.checks_errors

@@ -26,8 +26,10 @@ scalar tail), so they are bit-equal to the scalar kernels; float max/min keep it
 """
 from __future__ import annotations
 
+import os
+
 from .._core import dtype as _dt
-from . import ir
+from . import config, ir
 from .codegen_c import CEmitter, _loop_open, hoist_invariants
 
 F32 = _dt.float32
@@ -74,6 +76,7 @@ static inline vf vf_min(vf a, vf b) { return __builtin_ia32_minps512_mask(a, b, 
 static inline vf vf_sel(vm m, vf a, vf b) { return __builtin_ia32_blendmps_512_mask(b, a, m); }
 static inline vf vf_sqrt(vf x) { return __builtin_ia32_sqrtps512_mask(x, x, (vm)-1, 4); }
 #define vf_exp expv16_inline
+#define VF_NT(p, v) __builtin_ia32_movntps512((p), (v))
 #define vm_bits(m) (m)
 #define EMBER_VW 16
 #elif defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
@@ -121,11 +124,14 @@ static inline vf vf_exp(vf x) {
     return (vf)((vi)p + (((vi)t - 0x4B400000) << 23));
 }
 #define vm_bits(m) __builtin_ia32_movmskps256((vf)(m))
+#define VF_NT(p, v) __builtin_ia32_movntps256((p), (v))
 #define EMBER_VW 8
 #endif
 #ifdef EMBER_VW
 static inline vf vf_ld(const float *p) { return *(const vfu *)p; }
 static inline void vf_st(float *p, vf v) { *(vfu *)p = v; }
+/* a streaming store where p is aligned to the vector (the kernel ends with an sfence) */
+static inline void vf_stream(float *p, vf v) { if ((uintptr_t)p & (sizeof(vf) - 1)) vf_st(p, v); else VF_NT(p, v); }
 static inline vf vf_abs(vf x) { return (vf)((vi)x & 0x7FFFFFFF); }
 static inline int vm_any(vm m) { return vm_bits(m) != 0; }
 #define VLDN(p) vf_ldn((p), vtail_n)          /* a tail step's loads and stores: its first vtail_n lanes */
@@ -157,12 +163,14 @@ class VecEmitter:
     comparisons) or scalar C from the CEmitter `scalar` (invariant along `var`). Loads/stores are
     written VLD(p)/VST(p, v) and become full or tail (masked) accesses when the loop is written."""
 
-    def __init__(self, k, lines, rename, locals_, var, in_loop=False, kinds=None):
+    def __init__(self, k, lines, rename, locals_, var, in_loop=False, kinds=None, prefetch=False):
         self.k, self.lines, self.rename, self.var = k, lines, rename, var
         self.scalar = CEmitter(k, lines, rename, locals_, in_loop=in_loop)
         self.locals = locals_
         self.kinds = kinds if kinds is not None else {}     # C name -> "v" | "m" (else scalar)
         self.cse = {}
+        self.prefetch = prefetch and k.row_var is not None     # a row kernel's pointwise pass
+        self.prefetched = set()
 
     def __getattr__(self, name):            # masked, rand, load_indirect, check_index, ...
         raise Unsupported(name)
@@ -210,13 +218,23 @@ class VecEmitter:
         else:
             self.k.use(buf)
             text = index.render(self.rename)
+            step = index.coeff(self.k.row_var) if self.prefetch else 0
+            if step and buf.name not in self.prefetched and 4 * buf.numel >= PREFETCH_MIN_BYTES:
+                # the next row's line while this row computes: a row pass after the first reads
+                # this row from L1, so the memory would idle (softmax over 1e7 floats: 25% faster)
+                self.prefetched.add(buf.name)
+                self.lines.append(f"__builtin_prefetch(&{buf.name}[{text} + {step}]);")
         return self._emit("v", f"VLD(&{buf.name}[{text}])")
 
-    def store_line(self, name, index, rename, value):
-        """The C statement storing `value` at name[index] (a float32 buffer or row array)."""
+    def store_line(self, name, index, rename, value, numel=0):
+        """The C statement storing `value` at name[index] (a float32 buffer or row array): streaming
+        (VSTS) for an output of `numel` floats past stream_store_min_bytes in a single-threaded kernel."""
         if index.coeff(self.var) != 1:
             raise Unsupported("store not contiguous along the vector loop")
-        return f"VST(&{name}[{index.render(rename)}], {self.vec(value)});"
+        store = "VST"
+        if self.k.may_stream and name not in self.k.row_arrays and 4 * numel >= stream_threshold() > 0:
+            store, self.k.streams = "VSTS", True
+        return f"{store}(&{name}[{index.render(rename)}], {self.vec(value)});"
 
     def constant(self, value, dtype):
         return self.scalar.constant(value, dtype)
@@ -273,9 +291,27 @@ class VecEmitter:
 
 
 def _accesses(lines, full):
-    """The body's VLD/VST as whole-vector accesses or as the tail's (VLDN/VSTN, `vtail_n` lanes)."""
-    a, b = ("vf_ld(", "vf_st(") if full else ("VLDN(", "VSTN(")
-    return [ln.replace("VLD(", a).replace("VST(", b) for ln in lines]
+    """The body's VLD/VST/VSTS as whole-vector accesses or as the tail's (VLDN/VSTN, `vtail_n` lanes)."""
+    a, b, c = ("vf_ld(", "vf_st(", "vf_stream(") if full else ("VLDN(", "VSTN(", "VSTN(")
+    return [ln.replace("VLD(", a).replace("VSTS(", c).replace("VST(", b) for ln in lines]
+
+
+PREFETCH_MIN_BYTES = 1 << 20        # smaller inputs stay in the caches between calls: no prefetch
+_threshold: list = []
+
+
+def stream_threshold() -> int:
+    """config.stream_store_min_bytes, None resolved to the last-level cache's size (32 MB unknown)."""
+    if config.stream_store_min_bytes is not None:
+        return config.stream_store_min_bytes
+    if not _threshold:
+        size = 0
+        try:
+            size = os.sysconf("SC_LEVEL3_CACHE_SIZE") or os.sysconf("SC_LEVEL2_CACHE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            pass
+        _threshold.append(size if size > 0 else 32 << 20)
+    return _threshold[0]
 
 
 def vector_loop(loops, body, pragma, w, scalar_tail=None):
@@ -310,11 +346,11 @@ def member_loop(k, b, ovars, loops, rename, locals_, target, pragma, hoist_divis
     if b.dtype != F32 or not loops:
         raise Unsupported("not a float32 loop")
     lines = []
-    em = VecEmitter(k, lines, rename, locals_, loops[-1][0], in_loop=hoist_division)
+    em = VecEmitter(k, lines, rename, locals_, loops[-1][0], in_loop=hoist_division, prefetch=True)
     with ir.set_handler(em):
         value = b.body.run((ovars, []))
     name, index, store_rename = target
-    lines.append(em.store_line(name, index, store_rename, value))
+    lines.append(em.store_line(name, index, store_rename, value, b.numel))
     hoisted, lines = hoist_invariants(lines, loops)
     return ["{"] + hoisted + vector_loop(loops, lines, pragma, w) + ["}"], em.scalar.divisors
 
@@ -339,7 +375,7 @@ def flat_body(k, group, outer_loops, rename, stores, pragma, w):
             continue
         k.use(b)
         k.written.add(b.name)
-        lines.append(em.store_line(b.name, stores[b.name], em.rename, value))
+        lines.append(em.store_line(b.name, stores[b.name], em.rename, value, b.numel))
     hoisted, lines = hoist_invariants(lines, outer_loops)
     return hoisted + vector_loop(outer_loops, lines, pragma, w)
 
