@@ -177,15 +177,18 @@ def test_two_threads_split_the_vector_loop(monkeypatch):
 
 def test_large_outputs_stream_and_row_passes_prefetch_the_next_row(monkeypatch):
     # an output past stream_store_min_bytes is written with streaming stores (the kernel ends with
-    # an sfence), a row kernel's pointwise pass prefetches the next row of an input of 1 MB or more;
-    # neither changes a bit (against the scalar build) or the tail (masked, not streamed)
+    # an sfence) unless its loop computes an exp; a row kernel's pointwise pass prefetches the next
+    # row of an input of 1 MB or more; neither changes a bit (against the scalar build) or the tail
+    # (masked, not streamed)
     monkeypatch.setattr(config, "stream_store_min_bytes", 1 << 16)
     x = data(256, 1024 + 5, seed=3)                     # rows of 1029: a masked tail each row
     src = check(lambda x: x.softmax(-1) * 2, x)
     assert "vf_stream(&" in src and "__builtin_ia32_sfence();" in src and "__builtin_prefetch(&arg0[" in src
-    flat = check(lambda x: (x * 2).exp().relu(), data(50_003, seed=9))
+    flat = check(lambda x: (x * 2 + 1).relu() - x, data(50_003, seed=9))
     assert "vf_stream(&" in flat and "VSTN(" in flat
-    small = check(lambda x: (x * 2).exp().relu(), data(1000, seed=9))        # 4 KB: plain stores
+    heavy = check(lambda x: (x * 2).exp().relu(), data(50_003, seed=9))     # an exp in the loop: plain
+    assert "vf_stream(&" not in heavy and "vf_st(&" in heavy
+    small = check(lambda x: (x * 2 + 1).relu() - x, data(1000, seed=9))     # 4 KB: plain stores
     assert "vf_stream(&" not in small and "sfence" not in small.split("void ember_")[-1]
     monkeypatch.setattr(config, "stream_store_min_bytes", 0)                # 0: never
     assert "vf_stream(&" not in check(lambda x: x.softmax(-1) * 2, x)
@@ -196,5 +199,5 @@ def test_two_threads_do_not_stream(monkeypatch):
     # keeps plain stores
     monkeypatch.setattr(config, "stream_store_min_bytes", 1 << 16)
     monkeypatch.setattr(config, "threads", 2)
-    src = check(lambda x: (x * 2).exp().relu(), data(50_003, seed=8))
+    src = check(lambda x: (x * 2 + 1).relu() - x, data(50_003, seed=8))
     assert "parallel for" in src and "vf_stream(&" not in src
