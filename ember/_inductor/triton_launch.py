@@ -28,6 +28,7 @@ is <= 200 ms). A kernel needing Triton's scratch buffers, or a launch with a poi
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import importlib.util
 import os
 import re
@@ -233,12 +234,17 @@ class KernelCall(_Named):
 
     def _set_block(self, xblock, warps):
         """A flat kernel's (XBLOCK, warps), a row kernel's (None, warps): its grid stays a program a row."""
-        if xblock is None:
-            self.options = {"num_warps": warps}
-        else:
-            self.options = {"num_warps": warps, "XBLOCK": xblock}
+        self.options = _block_options(xblock, warps)
+        if xblock is not None:
             self.grid_x = -(-self.meta["numel"] // xblock)
         self.compiled = None
+
+    def tuning_compiles(self, dtypes) -> list:
+        """No-argument jobs compiling each configuration the tuner times (run in threads: Triton's
+        compile runs ptxas as a subprocess, so a kernel's 3-4 configurations compile at once)."""
+        mocks = [_Mock(d) for d in dtypes]
+        return [functools.partial(self.fn.warmup, *mocks, grid=(1,), **_block_options(*c))
+                for c in dict.fromkeys([(self.options.get("XBLOCK"), self.options["num_warps"]), *self._configs()])]
 
     def _configs(self):
         if self.meta["flat"]:
@@ -293,6 +299,7 @@ class KernelCall(_Named):
         follow_cupy_stream()
         default = (self.options.get("XBLOCK"), self.options["num_warps"])
         configs = list(dict.fromkeys([default, *self._configs()]))
+        _run_jobs(self.tuning_compiles([t.dtype for t in tensors]))     # a no-op where warm_up compiled them
         ptrs = [t._data.data.ptr for t in tensors]
         launches = []
         for xblock, warps in configs:
@@ -349,11 +356,22 @@ def read_tuning(path) -> dict:
     return payload if isinstance(payload, dict) else {}
 
 
-def warm_up(calls_and_dtypes, workers=None):
-    """Compile several kernels at once (Triton's compile runs ptxas as a subprocess: threads overlap)."""
+def _block_options(xblock, warps) -> dict:
+    return {"num_warps": warps} if xblock is None else {"num_warps": warps, "XBLOCK": xblock}
+
+
+def _run_jobs(jobs, workers=None) -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or min(32, os.cpu_count() or 8)) as pool:
-        for f in [pool.submit(call.warm_up, dtypes) for call, dtypes in calls_and_dtypes]:
+        for f in [pool.submit(job) for job in jobs]:
             f.result()
+
+
+def warm_up(calls_and_dtypes, workers=None):
+    """Compile several kernels at once (Triton's compile runs ptxas as a subprocess: threads overlap),
+    and every configuration of those that will tune on their first call."""
+    jobs = [functools.partial(call.warm_up, dtypes) for call, dtypes in calls_and_dtypes]
+    jobs += [job for call, dtypes in calls_and_dtypes if call.needs_tuning for job in call.tuning_compiles(dtypes)]
+    _run_jobs(jobs, workers)
 
 # -- the wrapper's CUDA pieces (wrapper.build_wrapper picks them for a plan on "cuda") ------------
 
