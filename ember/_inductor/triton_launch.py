@@ -239,12 +239,14 @@ class KernelCall(_Named):
             self.grid_x = -(-self.meta["numel"] // xblock)
         self.compiled = None
 
-    def tuning_compiles(self, dtypes) -> list:
-        """No-argument jobs compiling each configuration the tuner times (run in threads: Triton's
-        compile runs ptxas as a subprocess, so a kernel's 3-4 configurations compile at once)."""
+    def tuning_compiles(self, dtypes, default=True) -> list:
+        """No-argument jobs compiling each configuration the tuner times, the generator's own only
+        with `default` (run in threads: Triton's compile runs ptxas as a subprocess, so a kernel's
+        3-4 configurations compile at once)."""
         mocks = [_Mock(d) for d in dtypes]
+        own = (self.options.get("XBLOCK"), self.options["num_warps"])
         return [functools.partial(self.fn.warmup, *mocks, grid=(1,), **_block_options(*c))
-                for c in dict.fromkeys([(self.options.get("XBLOCK"), self.options["num_warps"]), *self._configs()])]
+                for c in dict.fromkeys([own, *self._configs()]) if default or c != own]
 
     def _configs(self):
         if self.meta["flat"]:
@@ -370,7 +372,8 @@ def warm_up(calls_and_dtypes, workers=None):
     """Compile several kernels at once (Triton's compile runs ptxas as a subprocess: threads overlap),
     and every configuration of those that will tune on their first call."""
     jobs = [functools.partial(call.warm_up, dtypes) for call, dtypes in calls_and_dtypes]
-    jobs += [job for call, dtypes in calls_and_dtypes if call.needs_tuning for job in call.tuning_compiles(dtypes)]
+    jobs += [job for call, dtypes in calls_and_dtypes if call.needs_tuning
+             for job in call.tuning_compiles(dtypes, default=False)]
     _run_jobs(jobs, workers)
 
 # -- the wrapper's CUDA pieces (wrapper.build_wrapper picks them for a plan on "cuda") ------------

@@ -154,3 +154,27 @@ def test_small_rows_and_column_kernels_are_not_tuned(cache, monkeypatch):
     for launch in (small, columns):
         for name, meta in launch.items():
             assert not triton_launch.KernelCall(_never_loaded, name, meta, _tune_path(cache)).needs_tuning, meta
+
+
+def test_warm_up_compiles_every_configuration_a_kernel_will_tune(cache):
+    # the tuner's configurations compile with the graph's other kernels, in threads; a kernel with a
+    # stored winner (no tuning) compiles its one block only
+    launch, flat = _two_flat_kernels()
+    path = _tune_path(cache)
+    diskstore.write_json(path, {_key(launch, flat[1]): [2048, 8]})
+    compiled = []
+
+    class FakeJit:
+        def warmup(self, *mocks, grid, **options):
+            compiled.append(tuple(sorted(options.items())))
+            return None
+
+    calls = {name: triton_launch.KernelCall(FakeJit, name, launch[name], path) for name in flat}
+    for call in calls.values():
+        call._compiled_now = lambda c: None             # nothing to store from the fake
+    triton_launch.warm_up([(calls[name], [ember.float32] * len(launch[name]["dtypes"])) for name in flat])
+    tuned = calls[flat[0]]
+    blocks = {tuple(sorted(triton_launch._block_options(*c).items())) for c in
+              [(tuned.options["XBLOCK"], tuned.options["num_warps"]), *triton_launch.TUNE_CONFIGS]}
+    stored = (("XBLOCK", 2048), ("num_warps", 8))                         # flat[1]'s winner
+    assert sorted(compiled) == sorted(list(blocks) + [stored])             # each block once
