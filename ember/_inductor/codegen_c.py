@@ -501,11 +501,10 @@ def generate_kernel(group, name, reads, threads=1):
                 target = (b.name, stores[b.name], full_rename)
                 k.use(b)
                 k.written.add(b.name)
-            store = f"{b.name}[{target[1].render(target[2])}] = {{}};"
             pragma = omp_par if par_here else None
-            fast, divisors = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, True, target)
+            fast, divisors = _member_loop(k, b, ovars, loops, full_rename, locals_, target, pragma, True)
             if divisors:        # the reciprocal only where it is finite and exact enough; else divide
-                exact, _ = _member_loop(k, b, ovars, loops, full_rename, locals_, store, pragma, False, target)
+                exact, _ = _member_loop(k, b, ovars, loops, full_rename, locals_, target, pragma, False)
                 body.append(f"if ({' && '.join(f'recip_ok({d})' for d in sorted(divisors))}) {{")
                 body.extend(fast + ["} else {"] + exact + ["}"])
             else:
@@ -555,10 +554,10 @@ def hoist_invariants(lines, loops):
     return hoisted, rest
 
 
-def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_division, target):
-    """C lines of a pointwise member's inner loops (`store` formats the value into its buffer) and
-    the divisors replaced by a hoisted reciprocal (only when `hoist_division`); vector-typed C
-    (codegen_c_vec.py) where it covers the loop, `target` = (buffer, store index, its rename)."""
+def _member_loop(k, b, ovars, loops, rename, locals_, target, pragma, hoist_division):
+    """C lines of a pointwise member's inner loops, storing into `target` = (buffer name, store
+    index, its rename), and the divisors replaced by a hoisted reciprocal (only when
+    `hoist_division`); vector-typed C (codegen_c_vec.py) where it covers the loop."""
     w = codegen_c_vec.lanes()
     if w:
         try:
@@ -569,7 +568,9 @@ def _member_loop(k, b, ovars, loops, rename, locals_, store, pragma, hoist_divis
     emitter = CEmitter(k, lines, rename, locals_, in_loop=hoist_division)
     with ir.set_handler(emitter):
         value = b.body.run((ovars, []))
-    lines.append(store.format(value if b.name in k.row_arrays else to_memory(b.dtype, value)))
+    name, index, store_rename = target
+    lines.append(f"{name}[{index.render(store_rename)}] = "
+                 f"{value if name in k.row_arrays else to_memory(b.dtype, value)};")
     hoisted, lines = hoist_invariants(lines, loops)
     out = ["{"] + hoisted
     n = _loop_open(loops, out, "", pragma)

@@ -23,6 +23,8 @@ Values invariant along the vector loop stay scalar C (the CEmitter's) and are br
 (hoisted before the loop).
 Float sums keep codegen_reduction's order (64 float lanes = 64/W vectors, the same tree, the same
 scalar tail), so they are bit-equal to the scalar kernels; float max/min keep its NaN flag.
+Memory: a row kernel's pointwise pass prefetches the next row of each large input (`load`), and a
+single-threaded kernel streams outputs larger than the last-level cache past it (`store_line`).
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def lanes() -> int:
     """16 with AVX-512 (F + VL), 8 with AVX2 + FMA, 0 where the vector emitter is off: another ISA,
     clang (the prelude uses GCC's builtins), a -march in config.cflags other than native /
     x86-64-v3 / x86-64-v4, or config.vector_c = False. Kernels assert it (_Static_assert)."""
-    from . import config, machine
+    from . import machine
     if not config.vector_c:
         return 0
     facts = machine.probe()
@@ -168,7 +170,6 @@ class VecEmitter:
         self.scalar = CEmitter(k, lines, rename, locals_, in_loop=in_loop)
         self.locals = locals_
         self.kinds = kinds if kinds is not None else {}     # C name -> "v" | "m" (else scalar)
-        self.cse = {}
         self.prefetch = prefetch and k.row_var is not None     # a row kernel's pointwise pass
         self.prefetched = set()
 
@@ -176,13 +177,10 @@ class VecEmitter:
         raise Unsupported(name)
 
     def _emit(self, kind, expr):
-        key = (kind, expr)
-        if key not in self.cse:
-            name = self.k.temp()
-            self.lines.append(f"{'vf' if kind == 'v' else 'vm'} {name} = {expr};")
-            self.cse[key] = name
-            self.kinds[name] = kind
-        return self.cse[key]
+        """A vector ("v") or mask ("m") temp: the scalar emitter's declaration and CSE, typed vf / vm."""
+        name = self.scalar._emit("vf" if kind == "v" else "vm", expr)
+        self.kinds[name] = kind
+        return name
 
     def kind(self, x):
         return self.kinds.get(x, "s")

@@ -51,7 +51,8 @@ align_allocations = True
 # graph keeps that one array per output between calls. 0 or None: every output is a fresh array.
 output_reuse_min_bytes = 1 << 20
 # A single-threaded vector kernel stores an output of at least this many bytes with non-temporal
-# (streaming) stores, in loops that compute no exp (codegen_c_vec.VecEmitter.store_line says why), which skip reading each line before writing it (softmax over 1e7 floats
-# 8.6 -> 5.9-6.4 ms with next-row prefetch, AVX2 EPYC). None: the machine's last-level cache size
-# (an output that fits in it is better left in the cache for its reader); 0: never.
+# (streaming) stores, which skip reading each line before writing it, in loops that compute no exp
+# (codegen_c_vec.VecEmitter.store_line says why): softmax over 1e7 floats 8.6 -> 5.9-6.4 ms with
+# next-row prefetch (AVX2 EPYC). None: the machine's last-level cache size (an output that fits in
+# it is better left in the cache for its reader); 0: never.
 stream_store_min_bytes = None

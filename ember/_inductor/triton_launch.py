@@ -244,9 +244,14 @@ class KernelCall(_Named):
         with `default` (run in threads: Triton's compile runs ptxas as a subprocess, so a kernel's
         3-4 configurations compile at once)."""
         mocks = [_Mock(d) for d in dtypes]
-        own = (self.options.get("XBLOCK"), self.options["num_warps"])
+        own, *others = self._candidates()
         return [functools.partial(self.fn.warmup, *mocks, grid=(1,), **_block_options(*c))
-                for c in dict.fromkeys([own, *self._configs()]) if default or c != own]
+                for c in ([own] if default else []) + others]
+
+    def _candidates(self) -> list:
+        """The (XBLOCK or None, warps) blocks the tuner times, the generator's own first."""
+        own = (self.options.get("XBLOCK"), self.options["num_warps"])
+        return list(dict.fromkeys([own, *self._configs()]))
 
     def _configs(self):
         if self.meta["flat"]:
@@ -281,10 +286,7 @@ class KernelCall(_Named):
                 self._compiled_now(compiled)
             self.compiled = compiled
             return
-        if self.meta["flat"]:
-            ptrs.append(self.options["XBLOCK"])      # constexprs are passed too (Triton's own launch does)
-        compiled.run(self.grid_x, 1, 1, _stream(), compiled.function, compiled.packed_metadata, None,
-                     None, None, *ptrs)
+        compiled.run(*_run_args(compiled, self.grid_x, ptrs, self.options.get("XBLOCK")))
 
     def _tune(self, tensors):
         """Time each of `_configs()` on these buffers (the kernel writes only its outputs): compiled
@@ -299,17 +301,14 @@ class KernelCall(_Named):
             return
         import cupy
         follow_cupy_stream()
-        default = (self.options.get("XBLOCK"), self.options["num_warps"])
-        configs = list(dict.fromkeys([default, *self._configs()]))
+        configs = self._candidates()
         _run_jobs(self.tuning_compiles([t.dtype for t in tensors]))     # a no-op where warm_up compiled them
         ptrs = [t._data.data.ptr for t in tensors]
         launches = []
         for xblock, warps in configs:
             self._set_block(xblock, warps)
             compiled = self.fn[(self.grid_x,)](*tensors, **self.options)   # compiled (and run once) first
-            args = (self.grid_x, 1, 1, _stream(), compiled.function, compiled.packed_metadata, None, None,
-                    None, *ptrs, *([xblock] if self.meta["flat"] else []))
-            launches.append((compiled.run, args))
+            launches.append((compiled.run, _run_args(compiled, self.grid_x, ptrs, xblock)))
         times = [float("inf")] * len(configs)
         for _ in range(3):
             for i, (run, args) in enumerate(launches):
@@ -356,6 +355,13 @@ def read_tuning(path) -> dict:
         return {}
     payload = diskstore.read_json(path)
     return payload if isinstance(payload, dict) else {}
+
+
+def _run_args(compiled, grid_x, ptrs, xblock) -> tuple:
+    """compiled.run's arguments for one launch on CuPy's current stream (a flat kernel's XBLOCK
+    constexpr is passed too, as Triton's own launch does)."""
+    return (grid_x, 1, 1, _stream(), compiled.function, compiled.packed_metadata, None, None, None,
+            *ptrs, *([xblock] if xblock is not None else []))
 
 
 def _block_options(xblock, warps) -> dict:

@@ -139,6 +139,33 @@ def test_benchmark_compiled_module_runs_on_the_device(capsys):
     assert "ms per call" in capsys.readouterr().out
 
 
+def test_row_kernel_tuned_per_row_count_and_its_winners_stored(capsys, monkeypatch, tmp_path):
+    # softmax over rows of 1024 at 128 and 256 rows: the same kernel source, each row count tuned on
+    # its first call (GPU-timed: EMBER_LOGS=autotuning prints the three warps' times), each winner
+    # stored under its own key among the candidates, and the results eager's after the tuning
+    import glob
+    import ember._logging
+    from ember._inductor import config, diskstore
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path))        # this test's tune files alone
+    diskstore.forget_roots()
+    ember._logging.set_logs(autotuning=True)
+    try:
+        for rows in (128, 256):
+            x = cuda(np.random.default_rng(rows).standard_normal((rows, 1024)).astype(np.float32))
+            compiled = check(lambda a: (a * 2).softmax(-1), x)
+            np.testing.assert_allclose(compiled(x).cpu().numpy(), (x * 2).softmax(-1).cpu().numpy(),
+                                       rtol=1e-5, atol=1e-6)
+    finally:
+        ember._logging.set_logs()
+        monkeypatch.undo()
+        diskstore.forget_roots()
+    logged = [ln for ln in capsys.readouterr().err.splitlines() if " -> (None, " in ln]
+    assert len(logged) == 2 and all(ln.count(" us") == 3 for ln in logged), logged
+    keys = {k: v for p in glob.glob(str(tmp_path) + "/**/*.tune.json", recursive=True)
+            for k, v in diskstore.read_json(p).items()}
+    assert len(keys) == 2 and all(v[0] is None and v[1] in (2, 4, 8) for v in keys.values()), keys
+
+
 def test_flat_kernel_tuned_once_and_its_winner_stored():
     import glob
     from ember._inductor import diskstore
