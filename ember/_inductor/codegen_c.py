@@ -132,8 +132,10 @@ _FLOAT_UNARY = {
     "round": "nearbyint{s}({x})", "relu": "sel_{n}({x} < 0, 0, {x})", "frac": "({x} - trunc{s}({x}))",
     "square": "({x} * {x})", "sign": "sel_{n}({x} > 0, {one}, sel_{n}({x} < 0, -{one}, {x}))",
     "gelu": "({half} * {x} * ({one} + erf{s}({x} * ({one} / sqrt{s}(2 * {one})))))",
-    # 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)): libmvec's exp is ~1.3x faster than its tanh
-    "gelu_tanh": "({x} / ({one} + expa_{n}(-1.5957691216057308{s} * ({x} + 0.044715{s} * {x} * {x} * {x}))))",
+    # 0.5 x (1 + tanh(z)) = x / (1 + exp(-2z)): libmvec's exp is ~1.3x faster than its tanh; and
+    # -2z = x (c1 + c2 x^2) with one fma: 2 vector ops fewer than c1 (x + 0.044715 x^3), 8% at 1e5 here
+    "gelu_tanh": "({x} / ({one} + expa_{n}({x} * fma{s}({x} * {x}, -0.07135481627260025{s}, "
+                 "-1.5957691216057308{s}))))",
     "isnan": "({x} != {x})", "isinf": "(isinf({x}) != 0)", "isfinite": "(isfinite({x}) != 0)",
     "logical_not": "(!{x})"}
 for _f in _MVEC_1 + ("sqrt", "floor", "ceil", "trunc"):

@@ -77,6 +77,7 @@ static inline vf vf_min(vf a, vf b) { return __builtin_ia32_minps512_mask(a, b, 
 #define VF_CMP(a, b, p) ((vm)__builtin_ia32_cmpps512_mask((a), (b), (p), (vm)-1, 4))
 static inline vf vf_sel(vm m, vf a, vf b) { return __builtin_ia32_blendmps_512_mask(b, a, m); }
 static inline vf vf_sqrt(vf x) { return __builtin_ia32_sqrtps512_mask(x, x, (vm)-1, 4); }
+static inline vf vf_fma(vf a, vf b, vf c) { return __builtin_ia32_vfmaddps512_mask(a, b, c, (vm)-1, 4); }
 #define vf_exp expv16_inline
 #define VF_NT(p, v) __builtin_ia32_movntps512((p), (v))
 #define vm_bits(m) (m)
@@ -99,6 +100,7 @@ static inline vf vf_sqrt(vf x) { return __builtin_ia32_sqrtps256(x); }
 /* codegen_c.expi_f's steps on 8 lanes (the same bits as expi_f; here it replaces libmvec's expf
    in sigmoid/silu/gelu_tanh too: at most 1.05 ulp from the correctly rounded exp, no call) */
 #define FMA8(a, b, c) __builtin_ia32_vfmaddps256((a), (b), (c))
+static inline vf vf_fma(vf a, vf b, vf c) { return FMA8(a, b, c); }
 static inline vf vf_exp_poly(vf x, vf *t) {           /* e^(x - k ln2) and t = 1.5 * 2^23 + k */
     *t = FMA8(x, vf_splat(1.44269504088896341f), vf_splat(12582912.0f));
     const vf n = *t - 12582912.0f;
@@ -148,7 +150,8 @@ _UNARY = {
     "relu": "vf_max(vf_splat(0.0f), {x})",         # (0 > x) ? 0 : x: NaN and -0.0 stay, as sel_f
     "sqrt": "vf_sqrt({x})", "rsqrt": "(1.0f / vf_sqrt({x}))", "exp": "vf_exp({x})",
     "sigmoid": "(1.0f / (1.0f + vf_exp(-{x})))", "silu": "({x} / (1.0f + vf_exp(-{x})))",
-    "gelu_tanh": "({x} / (1.0f + vf_exp(-1.5957691216057308f * ({x} + 0.044715f * {x} * {x} * {x}))))",
+    "gelu_tanh": "({x} / (1.0f + vf_exp({x} * vf_fma({x} * {x}, vf_splat(-0.07135481627260025f), "
+                 "vf_splat(-1.5957691216057308f)))))",
     "sign": "vf_sel(VF_CMP({x}, vf_splat(0.0f), 0x1E), vf_splat(1.0f), "
             "vf_sel(VF_CMP({x}, vf_splat(0.0f), 0x11), vf_splat(-1.0f), {x}))"}
 _BINARY = {
@@ -387,7 +390,7 @@ def reduction(k, b, loops, rename, locals_, scalar_lines, scalar_value, acc, rt,
     (fewer than a block) runs the scalar lines with `combine`, as codegen_reduction's loops do.
     A sum keeps codegen_reduction's 64 lanes (64 / w vectors), blocks and tree, so its result is
     the scalar kernel's to the bit; max/min keep one vector and a NaN mask. Raises Unsupported."""
-    from .codegen_reduction import SUM_BLOCK, _lane_tree, lanes_of
+    from .codegen_reduction import STREAM_BLOCK, STREAM_LEN, SUM_BLOCK, SUM_STREAMS, _lane_tree, lanes_of
     v, r = loops[-1]
     vlines = []
     em = VecEmitter(k, vlines, rename, locals_, v, in_loop=True)
@@ -420,20 +423,31 @@ def reduction(k, b, loops, rename, locals_, scalar_lines, scalar_value, acc, rt,
     if not blocked:
         out += decl
     n = _loop_open(loops[:-1], out)
-    if blocked:
-        out += [f"for (int64_t {v}_b = 0; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{",
-                f"const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};"] + decl
-    out += [f"{{ int64_t {v}_k = {lo};", f"for (; {v}_k + {lanes} <= {hi}; {v}_k += {lanes}) {{"]
-    for q in range(nvec):           # vector q holds lanes q*w .. q*w + w - 1 of the 64
-        out += [f"    {{ const int64_t {v} = {v}_k + {q * w};"] + ["        " + ln for ln in vlines]
-        out += [f"        {acc}_a{q} += {value}; }}"]
-    out += ["}", f"for (int64_t {v} = {v}_k; {v} < {hi}; {v}++) {{"] + ["    " + ln for ln in tail] + ["}}"]
     fold = []
     half = nvec // 2
     while half:                     # the scalar kernels' tree: lanes j += j + width, halving
         fold += [f"{acc}_a{q} += {acc}_a{q + half};" for q in range(half)]
         half //= 2
     fold += [f"{{ float {acc}_v[{w}]; vf_st({acc}_v, {acc}_a0);"] + _lane_tree(acc, w, merge_step) + ["}"]
+    whole = r // STREAM_BLOCK * STREAM_BLOCK if blocked else 0
+    per = lanes // SUM_STREAMS
+    if whole and per % w:
+        raise Unsupported(f"a streamed sum's {per} lanes a stream in vectors of {w}")
+    if whole:                       # the scalar kernels' streams: lane p*w + i reads part (p*w + i) // per
+        out += [f"for (int64_t {v}_b = 0; {v}_b < {whole}; {v}_b += {STREAM_BLOCK}) {{"] + decl
+        out += [f"for (int64_t {v}_k = {v}_b; {v}_k < {v}_b + {STREAM_LEN}; {v}_k += {per}) {{"]
+        for q in range(nvec):
+            out += [f"    {{ const int64_t {v} = {v}_k + {q * w // per * STREAM_LEN + q * w % per};"]
+            out += ["        " + ln for ln in vlines] + [f"        {acc}_a{q} += {value}; }}"]
+        out += ["}"] + fold + [f"{acc}_d += {acc}; }}"]
+    if blocked:
+        out += [f"for (int64_t {v}_b = {whole}; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{",
+                f"const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};"] + decl
+    out += [f"{{ int64_t {v}_k = {lo};", f"for (; {v}_k + {lanes} <= {hi}; {v}_k += {lanes}) {{"]
+    for q in range(nvec):           # vector q holds lanes q*w .. q*w + w - 1 of the 64
+        out += [f"    {{ const int64_t {v} = {v}_k + {q * w};"] + ["        " + ln for ln in vlines]
+        out += [f"        {acc}_a{q} += {value}; }}"]
+    out += ["}", f"for (int64_t {v} = {v}_k; {v} < {hi}; {v}++) {{"] + ["    " + ln for ln in tail] + ["}}"]
     if blocked:
         out += fold + [f"{acc}_d += {acc}; }}" + "}" * n]
         return out, f"{acc}_d"

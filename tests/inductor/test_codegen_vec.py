@@ -11,6 +11,7 @@ import pytest
 
 import ember
 from ember._inductor import codegen_c, codegen_c_vec, config
+from ember._inductor.codegen_reduction import STREAM_BLOCK
 
 pytestmark = [pytest.mark.usefixtures("strict_fuser"),
               pytest.mark.skipif(not codegen_c_vec.lanes(), reason="no AVX-512 / AVX2 + FMA with GCC here")]
@@ -141,6 +142,15 @@ def test_a_long_sum_in_blocks_matches_the_scalar_kernel_bit_for_bit():
     x = data(3 * 4096 + 77, special=False)
     src = check(lambda x: (x * x).sum(), x, rtol=1e-5)
     assert "_d +=" in src                      # float blocks added up in double
+
+
+@pytest.mark.parametrize("n", [STREAM_BLOCK, 3 * STREAM_BLOCK + 2 * 4096 + 77])
+def test_a_streamed_sum_matches_the_scalar_kernel_bit_for_bit(n):
+    x = data(n, special=False)
+    src = check(lambda x: (x * x).sum(), x, rtol=1e-5)
+    assert f"+= {STREAM_BLOCK})" in src        # whole blocks read as SUM_STREAMS parts at once
+    rows = data(3, n + 5, seed=3, special=False)
+    check(lambda x: (x - 1).sum(-1), rows, rtol=1e-5, atol=1e-5)
 
 
 def test_broadcast_and_sliced_inputs():
