@@ -28,6 +28,7 @@ single-threaded kernel streams outputs larger than the last-level cache past it 
 """
 from __future__ import annotations
 
+import math
 import os
 
 from .._core import dtype as _dt
@@ -175,6 +176,7 @@ class VecEmitter:
         self.kinds = kinds if kinds is not None else {}     # C name -> "v" | "m" (else scalar)
         self.prefetch = prefetch and k.row_var is not None     # a row kernel's pointwise pass
         self.prefetched = set()
+        self.consts, self.scaled = {}, {}      # finite float literals; x * 2^k temps -> (x, 2^k)
 
     def __getattr__(self, name):            # masked, rand, load_indirect, check_index, ...
         raise Unsupported(name)
@@ -242,7 +244,10 @@ class VecEmitter:
         return f"{store}(&{name}[{index.render(rename)}], {self.vec(value)});"
 
     def constant(self, value, dtype):
-        return self.scalar.constant(value, dtype)
+        text = self.scalar.constant(value, dtype)
+        if dtype == F32 and isinstance(value, (int, float)) and math.isfinite(value):
+            self.consts[text] = float(value)
+        return text
 
     def index_expr(self, expr, dtype):
         if expr.coeff(self.var):
@@ -288,6 +293,18 @@ class VecEmitter:
             return self._emit("m", f"VF_CMP({self.vec(a)}, {self.vec(b)}, {_CMP[name]:#x})")
         if name not in _BINARY:
             raise Unsupported(name)
+        if name in ("add", "sub") and a in self.scaled and b in self.consts:
+            # x * 2^k + c as one fma: the product is exact (k >= 0: no subnormal loses a bit; an
+            # overflow is inf both ways, c finite), so it rounds once as the add does: gelu(x*2+1) 6%
+            x, m = self.scaled[a]
+            c = b if name == "add" else f"(-{b})"
+            return self._emit("v", f"vf_fma({x}, {self.vec(m)}, {self.vec(c)})")
+        if name == "mul" and (ka == "v") != (kb == "v"):
+            x, m = (a, b) if ka == "v" else (b, a)
+            if abs(self.consts.get(m, 0.0)) >= 1 and abs(math.frexp(self.consts[m])[0]) == 0.5:
+                out = self._emit("v", _BINARY[name].format(a=self.vec(a), b=self.vec(b)))
+                self.scaled[out] = (x, m)
+                return out
         if name == "truediv" and kb == "s" and self.scalar.in_loop and b in self.k.invariants:
             # softmax's row sum: one reciprocal a row, as the scalar C (codegen_c.CEmitter.binary)
             self.scalar.divisors.add(b)
