@@ -135,10 +135,10 @@ def _plain_enough(keys, backend=CPU_BIT) -> bool:
         not (keys & AUTOGRAD_BIT and not _tls.exclude & AUTOGRAD_BIT)
 
 
-def _pop_with_refcount(spare):
-    """spare's array (popped: atomic under the GIL, so two threads never take the same one) and its
-    reference count as seen here; _SOLE_OWNER is that count when nothing else references it."""
-    arr = spare.pop()
+def _pop_with_refcount(spare, at=-1):
+    """spare's array at `at` (popped: atomic under the GIL, so two threads never take the same one)
+    and its reference count as seen here; _SOLE_OWNER is that count when nothing else references it."""
+    arr = spare.pop(at)
     return arr, sys.getrefcount(arr)
 
 
@@ -147,9 +147,10 @@ _SOLE_OWNER = _pop_with_refcount([np.empty(1)])[1]     # the same function measu
 
 class Alloc(_Named):
     """A buffer of the graph's outputs (or one handed to an extern): a fresh array per call, except
-    that a large one (config.output_reuse_min_bytes) reuses the previous call's array when nothing
-    references it any more. A fresh 40 MB array costs ~3 ms of page faults (the kernel zeroes each
-    new page), more than a 40 MB copy. Whatever can still reach the memory holds a Python reference
+    that a large one (config.output_reuse_min_bytes) reuses one of the last SPARES arrays it handed
+    out when nothing references it any more. A fresh 40 MB array costs ~3 ms of page faults (the
+    kernel zeroes each new page), more than a 40 MB copy; two, because `y = f(x)` in a loop still
+    holds the last result during the next call (softmax over 1e7 floats: 13-17 -> 6-9 ms). Whatever can still reach the memory holds a Python reference
     to the array: the Tensor (`_data`), a view (numpy's `.base`), `.numpy()`, a memoryview, a DLPack
     capsule, a saved-for-backward tensor; so "only this Alloc holds it" means the user can never see
     the memory again (data_ptr() integers aside, as in torch)."""
@@ -160,21 +161,24 @@ class Alloc(_Named):
         self._name(f"alloc_{name}")
         limit = config.output_reuse_min_bytes
         self.reuses = bool(limit) and self.dtype.itemsize * int(np.prod(shape, dtype=np.int64)) >= limit
-        self.spare = []            # the last array handed out (reuses only)
+        self.spare = []            # the last arrays handed out, oldest first (reuses only)
+
+    SPARES = 2
 
     def array(self):
-        """The array for this call (reuses only): the spare one if it is dead, else a fresh one."""
+        """The array for this call (reuses only): a dead spare one (the oldest first), else a fresh one."""
         spare = self.spare
-        if spare:
+        for _ in range(len(spare)):
             try:
-                arr, refs = _pop_with_refcount(spare)
+                arr, refs = _pop_with_refcount(spare, 0)
             except IndexError:     # another thread popped it since the test
-                refs = None
+                break
+            spare.append(arr)      # now the newest, dead or alive
             if refs == _SOLE_OWNER:
-                spare.append(arr)
                 return arr
         arr = np.empty(self.shape, self.dtype)
-        spare.append(arr)          # (a thread racing this one may leave two here: bounded by the threads)
+        spare.append(arr)          # (threads racing this one may leave more here: bounded by the threads)
+        del spare[:-self.SPARES]
         return arr
 
     def __call__(self):

@@ -37,6 +37,24 @@ def test_a_dead_output_is_reused_and_correct():
     np.testing.assert_allclose(y.numpy(), fn(x2).numpy(), rtol=1e-6, atol=1e-7)
 
 
+def test_a_loop_holding_the_last_result_alternates_two_arrays(monkeypatch):
+    from ember._inductor import wrapper
+    x1, x2 = inputs(2, seed=4)
+    f = compiled_for(fn, x1)
+    fresh = []
+    real_empty = np.empty
+    monkeypatch.setattr(wrapper.np, "empty", lambda *a, **k: fresh.append(a) or real_empty(*a, **k))
+    y, held = f(x1), []
+    for i in range(6):                       # `y = f(x)`: the last result is alive during the call
+        held.append((y, y.numpy().copy()))
+        y = f(x2 if i % 2 else x1)
+        np.testing.assert_allclose(y.numpy(), fn(x2 if i % 2 else x1).numpy(), rtol=1e-6, atol=1e-7)
+        old, want = held.pop(0)
+        np.testing.assert_array_equal(old.numpy(), want)     # the result held during the call: intact
+        del old
+    assert len([a for a in fresh if a[0] == (ROWS, COLS)]) == 2     # the first two calls' arrays only
+
+
 # each keeps the first output's memory reachable in its own way: name -> (keep(y), read(kept), expect(values))
 KEEPERS = {
     "tensor": (lambda y: y, lambda k: k.numpy(), lambda w: w),
