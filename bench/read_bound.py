@@ -6,8 +6,9 @@ against hand-written C loops that only load and accumulate, and bench/fused_cpu.
 Issue 14 asks ember.compile for 2x torch.compile's sum(x*x) at 1e7 elements. This shows whether any
 kernel can be that fast on the machine: the C loops read the same 40 MB with one accumulator
 vector (`#pragma omp simd reduction`) and with four independent ones (the loop unrolled by four);
-"2x torch.compile" is the time the goal asks for. All peers in one process, interleaved, CPU time
-(1 thread), medians.
+"2x torch.compile" is the time the goal asks for. ember's own float sum reads four streams too
+(codegen_reduction.STREAM_BLOCK: four 32 KB parts of each 128 KB block). All peers in one process,
+interleaved, CPU time (1 thread), medians.
 """
 from __future__ import annotations
 
