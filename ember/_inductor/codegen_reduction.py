@@ -122,19 +122,24 @@ def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, pa
             return _finish(k, b, group, result, ot, locals_, body, store, rename)
         except codegen_c_vec.Unsupported:
             pass
+    float_blocks = rt == "sum" and t == "float" and bool(loops) and loops[-1][1] > SUM_BLOCK
     # a float max/min takes one simd loop: vmaxps's latency (2 cycles) hides under the NaN flag's
     # work, and in the lanes' blocks GCC ors the flag across the vector after every block
-    if not parallel and loops and loops[-1][1] >= 2 * lanes and not nan_flag:
+    if (not parallel or float_blocks) and loops and loops[-1][1] >= 2 * lanes and not nan_flag:
         v, r = loops[-1]
         merge = _lane_tree(acc, lanes, merge_step)
-        if rt == "sum" and t == "float" and r > SUM_BLOCK:
-            # float blocks (streamed, then of SUM_BLOCK: lanes then tail), added up in double
+        if float_blocks:
+            # float blocks (streamed, then of SUM_BLOCK: lanes then tail), added up in double; in
+            # parallel, the rows or else the blocks are split between the threads
+            par = (f"#pragma omp parallel for num_threads({threads}) schedule(static) reduction(+:{acc}_d)"
+                   if parallel else None)
+            split = [par + " ERR"] if par and len(loops) == 1 else []
             body.append(f"double {acc}_d = 0;")
-            n = _loop_open(loops[:-1], body)
+            n = _loop_open(loops[:-1], body, None, par)
             whole = r // STREAM_BLOCK * STREAM_BLOCK
             if whole:
                 per = lanes // SUM_STREAMS
-                body += [f"for (int64_t {v}_b = 0; {v}_b < {whole}; {v}_b += {STREAM_BLOCK}) {{",
+                body += split + [f"for (int64_t {v}_b = 0; {v}_b < {whole}; {v}_b += {STREAM_BLOCK}) {{",
                          f"{t} {acc} = 0; {t} {acc}_v[{lanes}] = {{0}};",
                          f"for (int64_t {v}_k = {v}_b; {v}_k < {v}_b + {STREAM_LEN}; {v}_k += {per})",
                          f"for (int64_t {v}_s = 0; {v}_s < {SUM_STREAMS}; {v}_s++) {{",
@@ -144,7 +149,7 @@ def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, pa
                 body += ["    " + ln for ln in lines]
                 body += ["    " + combine(f"{acc}_v[{v}_s * {per} + {v}_j]", value), "}}"]
                 body += merge + [f"{acc}_d += {acc}; }}"]
-            body.append(f"for (int64_t {v}_b = {whole}; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{")
+            body += split + [f"for (int64_t {v}_b = {whole}; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{"]
             body.append(f"const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};")
             body.append(f"{t} {acc} = 0; {t} {acc}_v[{lanes}] = {{0}};")
             body.extend(_blocked(v, f"{v}_b", f"{v}_e", lanes, lines, combine(f"{acc}_v[{v}_j]", value),
@@ -161,22 +166,7 @@ def emit_reduction(k, b, group, loops, rename, locals_, body, store, threads, pa
         return _finish(k, b, group, result, ot, locals_, body, store, rename)
     lines.append(combine(acc, value))
     clause = f"{clause} reduction(|:{nan_flag})" if nan_flag else clause
-    block = rt == "sum" and t == "float" and loops and loops[-1][1] > SUM_BLOCK
-    par = (f"#pragma omp parallel for num_threads({threads}) schedule(static) "
-           + (f"reduction(+:{acc}_d)" if block else clause)) if parallel else None
-    if block:                                 # float blocks of SUM_BLOCK, added up in double
-        v, r = loops[-1]
-        body.append(f"double {acc}_d = 0;")
-        n = _loop_open(loops[:-1], body, None, par if len(loops) > 1 else None)
-        if len(loops) == 1 and par:
-            body.append(par + " ERR")
-        body.append(f"for (int64_t {v}_b = 0; {v}_b < {r}; {v}_b += {SUM_BLOCK}) {{")
-        body.append(f"{t} {acc} = 0; const int64_t {v}_e = {v}_b + {SUM_BLOCK} < {r} ? {v}_b + {SUM_BLOCK} : {r};")
-        body.append(f"#pragma omp simd {clause} ERR")
-        body.append(f"for (int64_t {v} = {v}_b; {v} < {v}_e; {v}++) {{")
-        body.extend("    " + ln for ln in lines)
-        body.append(f"}} {acc}_d += {acc}; }}" + "}" * n)
-        return _finish(k, b, group, f"{acc}_d", ot, locals_, body, store, rename)
+    par = f"#pragma omp parallel for num_threads({threads}) schedule(static) {clause}" if parallel else None
     body.append(f"{t} {acc} = {init};{nan_decl}")
     n = _loop_open(loops, body, clause, par if loops else None)
     body.extend("    " + ln for ln in lines)

@@ -8,6 +8,8 @@ import pytest
 
 import ember
 from ember._functorch import make_fx
+from ember._inductor import codegen_c, config  # noqa: F401 (codegen_c before codegen_reduction: their cycle)
+from ember._inductor import codegen_reduction
 from ember._inductor.compile_fx import compile_fx
 from test_lowering import check_many
 
@@ -57,6 +59,19 @@ def test_infinities_and_long_sums():
     base[2, :] = np.float32(1e-3)            # a long sum of one value: the float blocks must not drift
     x = ember.from_numpy(base)
     check_many([("sum", lambda t: t.sum(1)), ("amax", lambda t: t.amax(1)), ("amin", lambda t: (-t).amin(1))], x)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streamed_sums_in_one_and_two_threads(threads, monkeypatch):
+    # whole STREAM_BLOCKs (four parts read at once), then SUM_BLOCKs and a tail; with 2 threads the
+    # blocks (one reduction loop) or the outer reduction loop are split between the threads
+    monkeypatch.setattr(config, "threads", threads)
+    n = 2 * codegen_reduction.STREAM_BLOCK + 4096 + 33
+    flat = ember.from_numpy(np.random.default_rng(3).uniform(-2, 2, n).astype(np.float32))
+    block = ember.from_numpy(np.random.default_rng(4).uniform(-2, 2, (3, 2, n // 3)).astype(np.float32))
+    check_many([("sum", lambda a, b: (a * a).sum()), ("mean", lambda a, b: a.mean()),
+                ("sum(1,2)", lambda a, b: b.sum((1, 2))), ("sum(0,2)", lambda a, b: (b - 1).sum((0, 2)))],
+               flat, block)
 
 
 def test_three_dim_reduction_with_outer_reduction_loops():
