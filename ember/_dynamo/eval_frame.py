@@ -360,7 +360,7 @@ def _capture(fn, opts, cache, args, kwargs):
                                              fullgraph=opts.fullgraph, wrap_resume=opts.wrap_resume)
     except Exception as e:   # noqa: BLE001 - capture must never break the user's program
         _notify(code, None, e)
-        if opts.fullgraph or not config.suppress_errors:
+        if opts.fullgraph or not config.suppress_errors or _fuser_strict():
             raise
         cache.skip = True
         _warn_capture_error(code, e)
@@ -414,6 +414,13 @@ def _install_globals(f_globals: dict, result) -> None:
 def _notify(code, result, error):
     for observer in list(compile_observers):
         observer(code, result, error)
+
+
+def _fuser_strict() -> bool:
+    """ember._inductor.config.strict: the fuser's fallbacks are errors, so its error is not
+    turned into an eager run here either."""
+    from .._inductor import config as fuser_config
+    return fuser_config.strict
 
 
 def _warn_capture_error(code, e):

@@ -299,8 +299,12 @@ def graph_call_through_cache(compiled, sources, guard_rows, kinds):
                 roots.append(source)
                 spelled[source] = f"___r{len(roots) - 1}"
             else:
-                spelled[source] = (f"{spell(source.base)}.{source.member}" if isinstance(source, AttrSource)
-                                   else f"{spell(source.base)}[{source.index!r}]")
+                base = spell(source.base)
+                if isinstance(source, AttrSource):      # a ParameterList's items are named "0", "1", ...
+                    spelled[source] = (f"{base}.{source.member}" if source.member.isidentifier()
+                                       else f"getattr({base}, {source.member!r})")
+                else:
+                    spelled[source] = f"{base}[{source.index!r}]"
         return spelled[source]
     covered_exprs, args, steps = [], [], []
     for s in sources:

@@ -274,7 +274,8 @@ class AttrSource(Source):
         return f"{self.base.name()}.{self.member}"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}.{self.member}"
+        base = self.base.expr()     # a ParameterList's items are attributes named "0", "1", ...
+        return f"{base}.{self.member}" if self.member.isidentifier() else f"getattr({base}, {self.member!r})"
 
     def short_name(self) -> str:
         return f"{self.base.short_name()}.{self.member}"

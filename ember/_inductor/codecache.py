@@ -38,7 +38,7 @@ counters = dict.fromkeys(COUNTER_NAMES, 0)
 _counter_lock = threading.Lock()
 _loaded: dict = {}            # key -> ctypes.CDLL
 _lock = threading.Lock()
-_KERNEL_NAME = re.compile(r"^(?!static)[\w \t\*]*?\b(\w+)\s*\([^;{]*\)\s*\{", re.M)
+_KERNEL_NAME = re.compile(r"^(?!static\b|__attribute__)[\w \t\*]*?\b(\w+)\s*\([^;{]*\)\s*\{", re.M)
 
 
 class CompilerUnavailable(RuntimeError):
@@ -118,7 +118,8 @@ def cache_key(source: str, extra_flags=()) -> str:
 
 
 def kernel_name_of(source: str) -> str | None:
-    """The first non-static function defined in `source` (names the kernel in errors)."""
+    """The first function defined in `source` that is neither static nor a prelude helper behind
+    `__attribute__` (names the kernel in errors)."""
     match = _KERNEL_NAME.search(source)
     return match.group(1) if match else None
 

@@ -297,7 +297,7 @@ class VecEmitter:
             # x * 2^k + c as one fma: the product is exact (k >= 0: no subnormal loses a bit; an
             # overflow is inf both ways, c finite), so it rounds once as the add does: gelu(x*2+1) 6%
             x, m = self.scaled[a]
-            c = b if name == "add" else f"(-{b})"
+            c = b if name == "add" else f"(-({b}))"          # b may be a negative literal
             return self._emit("v", f"vf_fma({x}, {self.vec(m)}, {self.vec(c)})")
         if name == "mul" and (ka == "v") != (kb == "v"):
             x, m = (a, b) if ka == "v" else (b, a)

@@ -355,6 +355,8 @@ def test_no_compiler_raises_compiler_unavailable(private_cache, tmp_path, monkey
 def test_kernel_name_of():
     assert codecache.kernel_name_of("static int h(int x) { return x; }\nvoid cpp_k(float *a) { }") == "cpp_k"
     assert codecache.kernel_name_of("int only_decl(int);") is None
+    helper = '__attribute__((visibility("hidden"))) float g(float x) { return x; }\n'
+    assert codecache.kernel_name_of(helper + "void ember_k0(void *const *bufs) { }") == "ember_k0"
 
 
 def test_stale_temp_files_of_killed_builds_are_swept(private_cache):
