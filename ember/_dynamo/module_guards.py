@@ -30,7 +30,7 @@ import weakref
 
 from ..nn.modules._common import STATE_VERSION, is_tracked
 from ..nn.modules.module import Module
-from .source import AttrSource, GetItemSource, Source
+from .source import AttrSource, GetItemSource, Source, attr_expr
 
 _STATE_DICTS = ("_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pre_hooks")
 _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes)
@@ -299,12 +299,8 @@ def graph_call_through_cache(compiled, sources, guard_rows, kinds):
                 roots.append(source)
                 spelled[source] = f"___r{len(roots) - 1}"
             else:
-                base = spell(source.base)
-                if isinstance(source, AttrSource):      # a ParameterList's items are named "0", "1", ...
-                    spelled[source] = (f"{base}.{source.member}" if source.member.isidentifier()
-                                       else f"getattr({base}, {source.member!r})")
-                else:
-                    spelled[source] = f"{base}[{source.index!r}]"
+                spelled[source] = (attr_expr(spell(source.base), source.member) if isinstance(source, AttrSource)
+                                   else f"{spell(source.base)}[{source.index!r}]")
         return spelled[source]
     covered_exprs, args, steps = [], [], []
     for s in sources:

@@ -264,6 +264,11 @@ class ClosureCellSource(Source):
         codegen.load_deref(self.cell_name)
 
 
+def attr_expr(base: str, member: str) -> str:
+    """`base.member`; getattr where the member is no identifier (ParameterList items: "0", "1", ...)."""
+    return f"{base}.{member}" if member.isidentifier() else f"getattr({base}, {member!r})"
+
+
 @_record
 class AttrSource(Source):
     """An attribute of another source: ``L['self'].training``."""
@@ -274,8 +279,7 @@ class AttrSource(Source):
         return f"{self.base.name()}.{self.member}"
 
     def expr(self) -> str:
-        base = self.base.expr()     # a ParameterList's items are attributes named "0", "1", ...
-        return f"{base}.{self.member}" if self.member.isidentifier() else f"getattr({base}, {self.member!r})"
+        return attr_expr(self.base.expr(), self.member)
 
     def short_name(self) -> str:
         return f"{self.base.short_name()}.{self.member}"
