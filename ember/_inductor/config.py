@@ -46,9 +46,9 @@ cpu_codegen = "c"
 # True: from the first CPU kernel launch on, NumPy allocates 64-byte aligned blocks, as PyTorch's CPU
 # allocator does (aligned_alloc.py: unaligned inputs cost the kernels 8-14%); read once per process.
 align_allocations = True
-# A compiled graph's output of at least this many bytes reuses the previous call's array when no
-# reference to it is left (wrapper.Alloc): a fresh 40 MB array costs ~3 ms of page faults here. The
-# graph keeps that one array per output between calls. 0 or None: every output is a fresh array.
+# A compiled graph's output of at least this many bytes reuses one of the last two arrays it handed
+# out when no reference to it is left (wrapper.Alloc): a fresh 40 MB array costs ~3 ms of page faults
+# here. The graph keeps those two arrays per output between calls. 0 or None: every output is fresh.
 output_reuse_min_bytes = 1 << 20
 # A single-threaded vector kernel stores an output of at least this many bytes with non-temporal
 # (streaming) stores, which skip reading each line before writing it, in loops that compute no exp

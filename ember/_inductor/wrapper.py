@@ -150,10 +150,11 @@ class Alloc(_Named):
     that a large one (config.output_reuse_min_bytes) reuses one of the last SPARES arrays it handed
     out when nothing references it any more. A fresh 40 MB array costs ~3 ms of page faults (the
     kernel zeroes each new page), more than a 40 MB copy; two, because `y = f(x)` in a loop still
-    holds the last result during the next call (softmax over 1e7 floats: 13-17 -> 6-9 ms). Whatever can still reach the memory holds a Python reference
-    to the array: the Tensor (`_data`), a view (numpy's `.base`), `.numpy()`, a memoryview, a DLPack
-    capsule, a saved-for-backward tensor; so "only this Alloc holds it" means the user can never see
-    the memory again (data_ptr() integers aside, as in torch)."""
+    holds the last result during the next call (bench/held_output.py). Whatever can still reach
+    the memory holds a Python reference to the array: the Tensor (`_data`), a view (numpy's
+    `.base`), `.numpy()`, a memoryview, a DLPack capsule, a saved-for-backward tensor; so "only
+    this Alloc holds it" means the user can never see the memory again (data_ptr() integers
+    aside, as in torch)."""
 
     def __init__(self, name, shape, strides, dtype):
         from . import config

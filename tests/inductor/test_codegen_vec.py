@@ -157,7 +157,8 @@ def test_a_power_of_two_scale_and_shift_is_one_fma_with_the_same_bits():
     x = np.concatenate([data(203), np.array([2e38, -2e38, 3.4e38, 1e-45, -1e-45, 1.5e-38], np.float32)])
     for fn, fused in [(lambda x: x * 2 + 1, True), (lambda x: x * 4 - 3, True), (lambda x: x * -2.0 + 0.5, True),
                       (lambda x: x * 8 - (-1.5), True), (lambda x: x * 2 + -3.0, True),
-                      (lambda x: x * 0.5 + 1, False), (lambda x: x * 3 + 1, False)]:
+                      (lambda x: x * 0.5 + 1, False), (lambda x: x * 3 + 1, False),
+                      (lambda x: x * 2 - 3e38, False)]:     # 2e38 * 2 - 3e38: inf apart, 1e38 fused
         src = check(fn, x)            # bit for bit the scalar build's separate multiply and add
         assert ("vf_fma(" in src) == fused, src
 

@@ -8,7 +8,7 @@ import pytest
 
 import ember
 from ember._functorch import make_fx
-from ember._inductor import codegen_c, config  # noqa: F401 (codegen_c before codegen_reduction: their cycle)
+from ember._inductor import codegen_c, config  # (codegen_c before codegen_reduction: their import cycle)
 from ember._inductor import codegen_reduction
 from ember._inductor.compile_fx import compile_fx
 from test_lowering import check_many
@@ -62,16 +62,22 @@ def test_infinities_and_long_sums():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_streamed_sums_in_one_and_two_threads(threads, monkeypatch):
+def test_streamed_sums_in_one_and_two_threads(threads, monkeypatch, tmp_path):
     # whole STREAM_BLOCKs (four parts read at once), then SUM_BLOCKs and a tail; with 2 threads the
     # blocks (one reduction loop) or the outer reduction loop are split between the threads
     monkeypatch.setattr(config, "threads", threads)
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path))        # generated here, not from a cache
+    sources, real = [], codegen_c.generate_kernel
+    monkeypatch.setattr(codegen_c, "generate_kernel", lambda *a, **k: sources.append(real(*a, **k)) or sources[-1])
     n = 2 * codegen_reduction.STREAM_BLOCK + 4096 + 33
     flat = ember.from_numpy(np.random.default_rng(3).uniform(-2, 2, n).astype(np.float32))
     block = ember.from_numpy(np.random.default_rng(4).uniform(-2, 2, (3, 2, n // 3)).astype(np.float32))
     check_many([("sum", lambda a, b: (a * a).sum()), ("mean", lambda a, b: a.mean()),
                 ("sum(1,2)", lambda a, b: b.sum((1, 2))), ("sum(0,2)", lambda a, b: (b - 1).sum((0, 2)))],
                flat, block)
+    text = "\n".join(src for src, *_ in sources)
+    assert f"+= {codegen_reduction.STREAM_BLOCK})" in text
+    assert ("parallel for" in text) == (threads == 2)
 
 
 def test_three_dim_reduction_with_outer_reduction_loops():
